@@ -1,0 +1,246 @@
+// kopt_fake_worker: speaks the worker protocol (eval/protocol.h) without a
+// GPU, so that the supervisor and everything above it can be tested anywhere.
+//
+// What it does with an evaluate request is chosen by the request's
+// candidate.label, so one worker can be told different things per request:
+//   "ok"                   progress, then a result with verdict ok, latency 1 ms
+//   "ok:<ms>"              same, with latency <ms> (e.g. "ok:2.5")
+//   anything not below     same as "ok" (handy for tests of higher layers)
+//   "wrong_result"         a result with verdict wrong_result (worker stays healthy)
+//   "hang"                 sleeps forever without a word
+//   "hang_after_progress"  one progress line, then sleeps forever
+//   "hang_with_child"      forks a child (same process group) that sleeps too; its
+//                          pid is in the progress line ("child_pid"); then sleeps
+//   "crash"                writes a line on stderr, then raise(SIGSEGV)
+//   "exit3"                _exit(3) without a reply
+//   "garbage"              writes a line that is not JSON, then carries on
+//   "sticky"               result runtime_error / CUDA_ERROR_ILLEGAL_ADDRESS,
+//                          healthy:false, then exits (like a broken CUDA context)
+//   "slow_ok"              progress every 100 ms for 1 s, then ok
+//   "echo"                 ok, with compile_log = candidate.cubin_path and detail
+//                          = size of the request line (large-line tests)
+//   "junk_after_result"    ok, then an unsolicited line after the result
+//   "wrong_id"             a result carrying another request's id
+//   "close_stdin"          closes stdin, answers ok, then sleeps forever (the next
+//                          request gets EPIPE)
+// Options:
+//   --no-device        hello answers ok:false, "no CUDA device found ..."
+//   --ignore-shutdown  ignores {"op":"shutdown"} and EOF on stdin: sleeps forever
+//
+// Replies are written with write(2) straight to fd 1 (no stdio buffering that a
+// crash could lose or a fork could duplicate).
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/protocol.h"
+#include "eval/result.h"
+#include "util/error.h"
+#include "util/json.h"
+
+using nlohmann::json;
+using kopt::eval::EvalRequest;
+using kopt::eval::Result;
+using kopt::eval::Verdict;
+
+namespace {
+
+void send(const json& j) {
+  std::string s = kopt::dump_json(j) + "\n";
+  const char* p = s.data();
+  size_t n = s.size();
+  while (n > 0) {
+    ssize_t w = ::write(1, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) _exit(1);  // the supervisor is gone
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+[[noreturn]] void sleep_forever() {
+  for (;;) pause();
+}
+
+void progress(const EvalRequest& r, const std::string& phase, json extra = json::object()) {
+  json j{{"reply", "progress"},
+         {"id", r.id},
+         {"case", r.cases.empty() ? std::string("case0") : r.cases[0].name},
+         {"phase", phase}};
+  for (auto& [k, v] : extra.items()) j[k] = v;
+  send(j);
+}
+
+Result ok_result(const EvalRequest& r, double ms) {
+  Result res;
+  res.verdict = Verdict::ok;
+  res.detail = "fake worker";
+  for (const auto& c : r.cases) {
+    kopt::eval::CaseResult cr;
+    cr.name = c.name;
+    cr.role = kopt::spec::case_role_name(c.role);
+    cr.passed = true;
+    if (c.role == kopt::spec::CaseRole::performance && r.time)
+      cr.latency = kopt::eval::latency_stats({ms, ms, ms});
+    res.cases.push_back(cr);
+  }
+  res.geomean_ms = ms;
+  res.compile_ms = 0.5;
+  return res;
+}
+
+void send_result(const EvalRequest& r, const Result& res, bool healthy, int64_t id) {
+  send(json{{"reply", "result"}, {"id", id}, {"healthy", healthy}, {"result", res.to_json()}});
+}
+
+void evaluate(const json& req, size_t line_size) {
+  EvalRequest r;
+  try {
+    r = EvalRequest::from_json(req);
+  } catch (const std::exception& e) {
+    json err{{"reply", "error"}, {"error", e.what()}};
+    if (req.contains("id")) err["id"] = req["id"];
+    send(err);
+    return;
+  }
+  const std::string& label = r.candidate.label;
+  if (label == "hang") sleep_forever();
+  if (label == "hang_after_progress") {
+    progress(r, "check");
+    sleep_forever();
+  }
+  if (label == "hang_with_child") {
+    pid_t child = fork();
+    if (child == 0) {
+      alarm(20);  // safety net should the supervisor fail to kill the group
+      sleep_forever();
+    }
+    progress(r, "check", json{{"child_pid", child}});
+    sleep_forever();
+  }
+  if (label == "crash") {
+    std::cerr << "fake worker: crashing on purpose" << std::endl;
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+    _exit(99);  // not reached
+  }
+  if (label == "exit3") _exit(3);
+  if (label == "garbage") {
+    static const char junk[] = "this is not JSON {\x01\xff\n";
+    ssize_t w = ::write(1, junk, sizeof junk - 1);
+    (void)w;
+    return;
+  }
+  if (label == "sticky") {
+    progress(r, "check");
+    Result res;
+    res.verdict = Verdict::runtime_error;
+    res.error_name = "CUDA_ERROR_ILLEGAL_ADDRESS";
+    res.detail = "an illegal memory access was encountered";
+    res.failed_case = r.cases.empty() ? "" : r.cases[0].name;
+    send_result(r, res, /*healthy=*/false, r.id);
+    _exit(0);
+  }
+  if (label == "wrong_result") {
+    Result res;
+    res.verdict = Verdict::wrong_result;
+    res.detail = "fake mismatch";
+    send_result(r, res, true, r.id);
+    return;
+  }
+  if (label == "slow_ok") {
+    for (int i = 0; i < 10; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      progress(r, "time");
+    }
+    send_result(r, ok_result(r, 1.0), true, r.id);
+    return;
+  }
+  if (label == "echo") {
+    Result res = ok_result(r, 1.0);
+    res.compile_log = r.candidate.cubin_path;
+    res.detail = std::to_string(line_size);
+    send_result(r, res, true, r.id);
+    return;
+  }
+  if (label == "junk_after_result") {
+    send_result(r, ok_result(r, 1.0), true, r.id);
+    send(json{{"reply", "progress"}, {"id", r.id}, {"case", "late"}, {"phase", "check"}});
+    return;
+  }
+  if (label == "wrong_id") {
+    send_result(r, ok_result(r, 1.0), true, r.id + 1000);
+    return;
+  }
+  if (label == "close_stdin") {
+    send_result(r, ok_result(r, 1.0), true, r.id);
+    ::close(0);
+    sleep_forever();
+  }
+  // "ok", "ok:<ms>" and anything else
+  double ms = 1.0;
+  if (label.rfind("ok:", 0) == 0) ms = std::atof(label.c_str() + 3);
+  progress(r, "check");
+  if (r.time) progress(r, "time");
+  send_result(r, ok_result(r, ms), true, r.id);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool no_device = false, ignore_shutdown = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--no-device") == 0) no_device = true;
+    else if (std::strcmp(argv[i], "--ignore-shutdown") == 0) ignore_shutdown = true;
+    else if (std::strcmp(argv[i], "worker") == 0) continue;  // accepts `kopt worker`'s argv shape
+    else {
+      std::cerr << "kopt_fake_worker: unknown option " << argv[i] << "\n";
+      return 2;
+    }
+  }
+  // "crash" must not leave core files behind.
+  struct rlimit no_core {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    json req = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (req.is_discarded() || !req.is_object() || !req.contains("op") || !req["op"].is_string()) {
+      send(json{{"reply", "error"}, {"error", "request is not a JSON object with an \"op\""}});
+      continue;
+    }
+    const std::string op = req["op"].get<std::string>();
+    if (op == "hello") {
+      if (no_device)
+        send(json{{"reply", "hello"},
+                  {"ok", false},
+                  {"pid", getpid()},
+                  {"error", "no CUDA device found: fake worker started with --no-device"}});
+      else
+        send(json{{"reply", "hello"},
+                  {"ok", true},
+                  {"pid", getpid()},
+                  {"device", {{"name", "fake device"}, {"fake", true}}}});
+    } else if (op == "evaluate") {
+      evaluate(req, line.size());
+    } else if (op == "shutdown") {
+      if (ignore_shutdown) sleep_forever();
+      return 0;
+    } else {
+      json err{{"reply", "error"}, {"error", "unknown op '" + op + "'"}};
+      if (req.contains("id")) err["id"] = req["id"];
+      send(err);
+    }
+  }
+  if (ignore_shutdown) sleep_forever();
+  return 0;
+}

@@ -1,0 +1,251 @@
+#include "eval/evaluator.h"
+
+#include <algorithm>
+
+#include "spec/annotations.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace kopt::eval {
+
+Candidate candidate_from_file(const std::filesystem::path& file) {
+  Candidate c;
+  c.source = fs::read_file(file);
+  c.source_name = file.filename().string();
+  c.label = file.filename().string();
+  const spec::Annotations a = spec::parse_annotations(c.source, file.string());
+  if (a.entry) c.entry = *a.entry;
+  if (a.grid || a.block || a.shared_bytes) {
+    spec::Launch l;
+    for (int i = 0; i < 3; ++i) {
+      l.grid[i] = a.grid ? (*a.grid)[i] : spec::Expr::constant(1);
+      l.block[i] = a.block ? (*a.block)[i] : spec::Expr::constant(1);
+    }
+    l.shared_bytes = a.shared_bytes ? *a.shared_bytes : spec::Expr::constant(0);
+    c.launch = l;
+  }
+  c.options = a.options;
+  c.params = a.params;
+  return c;
+}
+
+LaunchDims resolve_launch(const spec::Launch& l, const spec::Case& c,
+                          const std::map<std::string, int64_t>& params) {
+  const spec::Bindings b = spec::bindings_for(c, params);
+  LaunchDims d;
+  auto ev = [&](const spec::Expr& e, const char* what) -> int64_t {
+    if (e.empty()) return std::string(what) == "shared_bytes" ? 0 : 1;
+    try {
+      return e.eval(b);
+    } catch (const Error& err) {
+      throw SpecError("kopt.launch.501", std::string("launch ") + what + " for case " + c.name + ": " + err.what());
+    }
+  };
+  for (int i = 0; i < 3; ++i) {
+    d.grid[i] = ev(l.grid[i], "grid");
+    d.block[i] = ev(l.block[i], "block");
+  }
+  d.shared_bytes = ev(l.shared_bytes, "shared_bytes");
+  return d;
+}
+
+Evaluator::Evaluator(const spec::Spec& spec, EvaluatorOptions options)
+    : spec_(spec), opt_(std::move(options)) {
+  compiler_ = std::make_unique<cuda::Compiler>(opt_.cache_dir);
+  SupervisorOptions so;
+  so.worker_argv = opt_.worker_argv;
+  // The worker's own watchdog ends a hung launch after launch_timeout_ms (10
+  // per timing batch); the supervisor's is the backstop for a worker that
+  // stops answering altogether.
+  so.silence_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec_.timing.launch_timeout_ms * 12) + 60000);
+  so.worker_log = opt_.worker_log;
+  so.on_progress = opt_.on_progress;
+  supervisor_ = std::make_unique<Supervisor>(so);
+}
+
+const cuda::DeviceInfo& Evaluator::device() {
+  if (!device_) {
+    nlohmann::json hello = supervisor_->hello();
+    device_ = cuda::DeviceInfo::from_json(hello.at("device"));
+  }
+  return *device_;
+}
+
+std::string Evaluator::arch() {
+  if (arch_.empty()) arch_ = opt_.arch.empty() ? device().arch() : opt_.arch;
+  return arch_;
+}
+
+spec::Launch Evaluator::launch_for(const Candidate& c) const {
+  if (c.launch) return *c.launch;
+  if (spec_.initial && spec_.initial->launch) return *spec_.initial->launch;
+  return spec_.launch;
+}
+
+cuda::CompileResult Evaluator::compile(const Candidate& c) {
+  cuda::CompileRequest r;
+  r.source = c.source;
+  r.source_name = c.source_name;
+  r.entry = !c.entry.empty() ? c.entry : (spec_.initial ? spec_.initial->entry : "");
+  if (r.entry.empty())
+    throw SpecError("kopt.eval.601", "no entry point for " + c.label +
+                                         ": give --entry, a '// kopt:entry NAME' line, or the spec's initial.entry");
+  r.arch = arch_.empty() ? arch() : arch_;
+  r.options = spec_.tuning.compile_options;
+  r.options.insert(r.options.end(), c.options.begin(), c.options.end());
+  r.defines = c.params;
+  return compiler_->compile(r);
+}
+
+Candidate Evaluator::reference_candidate() const {
+  const spec::KernelSource& k = spec_.reference.kernel;
+  Candidate c;
+  c.label = "reference";
+  c.source = fs::read_file(k.source);
+  c.source_name = k.source.filename().string();
+  c.entry = k.entry;
+  c.launch = k.launch ? *k.launch : spec_.launch;
+  c.options = k.compile_options;
+  c.params = k.defines;
+  return c;
+}
+
+EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileResult& compiled,
+                                     const std::string& candidate_cubin) {
+  EvalRequest rq;
+  rq.id = next_id_++;
+  rq.candidate.kind = KernelRef::Kind::cubin;
+  rq.candidate.cubin_path = candidate_cubin;
+  rq.candidate.entry = compiled.lowered_entry.empty() ? cand.entry : compiled.lowered_entry;
+  rq.candidate.label = cand.label;
+  rq.timing = spec_.timing;
+  rq.checks = spec_.checks;
+  rq.seed = spec_.seed;
+  rq.time = opt_.time;
+  rq.time_reference = opt_.time_reference;
+  rq.gemm = spec_.reference.gemm;
+
+  std::optional<spec::Launch> ref_launch;
+  switch (spec_.reference.kind) {
+    case spec::Reference::Kind::npy:
+      rq.reference_is_golden = true;
+      rq.time_reference = false;
+      break;
+    case spec::Reference::Kind::cublas:
+      rq.reference.kind = KernelRef::Kind::cublas_sgemm;
+      rq.reference.label = "cuBLAS sgemm";
+      break;
+    case spec::Reference::Kind::kernel: {
+      if (!reference_cubin_) {
+        Candidate rc = reference_candidate();
+        cuda::CompileResult r = compile(rc);
+        if (!r.ok)
+          throw SpecError("kopt.eval.602", "the reference kernel " + spec_.reference.kernel.source.string() +
+                                               " does not compile (" + r.error_name + "):\n" + r.log);
+        reference_cubin_ = {cuda::store_cubin(opt_.cache_dir, r).string(),
+                            r.lowered_entry.empty() ? rc.entry : r.lowered_entry};
+      }
+      rq.reference.kind = KernelRef::Kind::cubin;
+      rq.reference.cubin_path = reference_cubin_->first;
+      rq.reference.entry = reference_cubin_->second;
+      rq.reference.label = "reference";
+      ref_launch = spec_.reference.kernel.launch ? *spec_.reference.kernel.launch : spec_.launch;
+      break;
+    }
+  }
+
+  const spec::Launch launch = launch_for(cand);
+  for (const spec::Case& c : spec_.cases) {
+    if (!opt_.only_cases.empty() &&
+        std::find(opt_.only_cases.begin(), opt_.only_cases.end(), c.name) == opt_.only_cases.end())
+      continue;
+    CaseSpec cs;
+    cs.name = c.name;
+    cs.role = c.role;
+    cs.sizes = c.sizes;
+    const spec::Bindings b = spec::bindings_for(c, cand.params);
+    for (const spec::Param& p : spec_.signature) {
+      ArgSpec a;
+      a.name = p.name;
+      a.is_buffer = p.is_buffer;
+      a.dtype = p.dtype;
+      a.role = p.role;
+      if (p.is_buffer) {
+        a.count = p.count.eval(b);
+        auto ov = c.input_overrides.find(p.name);
+        a.generator = ov != c.input_overrides.end() ? ov->second : p.generator;
+      } else if (p.float_value) {
+        a.float_value = *p.float_value;
+      } else {
+        a.int_value = p.value.eval(b);
+        a.float_value = static_cast<double>(a.int_value);
+      }
+      cs.args.push_back(a);
+    }
+    cs.launch = resolve_launch(launch, c, cand.params);
+    if (ref_launch) cs.reference_launch = resolve_launch(*ref_launch, c, spec_.reference.kernel.defines);
+    cs.tolerance = spec_.tolerance;
+    if (rq.reference_is_golden) {
+      for (const auto& [out, path] : spec_.reference.npy) {
+        std::string s = path.string();
+        const auto pos = s.find("{case}");
+        if (pos != std::string::npos) s.replace(pos, 6, c.name);
+        cs.golden_npy[out] = s;
+      }
+    }
+    rq.cases.push_back(std::move(cs));
+  }
+  if (rq.cases.empty()) throw SpecError("kopt.eval.603", "no case left to evaluate (check --cases)");
+  return rq;
+}
+
+Result Evaluator::evaluate(const Candidate& cand, std::optional<bool> time_reference) {
+  return run(cand, compile(cand), time_reference);
+}
+
+Result Evaluator::run(const Candidate& cand, const cuda::CompileResult& compiled,
+                      std::optional<bool> time_reference) {
+  Result res;
+  if (!compiled.ok) {
+    res.verdict = Verdict::compile_error;
+    res.error_name = compiled.error_name;
+    res.detail = "compilation failed (" + compiled.error_name + ")";
+    res.compile_log = compiled.log;
+    res.compile_ms = compiled.compile_ms;
+    res.compile_cache_hit = compiled.cache_hit;
+    return res;
+  }
+  const std::string cubin = cuda::store_cubin(opt_.cache_dir, compiled).string();
+  EvalRequest rq = build_request(cand, compiled, cubin);
+  if (time_reference) rq.time_reference = *time_reference && !rq.reference_is_golden;
+  device();  // start the worker (throws NoDeviceError)
+  res = supervisor_->evaluate(rq);
+  res.compile_log = compiled.log;
+  res.compile_ms = compiled.compile_ms;
+  res.compile_cache_hit = compiled.cache_hit;
+  return res;
+}
+
+}  // namespace kopt::eval
+
+namespace kopt::eval {
+
+Result Evaluator::evaluate_cublas_baseline() {
+  std::optional<spec::Reference::Gemm> gemm = spec_.cublas_baseline;
+  if (!gemm && spec_.reference.kind == spec::Reference::Kind::cublas) gemm = spec_.reference.gemm;
+  if (!gemm)
+    throw SpecError("kopt.eval.604", "the spec has no cuBLAS baseline (add \"baseline\": {\"kind\": \"cublas\", ...})");
+  Candidate c;
+  c.label = "cuBLAS sgemm (FP32, no TF32)";
+  cuda::CompileResult fake;
+  fake.ok = true;
+  EvalRequest rq = build_request(c, fake, "");
+  rq.candidate.kind = KernelRef::Kind::cublas_sgemm;
+  rq.candidate.label = c.label;
+  rq.gemm = *gemm;
+  rq.time_reference = false;
+  device();
+  return supervisor_->evaluate(rq);
+}
+
+}  // namespace kopt::eval

@@ -1,0 +1,104 @@
+// The parent side of evaluation: resolves a spec and a candidate into an
+// EvalRequest, compiles with NVRTC (cached), and runs it through a Supervisor.
+// This process never initialises CUDA itself.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda/device.h"
+#include "cuda/nvrtc.h"
+#include "eval/protocol.h"
+#include "eval/result.h"
+#include "eval/supervisor.h"
+#include "spec/spec.h"
+
+namespace kopt::eval {
+
+/// A candidate kernel as the optimizer or the CLI has it.
+struct Candidate {
+  std::string label = "candidate";
+  std::string source;                     // CUDA C++ source
+  std::string source_name = "kernel.cu";  // for compiler messages
+  std::string entry;                      // empty: from annotations, else the spec's initial
+  std::optional<spec::Launch> launch;     // empty: annotations, else spec.initial, else spec.launch
+  std::vector<std::string> options;       // extra NVRTC options
+  std::map<std::string, int64_t> params;  // tuning parameters: -D defines and expression names
+};
+
+/// Reads a .cu file into a Candidate, applying its kopt: annotations.
+/// Throws SpecError on unreadable files or bad annotations.
+Candidate candidate_from_file(const std::filesystem::path& file);
+
+struct EvaluatorOptions {
+  std::vector<std::string> worker_argv;  // e.g. {"/path/kopt", "worker", "--device", "0"}
+  std::filesystem::path cache_dir;       // NVRTC cache and cubins
+  std::string arch;                      // empty: the device's
+  bool time = true;
+  bool time_reference = true;
+  std::vector<std::string> only_cases;   // empty: all cases
+  std::string worker_log;                // workers' stderr (empty: inherit)
+  std::function<void(const nlohmann::json&)> on_progress;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const spec::Spec& spec, EvaluatorOptions options);
+
+  /// Starts a worker and returns the device; throws NoDeviceError (exit 77).
+  const cuda::DeviceInfo& device();
+  /// The architecture candidates are compiled for (options.arch or the device's).
+  std::string arch();
+
+  /// Compiles only (works with no GPU when options.arch is set). Thread-safe
+  /// once arch() has been called (the optimizer compiles on a thread pool).
+  cuda::CompileResult compile(const Candidate& c);
+
+  /// Checks and times an already compiled candidate on the GPU.
+  /// `time_reference` overrides the option for this call.
+  Result run(const Candidate& c, const cuda::CompileResult& compiled,
+             std::optional<bool> time_reference = std::nullopt);
+
+  /// Compiles, checks and times one candidate. Bad candidates are verdicts;
+  /// throws only for spec errors (kopt.spec.*), a missing device (NoDeviceError)
+  /// or a broken environment.
+  Result evaluate(const Candidate& c, std::optional<bool> time_reference = std::nullopt);
+
+  /// Checks and times cuBLAS (FP32, no TF32) as if it were a candidate, for a
+  /// spec with a cuBLAS baseline or reference. Throws SpecError(kopt.eval.604)
+  /// when the spec is not GEMM-shaped.
+  Result evaluate_cublas_baseline();
+
+  /// The request that evaluate() sends for a compiled candidate (for tests).
+  EvalRequest build_request(const Candidate& c, const cuda::CompileResult& compiled,
+                            const std::string& candidate_cubin);
+
+  cuda::Compiler& compiler() { return *compiler_; }
+  Supervisor& supervisor() { return *supervisor_; }
+
+ private:
+  Candidate reference_candidate() const;
+  spec::Launch launch_for(const Candidate& c) const;
+
+  spec::Spec spec_;
+  EvaluatorOptions opt_;
+  std::unique_ptr<cuda::Compiler> compiler_;
+  std::unique_ptr<Supervisor> supervisor_;
+  std::optional<cuda::DeviceInfo> device_;
+  std::string arch_;  // resolved once by arch(); read by compile() on any thread
+  std::optional<std::pair<std::string, std::string>> reference_cubin_;  // path, lowered entry
+  int64_t next_id_ = 1;
+};
+
+/// Resolves a launch for one case: evaluates grid/block/shared expressions with
+/// the case's sizes and `params`. Throws SpecError naming the case.
+LaunchDims resolve_launch(const spec::Launch& l, const spec::Case& c,
+                          const std::map<std::string, int64_t>& params);
+
+}  // namespace kopt::eval

@@ -1,0 +1,103 @@
+// The worker protocol: JSON lines over the worker's stdin (requests) and stdout
+// (replies). One JSON object per line, UTF-8, '\n'-terminated.
+//
+// Requests (supervisor -> worker):
+//   {"op":"hello"}
+//       -> {"reply":"hello","ok":true,"device":{...device.json...}}
+//       -> {"reply":"hello","ok":false,"error":"no CUDA device found: ..."}
+//   {"op":"evaluate","id":N, ...EvalRequest...}
+//       -> zero or more {"reply":"progress","id":N,"case":"...","phase":"check|time"}
+//       -> exactly one {"reply":"result","id":N,"healthy":bool,"result":{...Result...}}
+//   {"op":"shutdown"}  -> the worker exits 0 without replying (EOF on stdin too).
+//   A request the worker cannot parse (not JSON, unknown op, a field missing or
+//   of the wrong type: EvalRequest::from_json throws kopt.protocol.001)
+//       -> {"reply":"error","id":N,"error":"[kopt.protocol.001] $.cases[0].name: missing"}
+//          ("id" copied from the request when it has one; may be absent). Instead a
+//          worker may answer a result with verdict worker_crash and healthy:false.
+//          The supervisor records
+//          the request as worker_crash with that message and replaces the worker.
+//
+// "healthy": false means the worker's CUDA context is broken (a sticky error
+// such as CUDA_ERROR_ILLEGAL_ADDRESS); the worker exits right after replying,
+// and the supervisor starts a new one for the next request.
+//
+// Progress replies double as heartbeats: the supervisor kills a worker that
+// stays silent for longer than its watchdog.
+//
+// Anything else on stdout is a protocol error that kills the worker. A worker
+// should therefore keep the protocol on a private duplicate of fd 1 and point
+// fd 1 at stderr before running candidates (device-side printf writes to
+// stdout). Replies are written with kopt::dump_json (invalid UTF-8 replaced),
+// since the supervisor rejects lines that are not valid JSON.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/spec.h"
+
+namespace kopt::eval {
+
+/// Launch configuration resolved for one case.
+struct LaunchDims {
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  int64_t shared_bytes = 0;  // dynamic shared memory, bytes
+};
+
+/// One kernel argument resolved for one case.
+struct ArgSpec {
+  std::string name;
+  bool is_buffer = true;
+  spec::DType dtype = spec::DType::f32;
+  spec::Role role = spec::Role::input;
+  int64_t count = 0;              // buffers: elements
+  spec::Generator generator;      // inputs/inouts
+  // scalars: exactly one of these is meaningful according to dtype
+  int64_t int_value = 0;
+  double float_value = 0;
+};
+
+/// A compiled kernel as the worker sees it.
+struct KernelRef {
+  enum class Kind { cubin, cublas_sgemm };
+  Kind kind = Kind::cubin;
+  std::string cubin_path;  // Kind::cubin: file written by the compiler
+  std::string entry;       // lowered (mangled) name to look up in the module
+  std::string label;       // for messages, e.g. "candidate 0007" or "reference"
+};
+
+struct CaseSpec {
+  std::string name;
+  spec::CaseRole role = spec::CaseRole::correctness;
+  std::map<std::string, int64_t> sizes;
+  std::vector<ArgSpec> args;
+  LaunchDims launch;                 // candidate's launch
+  std::optional<LaunchDims> reference_launch;  // reference kernel's launch
+  std::map<std::string, spec::Tolerance> tolerance;  // output name -> tolerance
+  std::map<std::string, std::string> golden_npy;     // output name -> file (reference kind npy)
+};
+
+struct EvalRequest {
+  int64_t id = 0;
+  KernelRef candidate;
+  KernelRef reference;           // kind cubin/cublas_sgemm; ignored when golden_npy is used
+  bool reference_is_golden = false;
+  spec::Reference::Gemm gemm;    // buffer/size names for cublas_sgemm
+  std::vector<CaseSpec> cases;
+  spec::Timing timing;
+  spec::Checks checks;
+  uint64_t seed = 0;
+  bool time = true;              // false: check only (no timing)
+  bool time_reference = false;   // also time the reference on the performance cases
+  nlohmann::json to_json() const;
+  static EvalRequest from_json(const nlohmann::json& j);
+};
+
+}  // namespace kopt::eval

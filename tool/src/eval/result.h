@@ -1,0 +1,103 @@
+// The outcome of evaluating one candidate: a value, never an exception.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kopt::eval {
+
+/// What happened to a candidate. Stable strings (see verdict_name) appear in
+/// result JSON, history.json and exit codes; never renumber.
+enum class Verdict {
+  ok,               // passed every check on every case (and was timed)
+  compile_error,    // NVRTC rejected the source, or the entry point does not exist
+  infeasible,       // the launch cannot run on this device: threads per block over the
+                    // function's limit, grid over the device's, shared memory over the opt-in
+  launch_error,     // cuLaunchKernel refused the launch (e.g. too many resources)
+  runtime_error,    // the kernel faulted: trap, misaligned address, illegal instruction...
+  timeout,          // a launch exceeded the watchdog; the worker was killed
+  wrong_result,     // outputs differ from the reference beyond tolerance, NaN/Inf,
+                    // unwritten outputs, or inputs modified
+  out_of_bounds,    // wrote past a buffer (canary bytes changed) or touched unmapped memory
+  nondeterministic, // repeated runs on the same inputs gave different bits
+  worker_crash,     // the worker process died for a reason not attributable above
+};
+
+const char* verdict_name(Verdict v);
+/// Parses a verdict_name string; throws std::invalid_argument if unknown.
+Verdict parse_verdict(const std::string& s);
+
+/// Latency statistics of one case, in milliseconds, over `samples` measured
+/// launches (each launch timed by its own pair of CUDA events).
+struct LatencyStats {
+  double median_ms = 0, mean_ms = 0, min_ms = 0, max_ms = 0, stddev_ms = 0;
+  int samples = 0;
+  std::vector<double> raw_ms;  // every measured launch in launch order (may be empty)
+};
+
+/// Computes the statistics of `samples_ms` (population standard deviation).
+/// Empty input yields all zeros.
+LatencyStats latency_stats(std::vector<double> samples_ms);
+
+/// Geometric mean of positive values; 0 for an empty list.
+/// Throws std::invalid_argument if any value is <= 0 or not finite.
+double geomean(const std::vector<double>& values);
+
+struct CaseResult {
+  std::string name;
+  std::string role;  // "correctness" | "performance"
+  bool passed = false;
+  // Worst element: error and its ratio to the allowed error (<= 1 passes).
+  double max_abs_error = 0, max_error_ratio = 0;
+  std::string worst_output;      // buffer holding the worst element
+  std::optional<LatencyStats> latency;  // performance cases that were timed
+  std::optional<LatencyStats> reference_latency;  // when the request asked to time the reference
+};
+
+struct Result {
+  Verdict verdict = Verdict::ok;
+  std::string detail;      // human-readable reason, one line
+  std::string error_name;  // CUDA_ERROR_* / NVRTC_ERROR_* where one applies
+  std::string failed_case; // the case that decided the verdict, if any
+  std::vector<CaseResult> cases;
+  std::optional<double> geomean_ms;  // over performance cases, only when ok
+  std::optional<double> reference_geomean_ms;
+  std::optional<double> speedup;     // reference_geomean / geomean
+  double compile_ms = 0;             // never part of the score
+  bool compile_cache_hit = false;
+  std::string compile_log;
+
+  /// Unset optionals are omitted. Non-finite doubles (a NaN error, an infinite
+  /// ratio) are written as the strings "NaN", "Infinity", "-Infinity" because
+  /// JSON has no such numbers (nlohmann would silently write null).
+  nlohmann::json to_json() const;
+  /// Inverse of to_json (exact round trip). Throws kopt::Error
+  /// ("kopt.protocol.001") naming the missing or malformed field.
+  static Result from_json(const nlohmann::json& j);
+};
+
+/// Helpers shared by the JSON codecs of eval/ (result.cpp, protocol.cpp).
+/// Every reader throws kopt::Error("kopt.protocol.001", "<path>: <problem>"),
+/// where path is a JSON path such as "$.cases[2].latency.median_ms".
+namespace json_io {
+/// A double as JSON that survives dump()/parse(): finite values as numbers,
+/// others as "NaN" / "Infinity" / "-Infinity".
+nlohmann::json from_double(double v);
+/// The member `key` of object `obj` (at `path`); throws if absent.
+const nlohmann::json& member(const nlohmann::json& obj, const char* key, const std::string& path);
+void require_object(const nlohmann::json& j, const std::string& path);
+double get_double(const nlohmann::json& j, const std::string& path);
+int64_t get_int(const nlohmann::json& j, const std::string& path);
+uint64_t get_uint(const nlohmann::json& j, const std::string& path);
+int get_int32(const nlohmann::json& j, const std::string& path);
+bool get_bool(const nlohmann::json& j, const std::string& path);
+std::string get_string(const nlohmann::json& j, const std::string& path);
+/// Throws kopt::Error("kopt.protocol.001", path + ": " + what).
+[[noreturn]] void fail(const std::string& path, const std::string& what);
+}  // namespace json_io
+
+}  // namespace kopt::eval

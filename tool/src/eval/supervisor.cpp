@@ -1,0 +1,785 @@
+// The worker supervisor. Everything a candidate can do to its worker (hang,
+// crash, fault the CUDA context, scribble on stdout) must end up as a Result,
+// never as an exception, a hang, a zombie or a leaked fd in this process.
+//
+// Design notes:
+// - Only POSIX primitives: pipe2/fork/execv, poll with deadlines taken from
+//   steady_clock (never sleep-and-hope), waitpid. Every syscall loop handles
+//   EINTR.
+// - Our pipe ends are non-blocking, so neither a read nor a write can block
+//   past a deadline (a worker that stops reading its stdin cannot wedge us).
+// - SIGPIPE: writing to a dead worker raises SIGPIPE, whose default action
+//   would kill the tool. Instead of ignoring it process-wide (which would
+//   change how the whole CLI behaves, e.g. `kopt ... | head`), it is blocked in
+//   this thread around our writes and a SIGPIPE raised by them is consumed
+//   before unblocking; the write itself then fails with EPIPE.
+// - Killing: the worker is made leader of its own process group and the group
+//   is SIGKILLed. The leader is reaped only after the group was killed: while
+//   it is an unreaped zombie its pid, hence the group id, cannot be reused, so
+//   kill(-pid) can never hit an unrelated process.
+#include "eval/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <system_error>
+#include <thread>
+
+#include "util/error.h"
+#include "util/json.h"
+
+namespace kopt::eval {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+/// Longest reply line accepted. Results with per-case data are a few KB, but
+/// lines of many MB must work; beyond this the worker is considered broken
+/// (it would otherwise be able to exhaust our memory).
+constexpr size_t kMaxLine = size_t{1} << 30;
+/// How much of the worker log a crash report quotes.
+constexpr long long kLogTailBytes = 2048;
+/// How much of a bad reply a protocol error quotes.
+constexpr size_t kQuoteBytes = 200;
+
+std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) {
+    // Not retried on EINTR: on Linux the fd is released even then.
+    ::close(fd);
+    fd = -1;
+  }
+}
+
+/// Milliseconds until `deadline` for poll(), rounded up (poll must not wake
+/// before the deadline and spin), clamped to int.
+int poll_ms(Clock::time_point deadline) {
+  auto now = Clock::now();
+  if (deadline <= now) return 0;
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count();
+  long long ms = (us + 999) / 1000;
+  return static_cast<int>(std::min<long long>(ms, INT_MAX));
+}
+
+Clock::time_point after(milliseconds d) {
+  // Guard against overflow when a huge timeout is configured.
+  auto now = Clock::now();
+  if (d >= std::chrono::duration_cast<milliseconds>(Clock::time_point::max() - now))
+    return Clock::time_point::max();
+  return now + d;
+}
+
+const char* signal_abbrev(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGABRT: return "SIGABRT";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGALRM: return "SIGALRM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    default: return nullptr;
+  }
+}
+
+/// "exited with code 3", "killed by signal SIGSEGV (Segmentation fault)".
+std::string describe_status(int status) {
+  if (status == -1) return "exited (status unknown: already reaped elsewhere)";
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* abbrev = signal_abbrev(sig);
+    std::string s = "killed by signal ";
+    s += abbrev ? abbrev : std::to_string(sig);
+    const char* text = strsignal(sig);
+    if (text) s += std::string(" (") + text + ")";
+#ifdef WCOREDUMP
+    if (WCOREDUMP(status)) s += ", core dumped";
+#endif
+    return s;
+  }
+  return "ended with wait status " + std::to_string(status);
+}
+
+/// Length of the valid UTF-8 sequence at s[i], 0 if none (overlong forms,
+/// surrogates and code points past U+10FFFF are invalid, as in RFC 3629).
+size_t utf8_len(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  unsigned char c = b(0);
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k)
+    if ((b(k) & 0xc0) != 0x80) return 0;
+  return len;
+}
+
+/// Makes arbitrary bytes (a worker's garbage, its log) safe for a one-line
+/// `detail`: control characters and invalid UTF-8 become \xNN escapes, so the
+/// result always serialises, even with a strict json::dump().
+std::string printable(std::string_view s, size_t max_bytes) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size() && out.size() < max_bytes) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c == '\t') {
+      out += ' ';
+      ++i;
+    } else if (size_t n = c >= 0x80 ? utf8_len(s, i) : 0; n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    }
+  }
+  if (i < s.size()) out += "...";
+  return out;
+}
+
+std::string quote(std::string_view s) { return "'" + printable(s, kQuoteBytes) + "'"; }
+
+/// Blocks SIGPIPE in the calling thread for its lifetime; a SIGPIPE raised
+/// meanwhile by our own writes (it is directed at this thread) is consumed
+/// before the old mask is restored, so it is never delivered.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~SigpipeBlock() {
+    int saved = errno;
+    sigset_t pending;
+    sigemptyset(&pending);
+    if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+      struct timespec zero {0, 0};
+      while (sigtimedwait(&set_, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    errno = saved;
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t set_, old_;
+  bool was_pending_ = false;
+};
+
+/// Writes all of [p, p+n) to the non-blocking fd. Fails (false) on EPIPE or
+/// another error, or when the reader accepts nothing for `stall` (a deadline
+/// that each successful write pushes back).
+bool write_all(int fd, const char* p, size_t n, milliseconds stall) {
+  auto deadline = after(stall);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w > 0) {
+      p += w;
+      n -= static_cast<size_t>(w);
+      deadline = after(stall);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (Clock::now() >= deadline) return false;
+      pollfd pfd{fd, POLLOUT, 0};
+      int r = ::poll(&pfd, 1, poll_ms(deadline));
+      if (r < 0 && errno != EINTR) return false;
+      continue;  // writable, or POLLERR (the next write reports EPIPE), or timeout
+    }
+    return false;  // EPIPE (worker gone) or another error
+  }
+  return true;
+}
+
+/// Child side: reports errno on the status pipe (closed by a successful
+/// exec), never on stdout, where the parent could mistake it for a reply.
+[[noreturn]] void child_fail(int status_fd, int e) {
+  ssize_t ignored = ::write(status_fd, &e, sizeof e);
+  (void)ignored;
+  _exit(127);
+}
+
+/// The child side of start(): only async-signal-safe calls (the parent may be
+/// multi-threaded, and only the forking thread exists in the child).
+[[noreturn]] void exec_child(int stdin_fd, int stdout_fd, int log_fd, int status_fd,
+                             char* const* argv, pid_t parent) {
+  auto fail = [status_fd](int e) { child_fail(status_fd, e); };
+  // Own process group: the supervisor kills the group, grandchildren included.
+  setpgid(0, 0);
+#ifdef __linux__
+  // Die with the supervisor (see supervisor.h); if it is already gone, stop now.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+#else
+  (void)parent;
+#endif
+  // The signal mask and ignored dispositions survive exec: give the worker a
+  // clean state (a worker whose supervisor vanished should die of SIGPIPE).
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGPIPE, &dfl, nullptr);
+  // Move our fds above 2 first: if the parent ran with fd 0/1/2 closed, a
+  // pipe end may itself be 0, 1 or 2 and one dup2 could clobber another.
+  int in = fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3);
+  int out = fcntl(stdout_fd, F_DUPFD_CLOEXEC, 3);
+  int log = log_fd >= 0 ? fcntl(log_fd, F_DUPFD_CLOEXEC, 3) : -1;
+  if (in < 0 || out < 0 || (log_fd >= 0 && log < 0)) fail(errno);
+  // dup2 clears FD_CLOEXEC on the targets; the F_DUPFD_CLOEXEC copies and
+  // every pipe end (pipe2(O_CLOEXEC)) close at exec.
+  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || (log >= 0 && dup2(log, 2) < 0)) fail(errno);
+  // Our pipes are O_NONBLOCK only on the parent's ends (separate open file
+  // descriptions), so the worker sees ordinary blocking stdin/stdout.
+#if defined(SYS_close_range)
+  // Close fds the rest of the tool may have opened without O_CLOEXEC
+  // (std::fstream does): a worker must not hold them. Keep status_fd.
+  if (status_fd > 3) syscall(SYS_close_range, 3u, static_cast<unsigned>(status_fd - 1), 0u);
+  syscall(SYS_close_range, static_cast<unsigned>(status_fd + 1), ~0u, 0u);
+#endif
+  execv(argv[0], argv);
+  child_fail(status_fd, errno);
+}
+
+Result timeout_result(const std::string& why, const std::string& last_case,
+                      const std::string& last_phase) {
+  Result r;
+  r.verdict = Verdict::timeout;
+  r.detail = why;
+  if (!last_case.empty()) {
+    r.failed_case = last_case;
+    r.detail += " (last progress: case '" + printable(last_case, 100) + "'" +
+                (last_phase.empty() ? "" : ", phase '" + printable(last_phase, 40) + "'") + ")";
+  }
+  return r;
+}
+
+Result crash_result(std::string detail) {
+  Result r;
+  r.verdict = Verdict::worker_crash;
+  r.detail = std::move(detail);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+Supervisor::Supervisor(SupervisorOptions options) : opt_(std::move(options)) {}
+
+Supervisor::~Supervisor() {
+  try {
+    shutdown_worker(milliseconds(1000));
+  } catch (...) {
+    // A destructor never throws; reap() itself does not either in practice.
+  }
+}
+
+void Supervisor::start() {
+  if (pid_ != -1) reap(milliseconds(0));
+  if (opt_.worker_argv.empty())
+    throw EnvironmentError("kopt.worker.001", "no worker command configured");
+
+  // Everything the child needs is prepared before fork (no allocation after).
+  std::vector<char*> argv;
+  for (const std::string& a : opt_.worker_argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string& exe = opt_.worker_argv[0];
+
+  int log_fd = -1;
+  log_offset_ = 0;
+  if (!opt_.worker_log.empty()) {
+    log_fd = ::open(opt_.worker_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (log_fd < 0)
+      throw EnvironmentError("kopt.worker.005", "cannot open the worker log '" + opt_.worker_log +
+                                                    "': " + errno_text(errno));
+    struct stat st;
+    if (fstat(log_fd, &st) == 0) log_offset_ = static_cast<long long>(st.st_size);
+  }
+
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, status[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* fd : {&in[0], &in[1], &out[0], &out[1], &status[0], &status[1], &log_fd})
+      close_fd(*fd);
+  };
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    throw EnvironmentError("kopt.worker.005", "cannot create pipes for a worker: " + errno_text(e));
+  }
+#ifdef F_SETPIPE_SZ
+  // Bigger pipes: fewer wake-ups for multi-MB requests and results (best effort).
+  fcntl(in[1], F_SETPIPE_SZ, 1 << 20);
+  fcntl(out[0], F_SETPIPE_SZ, 1 << 20);
+#endif
+
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) exec_child(in[0], out[1], log_fd, status[1], argv.data(), parent);
+  if (pid < 0) {
+    int e = errno;
+    close_all();
+    throw EnvironmentError("kopt.worker.005", "cannot fork a worker: " + errno_text(e));
+  }
+  // Also set the group from here: whichever of parent and child runs first,
+  // the group exists before we could ever need to kill it (EACCES once the
+  // child has exec'd is harmless: it did it itself by then).
+  setpgid(pid, pid);
+  close_fd(in[0]);
+  close_fd(out[1]);
+  close_fd(status[1]);
+  close_fd(log_fd);
+  pid_ = pid;
+  to_worker_ = in[1];
+  from_worker_ = out[0];
+  buffer_.clear();
+  hello_.reset();
+  fcntl(to_worker_, F_SETFL, fcntl(to_worker_, F_GETFL) | O_NONBLOCK);
+  fcntl(from_worker_, F_SETFL, fcntl(from_worker_, F_GETFL) | O_NONBLOCK);
+
+  // The status pipe reads EOF when exec succeeded (its write end is
+  // close-on-exec) or an errno when it failed. This blocks only for the
+  // fork-to-exec window of the child.
+  int child_errno = 0;
+  ssize_t n;
+  do n = ::read(status[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close_fd(status[0]);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    reap(milliseconds(1000));  // it is exiting with 127 already
+    throw EnvironmentError("kopt.worker.001",
+                           "cannot execute the worker '" + exe + "': " + errno_text(child_errno));
+  }
+  ++workers_started_;
+}
+
+int Supervisor::reap(milliseconds grace) {
+  if (pid_ == -1) return -1;
+  const pid_t pid = pid_;
+  // Closing stdin tells a well-behaved worker to exit; closing our read end
+  // makes a worker blocked on a full stdout pipe fail instead of hanging.
+  close_fd(to_worker_);
+  close_fd(from_worker_);
+  buffer_.clear();
+  hello_.reset();
+  pid_ = -1;
+
+  // Wait for a natural exit without reaping (WNOWAIT), so the pid stays
+  // reserved while we kill the group below.
+  auto deadline = after(grace);
+  bool exited = false;
+  auto step = milliseconds(1);
+  for (;;) {
+    siginfo_t info;
+    std::memset(&info, 0, sizeof info);
+    int r = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && info.si_pid == pid) {
+      exited = true;
+      break;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;  // ECHILD: not our child any more (SIGCHLD ignored by the host)
+    auto now = Clock::now();
+    if (now >= deadline) break;
+    std::this_thread::sleep_for(std::min<Clock::duration>(step, deadline - now));
+    step = std::min(step * 2, milliseconds(20));
+  }
+  // Processes the worker started die with it, even if the worker exited on its
+  // own. If the child's setpgid never happened the group does not exist: kill
+  // the worker itself too (safe: it is not reaped yet).
+  ::kill(-pid, SIGKILL);
+  if (!exited) ::kill(pid, SIGKILL);
+  int status = 0;
+  pid_t r;
+  do r = ::waitpid(pid, &status, 0);
+  while (r < 0 && errno == EINTR);
+  return r == pid ? status : -1;
+}
+
+void Supervisor::shutdown_worker(milliseconds grace) {
+  if (pid_ == -1) return;
+  if (to_worker_ >= 0) {
+    // One non-blocking attempt: the pipe is empty while the worker is idle.
+    SigpipeBlock block;
+    static const char kShutdown[] = "{\"op\":\"shutdown\"}\n";
+    ssize_t w;
+    do w = ::write(to_worker_, kShutdown, sizeof kShutdown - 1);
+    while (w < 0 && errno == EINTR);
+  }
+  reap(grace);
+}
+
+void Supervisor::stop(bool force) {
+  if (force)
+    reap(milliseconds(0));
+  else
+    shutdown_worker(milliseconds(2000));
+}
+
+bool Supervisor::send_line(const std::string& line) {
+  if (to_worker_ < 0) return false;
+  SigpipeBlock block;
+  // Two writes rather than line + '\n': requests can be many MB.
+  return write_all(to_worker_, line.data(), line.size(), opt_.silence_timeout) &&
+         write_all(to_worker_, "\n", 1, opt_.silence_timeout);
+}
+
+std::optional<std::string> Supervisor::read_line(Clock::time_point deadline, bool* eof) {
+  *eof = false;
+  size_t scan_from = 0;  // bytes of buffer_ already known to hold no '\n'
+  for (;;) {
+    size_t nl = buffer_.find('\n', scan_from);
+    if (nl != std::string::npos) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    scan_from = buffer_.size();
+    if (buffer_.size() > kMaxLine) {
+      // Hand the oversized fragment to the caller, which reports it.
+      std::string line;
+      line.swap(buffer_);
+      return line;
+    }
+    if (from_worker_ < 0) {
+      *eof = true;
+      return std::nullopt;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+    pollfd pfd{from_worker_, POLLIN, 0};
+    int r = ::poll(&pfd, 1, poll_ms(deadline));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      *eof = true;
+      return std::nullopt;
+    }
+    if (r == 0) continue;  // the deadline check above decides
+    char chunk[1 << 16];
+    ssize_t n = ::read(from_worker_, chunk, sizeof chunk);
+    if (n > 0) {
+      buffer_.append(chunk, static_cast<size_t>(n));
+    } else if (n == 0) {
+      *eof = true;
+      return std::nullopt;
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      *eof = true;
+      return std::nullopt;
+    }
+  }
+}
+
+std::string Supervisor::log_tail() const {
+  if (opt_.worker_log.empty()) return {};
+  int fd = ::open(opt_.worker_log.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  struct stat st;
+  bool cut = false;
+  if (fstat(fd, &st) == 0 && st.st_size > log_offset_) {
+    long long from = std::max<long long>(log_offset_, st.st_size - kLogTailBytes);
+    cut = from > log_offset_;
+    text.resize(static_cast<size_t>(st.st_size - from));
+    size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = ::pread(fd, &text[got], text.size() - got, static_cast<off_t>(from + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+  }
+  ::close(fd);
+  if (cut) {  // start at a line boundary when there is one
+    size_t nl = text.find('\n');
+    if (nl != std::string::npos && nl + 1 < text.size()) text.erase(0, nl + 1);
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+    text.pop_back();
+  if (text.empty()) return {};
+  // One line: the lines are joined with " | ".
+  std::string joined;
+  for (char c : text) {
+    if (c == '\n')
+      joined += " | ";
+    else if (c != '\r')
+      joined += c;
+  }
+  return (cut ? "..." : "") + printable(joined, 4 * kLogTailBytes);
+}
+
+// ---------------------------------------------------------------------------
+
+json Supervisor::hello() {
+  if (pid_ != -1 && hello_) return *hello_;
+  if (pid_ == -1) start();
+  const std::string exe = opt_.worker_argv.empty() ? "" : opt_.worker_argv[0];
+  auto with_log = [this](std::string msg) {
+    std::string tail = log_tail();
+    if (!tail.empty()) msg += "; worker log: " + tail;
+    return msg;
+  };
+
+  // The worker died before answering: 127 is what exec failures in scripts
+  // and a dynamic loader that cannot find a library (libcuda.so.1) exit with.
+  auto died = [&]() -> EnvironmentError {
+    int status = reap(milliseconds(1000));
+    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+      return EnvironmentError("kopt.worker.001",
+                              with_log("worker '" + exe + "' exited with code 127 before "
+                                       "answering hello: it could not be executed or its shared "
+                                       "libraries could not be loaded"));
+    return EnvironmentError("kopt.worker.004", with_log("worker '" + exe + "' " +
+                                                        describe_status(status) +
+                                                        " before answering hello"));
+  };
+  // A failed send means the worker is gone already (EPIPE) or not reading.
+  if (!send_line("{\"op\":\"hello\"}")) throw died();
+  bool eof = false;
+  auto line = read_line(after(opt_.hello_timeout), &eof);
+  if (!line) {
+    if (eof) throw died();
+    reap(milliseconds(0));
+    throw EnvironmentError("kopt.worker.003",
+                           with_log("worker '" + exe + "' did not answer hello within " +
+                                    std::to_string(opt_.hello_timeout.count()) + " ms"));
+  }
+  json reply = json::parse(*line, nullptr, /*allow_exceptions=*/false);
+  if (reply.is_discarded() || !reply.is_object() || reply.value("reply", json()) != "hello" ||
+      !reply.contains("ok") || !reply["ok"].is_boolean()) {
+    reap(milliseconds(0));
+    throw EnvironmentError("kopt.worker.004", "protocol error: worker '" + exe +
+                                                  "' answered hello with " + quote(*line));
+  }
+  if (!reply["ok"].get<bool>()) {
+    std::string err = reply.contains("error") && reply["error"].is_string()
+                          ? reply["error"].get<std::string>()
+                          : "(no error message)";
+    shutdown_worker(milliseconds(1000));
+    std::string lower = err;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find("no cuda device") != std::string::npos)
+      throw NoDeviceError("kopt.worker.077", printable(err, 1000));
+    throw EnvironmentError("kopt.worker.002",
+                           "worker '" + exe + "' failed to start: " + printable(err, 1000));
+  }
+  hello_ = reply;
+  return reply;
+}
+
+void Supervisor::ensure_worker() {
+  if (pid_ != -1) {
+    // An idle worker must have nothing to say: output or EOF between requests
+    // means it died or wrote something unsolicited. Replace it rather than
+    // blame the next candidate for it.
+    pollfd pfd{from_worker_, POLLIN, 0};
+    int r;
+    do r = ::poll(&pfd, 1, 0);
+    while (r < 0 && errno == EINTR);
+    if (!buffer_.empty() || r != 0) reap(milliseconds(0));
+  }
+  if (pid_ == -1 || !hello_) hello();
+}
+
+std::optional<json> Supervisor::roundtrip(const json& request, Result* failure) {
+  Result scratch;
+  if (!failure) failure = &scratch;
+  ensure_worker();
+  const std::string line = dump_json(request);
+  if (!send_line(line)) {
+    // The worker took nothing (or not all) of the request, so no candidate
+    // code ran for it: retry once on a fresh worker.
+    reap(milliseconds(0));
+    ensure_worker();
+    if (!send_line(line)) {
+      int status = reap(milliseconds(0));
+      *failure = crash_result("could not send the request to a fresh worker (" +
+                              describe_status(status) + ")");
+      return std::nullopt;
+    }
+  }
+
+  const bool has_id = request.is_object() && request.contains("id");
+  const json want_id = has_id ? request["id"] : json();
+  const auto total_deadline = opt_.total_timeout.count() > 0 ? after(opt_.total_timeout)
+                                                             : Clock::time_point::max();
+  auto silence_deadline = after(opt_.silence_timeout);
+  std::string last_case, last_phase;
+
+  auto protocol_error = [&](const std::string& what) {
+    reap(milliseconds(0));
+    Result r = crash_result("protocol error: " + what);
+    r.failed_case = last_case;
+    *failure = r;
+    return std::nullopt;
+  };
+
+  for (;;) {
+    bool eof = false;
+    const bool total_first = total_deadline <= silence_deadline;
+    auto got = read_line(std::min(silence_deadline, total_deadline), &eof);
+    if (!got) {
+      if (!eof) {
+        reap(milliseconds(0));  // SIGKILL the group now: it may be spinning on the GPU
+        *failure = total_first
+                       ? timeout_result("evaluation took longer than the total timeout of " +
+                                            std::to_string(opt_.total_timeout.count()) +
+                                            " ms; worker killed",
+                                        last_case, last_phase)
+                       : timeout_result("no reply from the worker for " +
+                                            std::to_string(opt_.silence_timeout.count()) +
+                                            " ms (launch watchdog); worker killed",
+                                        last_case, last_phase);
+        return std::nullopt;
+      }
+      // EOF: the worker is dying. Give it a moment to finish, so the status
+      // says how it died rather than "killed by SIGKILL" from us.
+      std::string partial = buffer_;
+      int status = reap(milliseconds(1000));
+      std::string detail = "worker died without a result: " + describe_status(status);
+      if (!last_case.empty())
+        detail += ", during case '" + printable(last_case, 100) + "'" +
+                  (last_phase.empty() ? "" : " (phase '" + printable(last_phase, 40) + "')");
+      if (!partial.empty()) detail += "; unterminated output " + quote(partial);
+      std::string tail = log_tail();
+      if (!tail.empty()) detail += "; worker log: " + tail;
+      *failure = crash_result(detail);
+      failure->failed_case = last_case;
+      return std::nullopt;
+    }
+    // Any line proves the worker is alive: the silence watchdog restarts.
+    silence_deadline = after(opt_.silence_timeout);
+
+    if (got->size() > kMaxLine)
+      return protocol_error("reply line longer than " + std::to_string(kMaxLine) + " bytes");
+    json reply = json::parse(*got, nullptr, /*allow_exceptions=*/false);
+    if (reply.is_discarded()) return protocol_error("reply is not JSON: " + quote(*got));
+    if (!reply.is_object() || !reply.contains("reply") || !reply["reply"].is_string())
+      return protocol_error("reply without a \"reply\" field: " + quote(*got));
+    const std::string kind = reply["reply"].get<std::string>();
+    if (kind != "progress" && kind != "result" && kind != "error")
+      return protocol_error("unknown reply " + quote(*got));
+    if (kind == "error") {
+      // The worker could not make sense of the request (see protocol.h). The
+      // id may be absent: a line that is not JSON has none to copy.
+      std::string msg = reply.contains("error") && reply["error"].is_string()
+                            ? reply["error"].get<std::string>()
+                            : dump_json(reply);
+      reap(milliseconds(0));
+      *failure = crash_result("worker rejected the request: " + printable(msg, 1000));
+      return std::nullopt;
+    }
+    if (has_id && (!reply.contains("id") || reply["id"] != want_id))
+      return protocol_error("reply for another request (expected id " + dump_json(want_id) +
+                            "): " + quote(*got));
+
+    if (kind == "progress") {
+      if (reply.contains("case") && reply["case"].is_string()) last_case = reply["case"].get<std::string>();
+      if (reply.contains("phase") && reply["phase"].is_string()) last_phase = reply["phase"].get<std::string>();
+      if (opt_.on_progress) {
+        try {
+          opt_.on_progress(reply);
+        } catch (...) {
+          // The caller's exception; the worker is mid-request and its stream
+          // would be out of step with the next request: replace it.
+          reap(milliseconds(0));
+          throw;
+        }
+      }
+      continue;
+    }
+    return reply;  // "result"
+  }
+}
+
+Result Supervisor::evaluate(const EvalRequest& request) {
+  json msg = request.to_json();
+  msg["op"] = "evaluate";
+  Result failure;
+  auto reply = roundtrip(msg, &failure);
+  if (!reply) return failure;
+
+  bool healthy = false;
+  Result result;
+  try {
+    auto h = reply->find("healthy");
+    if (h == reply->end() || !h->is_boolean())
+      json_io::fail("$.healthy", "missing or not a boolean");
+    healthy = h->get<bool>();
+    auto r = reply->find("result");
+    if (r == reply->end()) json_io::fail("$.result", "missing");
+    result = Result::from_json(*r);
+  } catch (const std::exception& e) {
+    reap(milliseconds(0));
+    return crash_result(std::string("protocol error: bad result reply: ") +
+                        printable(e.what(), 300) + ": " + quote(dump_json(*reply)));
+  }
+  if (!healthy) {
+    // The worker's CUDA context is broken; it exits by itself after replying.
+    stop(false);
+  }
+  return result;
+}
+
+}  // namespace kopt::eval

@@ -1,0 +1,58 @@
+// Host-side comparison of a candidate's outputs with the reference's.
+// Pure arithmetic on host buffers: no CUDA, unit-tested on CPU-only machines.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/spec.h"
+
+namespace kopt::eval {
+
+/// Byte value written over every output before every candidate launch, over
+/// shared memory before every candidate launch, and into the canary bytes
+/// around every buffer. 0xFF bytes are NaN as half, bfloat16, float and double,
+/// so an element that is never written is never a plausible value.
+constexpr uint8_t kPoisonByte = 0xFF;
+
+struct CompareOutcome {
+  bool passed = true;
+  double max_abs_error = 0;  // over finite elements
+  double max_ratio = 0;      // max |out-ref| / allowed (<= 1 passes); inf for non-finite
+  int64_t worst_index = -1;
+  int64_t failures = 0;      // elements over their allowed error
+  std::string reason;        // first failure, e.g. "C[17]: NaN where the reference is 3.25"
+};
+
+/// allclose: every element must satisfy |out - ref| <= atol + rtol*|ref|, and,
+/// where rel_l2 is set, ||out - ref||_2 <= rel_l2 * ||ref||_2. Where the
+/// reference is finite a NaN or Inf output always fails; where the reference is
+/// NaN the output must be NaN, where it is +-Inf the output must be the same Inf.
+/// `out` and `ref` hold `count` packed elements of `dtype`.
+CompareOutcome compare_allclose(const std::string& name, const uint8_t* out, const uint8_t* ref,
+                                spec::DType dtype, int64_t count, const spec::Tolerance& tol);
+
+/// Element-wise bound: |out_i - ref_i| <= allowed_i (e.g. the GEMM bound).
+/// Same NaN/Inf rules as compare_allclose.
+CompareOutcome compare_bounded(const std::string& name, const uint8_t* out, const uint8_t* ref,
+                               spec::DType dtype, int64_t count, const std::vector<double>& allowed);
+
+/// The K-aware FP32 GEMM bound for one element:
+///   allowed = factor * sqrt(K) * 2^-24 * sqrt(sumsq) + 2^-24 * |ref| + FLT_MIN
+/// where sumsq = sum_k (a_ik * b_kj)^2. The first term bounds accumulated FP32
+/// rounding (random-walk growth over K products); the second the rounding of
+/// the reference itself to float; FLT_MIN tolerates flush-to-zero of
+/// denormals. See README "Tolerances" for the measured separation of FP32
+/// from FP16/TF32-rounded products.
+double gemm_allowed_error(double factor, int64_t k, double sumsq, double ref);
+
+/// Index of the first differing element of two equally sized byte buffers
+/// (element size `elem`), or -1 when bitwise equal.
+int64_t first_bitwise_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
+                                 size_t elem);
+
+/// True if every byte equals kPoisonByte.
+bool all_poison(const uint8_t* data, size_t size);
+
+}  // namespace kopt::eval

@@ -1,0 +1,52 @@
+// `kopt generate`: what the CMake module's custom command runs. Produces the
+// best validated kernel as <out-dir>/<name>.cu and its launch configuration
+// as <out-dir>/<name>_launch.h, from (in this order of preference):
+//   1. a tuning run on this machine's GPU (which also updates the tuning cache),
+//   2. the tuning cache entry for this spec and the target GPU,
+//   3. the spec's initial kernel,
+// and says on stderr which one it used. Outputs are replaced only on success:
+// a failing run leaves the previous generated files in place.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "opt/optimizer.h"
+#include "spec/spec.h"
+
+namespace kopt::gen {
+
+struct GenerateOptions {
+  opt::OptimizeOptions optimize;       // spec, overrides, budget, strategy, worker...
+  std::string name;                    // kernel name: file names and the header's namespace
+  std::filesystem::path out_dir;
+  std::filesystem::path cache_file;    // tuning cache (JSON, committed by users); may be empty
+  std::string target_gpu;              // GPU name to take from the cache without a GPU (KOPT_TARGET_GPU)
+  bool require_gpu = false;            // fail instead of falling back (KOPT_REQUIRE_GPU)
+  bool tune = true;                    // false: never run the search, use the cache or the initial kernel
+};
+
+/// Returns the exit code (0 ok; 2 bad input; 3 tuning failed; 77 no GPU with
+/// require_gpu). Throws SpecError/UsageError for bad input.
+int generate(const GenerateOptions& options);
+
+/// The C++ header for a kernel source with kopt: annotations: namespace
+/// kopt_<name> with `launch_config(sizes...)` returning grid, block and dynamic
+/// shared memory, the entry point's name, the tuning parameters as constexpr
+/// values, and (under nvcc) the kernel's declaration from the spec's
+/// signature plus `kernel`, a pointer to it whatever the entry's name.
+/// Size arguments come in the order of the signature's scalars (M, N, K for
+/// SGEMM), then the remaining size names sorted.
+/// Throws SpecError when the source lacks kopt:entry/grid/block lines.
+std::string launch_header(const std::string& name, const std::string& kernel_source, const spec::Spec& spec,
+                          const std::string& origin);
+
+/// Tuning cache I/O. The file is {"format_version":1,"entries":[...]} with
+/// one entry per (spec_hash, gpu name, compute capability). Throws
+/// SpecError(kopt.cache.1xx) naming the file for a corrupt cache.
+nlohmann::json read_cache(const std::filesystem::path& file);
+void write_cache(const std::filesystem::path& file, const nlohmann::json& cache);
+
+}  // namespace kopt::gen

@@ -1,0 +1,757 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+namespace kopt::report {
+
+namespace stdfs = std::filesystem;
+using nlohmann::json;
+using run::Attempt;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Text helpers
+
+// Appends the code point `cp` as UTF-8.
+void put_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Decodes `s` into code points; invalid UTF-8 becomes U+FFFD.
+std::vector<uint32_t> decode_utf8(const std::string& s) {
+  std::vector<uint32_t> cps;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    int len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80) { cps.push_back(c); ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
+    bool ok = len > 0 && i + static_cast<size_t>(len) <= n;
+    for (int k = 1; ok && k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) ok = false;
+      else cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
+    if (!ok) { cps.push_back(0xFFFD); ++i; continue; }
+    cps.push_back(cp);
+    i += static_cast<size_t>(len);
+  }
+  return cps;
+}
+
+// Escapes text for XML/HTML content and attribute values. Invalid UTF-8 and
+// characters XML forbids become U+FFFD; with `multiline` false, tabs and line
+// breaks become spaces.
+std::string esc(const std::string& s, bool multiline = false) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (uint32_t cp : decode_utf8(s)) {
+    switch (cp) {
+      case '&': out += "&amp;"; continue;
+      case '<': out += "&lt;"; continue;
+      case '>': out += "&gt;"; continue;
+      case '"': out += "&quot;"; continue;
+      case '\'': out += "&#39;"; continue;
+      default: break;
+    }
+    if (cp == '\t' || cp == '\n' || cp == '\r') {
+      out += multiline ? static_cast<char>(cp) : ' ';
+    } else if (cp < 0x20 || cp == 0x7F || cp == 0xFFFE || cp == 0xFFFF) {
+      put_utf8(out, 0xFFFD);
+    } else {
+      put_utf8(out, cp);
+    }
+  }
+  return out;
+}
+
+// At most `max_chars` code points of `s` (the last one an ellipsis if cut).
+std::string truncate(const std::string& s, size_t max_chars) {
+  std::vector<uint32_t> cps = decode_utf8(s);
+  if (cps.size() <= max_chars) return s;
+  std::string out;
+  for (size_t i = 0; i + 1 < max_chars && i < cps.size(); ++i) put_utf8(out, cps[i]);
+  put_utf8(out, 0x2026);
+  return out;
+}
+
+size_t length_chars(const std::string& s) { return decode_utf8(s).size(); }
+
+std::string fmt(double v, const char* f = "%.3g") {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// A number for an attribute: full precision, locale independent.
+std::string num_attr(double v) { return fmt(v, "%.17g"); }
+
+std::string speedup_text(double s) {
+  if (!std::isfinite(s)) return fmt(s);
+  return fmt(s, s >= 1000 ? "%.0f" : "%.3g") + "x";
+}
+
+std::string label_of(const Attempt& a) {
+  std::string l = "#" + std::to_string(a.index);
+  if (!a.label.empty()) l += " " + a.label;
+  else if (a.kind != "candidate") l += " " + a.kind;
+  return l;
+}
+
+bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
+
+// ---------------------------------------------------------------------------
+// Speedups
+
+const Attempt* first_ok_reference(const std::vector<Attempt>& history) {
+  for (const Attempt& a : history)
+    if (a.kind == "reference" && a.result.verdict == eval::Verdict::ok) return &a;
+  return nullptr;
+}
+
+std::optional<double> case_median(const Attempt& a, const std::string& name) {
+  for (const eval::CaseResult& c : a.result.cases)
+    if (c.name == name && c.latency && finite_positive(c.latency->median_ms)) return c.latency->median_ms;
+  return std::nullopt;
+}
+
+// Reference median / candidate median on case `name`: the reference timed
+// with this attempt when it was, else the reference attempt's.
+std::optional<double> case_speedup(const Attempt& a, const std::string& name, const Attempt* ref,
+                                   double* ref_ms = nullptr, double* own_ms = nullptr) {
+  for (const eval::CaseResult& c : a.result.cases) {
+    if (c.name != name || !c.latency || !finite_positive(c.latency->median_ms)) continue;
+    std::optional<double> r;
+    if (c.reference_latency && finite_positive(c.reference_latency->median_ms))
+      r = c.reference_latency->median_ms;
+    else if (ref)
+      r = case_median(*ref, name);
+    if (!r) return std::nullopt;
+    if (ref_ms) *ref_ms = *r;
+    if (own_ms) *own_ms = c.latency->median_ms;
+    return *r / c.latency->median_ms;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> geomean_speedup(const Attempt& a, const Attempt* ref) {
+  if (a.result.verdict != eval::Verdict::ok || !a.result.geomean_ms ||
+      !finite_positive(*a.result.geomean_ms))
+    return std::nullopt;
+  if (a.result.reference_geomean_ms && finite_positive(*a.result.reference_geomean_ms))
+    return *a.result.reference_geomean_ms / *a.result.geomean_ms;
+  if (ref && ref->result.geomean_ms && finite_positive(*ref->result.geomean_ms))
+    return *ref->result.geomean_ms / *a.result.geomean_ms;
+  return std::nullopt;
+}
+
+const Attempt* best_of(const std::vector<Attempt>& history) {
+  const Attempt* b = nullptr;
+  for (const Attempt& a : history) {
+    if (a.result.verdict != eval::Verdict::ok || (a.kind != "candidate" && a.kind != "initial")) continue;
+    if (!a.result.geomean_ms || !finite_positive(*a.result.geomean_ms)) continue;
+    if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
+  }
+  return b;
+}
+
+// ---------------------------------------------------------------------------
+// Colours: a diverging red (slower) - grey-white (1x) - blue (faster) scale
+// (ColorBrewer RdBu, colour-blind safe).
+
+struct Rgb { int r, g, b; };
+constexpr Rgb kRamp[] = {{0xb2, 0x18, 0x2b}, {0xd6, 0x60, 0x4d}, {0xf4, 0xa5, 0x82},
+                         {0xfd, 0xdb, 0xc7}, {0xf7, 0xf7, 0xf7}, {0xd1, 0xe5, 0xf0},
+                         {0x92, 0xc5, 0xde}, {0x43, 0x93, 0xc3}, {0x21, 0x66, 0xac}};
+constexpr int kRampN = sizeof kRamp / sizeof kRamp[0];
+constexpr const char* kRejectedFill = "#bdbdbd";
+constexpr const char* kNoDataFill = "#ffffff";
+
+std::string hex(Rgb c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c.r, c.g, c.b);
+  return buf;
+}
+
+// t in [-1, 1]: -1 slowest (red), 0 neutral, 1 fastest (blue).
+Rgb ramp(double t) {
+  t = std::clamp(t, -1.0, 1.0);
+  const double x = (t + 1) / 2 * (kRampN - 1);
+  const int i = std::min(static_cast<int>(x), kRampN - 2);
+  const double f = x - i;
+  auto mix = [&](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
+  return {mix(kRamp[i].r, kRamp[i + 1].r), mix(kRamp[i].g, kRamp[i + 1].g),
+          mix(kRamp[i].b, kRamp[i + 1].b)};
+}
+
+std::string pow2_label(int k) {
+  if (k >= 0) return std::to_string(1LL << k) + "x";
+  return "1/" + std::to_string(1LL << -k) + "x";
+}
+
+constexpr const char* kFont =
+    "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Heatmap
+
+std::string heatmap_svg(const std::vector<Attempt>& history,
+                        const std::vector<std::string>& performance_cases) {
+  const Attempt* ref = first_ok_reference(history);
+  const Attempt* best = best_of(history);
+  const int n = static_cast<int>(history.size());
+  const int m = static_cast<int>(performance_cases.size());
+
+  // Colour range: symmetric in log2, from 1/2^L to 2^L (L = 1..6).
+  double max_log = 0;
+  for (const Attempt& a : history) {
+    if (a.result.verdict != eval::Verdict::ok) continue;
+    for (const std::string& c : performance_cases)
+      if (auto s = case_speedup(a, c, ref); s && finite_positive(*s))
+        max_log = std::max(max_log, std::fabs(std::log2(*s)));
+  }
+  const int L = std::clamp(static_cast<int>(std::ceil(max_log - 1e-9)), 1, 6);
+
+  // Geometry. Rows shrink with the history (down to 6 px); below 10 px the
+  // per-row labels give way to index ticks every few rows.
+  const int row_h = std::clamp(n > 0 ? 1200 / n : 18, 6, 18);
+  const bool row_labels = row_h >= 10;
+  const bool cell_text = row_h >= 14;
+  const int gap = row_h >= 10 ? 1 : 0;
+
+  size_t max_label = 4;
+  for (const Attempt& a : history) max_label = std::max(max_label, length_chars(label_of(a)));
+  max_label = std::min<size_t>(max_label, 40);
+  // Widths assume ~7 px per character at 11 px (wide fonts such as DejaVu
+  // Sans), ~7.6 px in bold.
+  const int label_w = row_labels ? static_cast<int>(std::lround(18 + 7.6 * static_cast<double>(max_label))) : 56;
+
+  size_t max_case = 4;
+  for (const std::string& c : performance_cases) max_case = std::max(max_case, length_chars(c));
+  const int col_w = std::clamp(static_cast<int>(std::lround(14 + 7.6 * static_cast<double>(max_case))), 56, 140);
+  const size_t case_chars = static_cast<size_t>((col_w - 8) / 7.6);
+  const int grid_w = std::max(m, 1) * col_w;
+  const int right_w = row_labels ? 76 : 12;
+  const int legend_w = 300;
+  const int top = 98;  // title, legend, column headers
+  const int width = std::max(label_w + grid_w + right_w, 24 + legend_w + 330);
+  const int height = top + std::max(n, 1) * row_h + 28;
+  const int x0 = label_w;
+
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width
+    << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << " " << height
+    << "\" font-family=\"" << esc(kFont) << "\" font-size=\"11\" role=\"img\" class=\"kopt-heatmap\">\n";
+  o << "<title>Speedup over the reference per performance case: " << n << " attempts, " << m
+    << " cases</title>\n";
+  o << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
+  o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"#222222\">Speedup over the "
+       "reference, per performance case</text>\n";
+
+  // Legend: gradient bar with ticks at powers of two, plus the rejected and
+  // no-data swatches.
+  o << "<g class=\"legend\" transform=\"translate(12,32)\">\n";
+  o << "<defs><linearGradient id=\"kopt-legend-gradient\" x1=\"0\" x2=\"1\" y1=\"0\" y2=\"0\">";
+  for (int i = 0; i < kRampN; ++i)
+    o << "<stop offset=\"" << fmt(static_cast<double>(i) / (kRampN - 1), "%.4f") << "\" stop-color=\""
+      << hex(kRamp[i]) << "\"/>";
+  o << "</linearGradient></defs>\n";
+  o << "<text x=\"0\" y=\"9\" fill=\"#444444\">slower</text>"
+    << "<text x=\"" << legend_w << "\" y=\"9\" text-anchor=\"end\" fill=\"#444444\">faster</text>\n";
+  o << "<rect class=\"legend-bar\" x=\"0\" y=\"13\" width=\"" << legend_w
+    << "\" height=\"12\" fill=\"url(#kopt-legend-gradient)\" stroke=\"#999999\" stroke-width=\"0.5\"/>\n";
+  const int tick_step = (L + 2) / 3;  // at most ~7 labels
+  for (int k = -L; k <= L; ++k) {
+    const double x = legend_w * (static_cast<double>(k + L) / (2 * L));
+    o << "<line x1=\"" << fmt(x, "%.1f") << "\" x2=\"" << fmt(x, "%.1f")
+      << "\" y1=\"25\" y2=\"29\" stroke=\"#666666\"/>";
+    if (k % tick_step == 0)
+      o << "<text x=\"" << fmt(x, "%.1f") << "\" y=\"40\" text-anchor=\""
+        << (k == -L ? "start" : (k == L ? "end" : "middle")) << "\" fill=\"#444444\">"
+        << esc(pow2_label(k)) << "</text>";
+    o << "\n";
+  }
+  const int sw = legend_w + 24;
+  o << "<rect x=\"" << sw << "\" y=\"13\" width=\"16\" height=\"12\" fill=\"" << kRejectedFill
+    << "\"/><text x=\"" << sw + 21 << "\" y=\"23\" fill=\"#444444\">rejected (verdict shown)</text>\n";
+  o << "<rect x=\"" << sw + 170 << "\" y=\"13\" width=\"16\" height=\"12\" fill=\"" << kNoDataFill
+    << "\" stroke=\"#bbbbbb\"/><text x=\"" << sw + 191 << "\" y=\"23\" fill=\"#444444\">no timing</text>\n";
+  o << "</g>\n";
+
+  // Column headers.
+  o << "<g class=\"columns\">\n";
+  for (int j = 0; j < m; ++j) {
+    const std::string& c = performance_cases[static_cast<size_t>(j)];
+    o << "<text class=\"column\" x=\"" << x0 + j * col_w + col_w / 2 << "\" y=\"" << top - 8
+      << "\" text-anchor=\"middle\" font-weight=\"bold\" fill=\"#222222\"><title>" << esc(c) << "</title>"
+      << esc(truncate(c, case_chars)) << "</text>\n";
+  }
+  if (m == 0)
+    o << "<text x=\"" << x0 << "\" y=\"" << top - 8 << "\" fill=\"#666666\">(no performance cases)</text>\n";
+  if (row_labels)
+    o << "<text x=\"" << x0 + grid_w + 8 << "\" y=\"" << top - 8
+      << "\" font-weight=\"bold\" fill=\"#222222\">geomean</text>\n";
+  o << "</g>\n";
+
+  // Rows.
+  int tick_every = 1;
+  for (int t : {1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000}) {
+    tick_every = t;
+    if (t * row_h >= 14) break;
+  }
+  o << "<g class=\"rows\">\n";
+  for (int i = 0; i < n; ++i) {
+    const Attempt& a = history[static_cast<size_t>(i)];
+    const int y = top + i * row_h;
+    const bool ok = a.result.verdict == eval::Verdict::ok;
+    const std::string name = label_of(a);
+    const std::string verdict = eval::verdict_name(a.result.verdict);
+    o << "<g class=\"row " << (ok ? "ok" : "rejected") << "\" data-index=\"" << a.index << "\">";
+    if (row_labels) {
+      o << "<text class=\"label\" x=\"" << x0 - 6 << "\" y=\"" << y + row_h / 2 + 4
+        << "\" text-anchor=\"end\" fill=\"" << (ok ? "#222222" : "#777777") << "\""
+        << (&a == best ? " font-weight=\"bold\"" : "") << "><title>" << esc(name) << " ("
+        << esc(a.kind) << ")</title>" << esc(truncate(name, 40)) << "</text>";
+    } else if (a.index % tick_every == 0 || i == 0 || &a == best) {
+      o << "<text class=\"tick\" x=\"" << x0 - 6 << "\" y=\"" << y + row_h / 2 + 4
+        << "\" text-anchor=\"end\" fill=\"#444444\"" << (&a == best ? " font-weight=\"bold\"" : "")
+        << ">#" << a.index << "</text>";
+    }
+    if (!ok) {
+      std::string text = verdict;
+      if (!a.result.detail.empty()) text += ": " + a.result.detail;
+      o << "<rect class=\"rejected\" x=\"" << x0 << "\" y=\"" << y << "\" width=\"" << grid_w - gap
+        << "\" height=\"" << row_h - gap << "\" fill=\"" << kRejectedFill << "\"><title>" << esc(name)
+        << ": " << esc(text) << "</title></rect>";
+      if (row_labels) {
+        o << "<text class=\"verdict\" x=\"" << x0 + 6 << "\" y=\"" << y + row_h / 2 + 4
+          << "\" fill=\"#222222\">" << esc(truncate(text, static_cast<size_t>(std::max(8.0, (grid_w + right_w - 12) / 7.0))))
+          << "</text>";
+      }
+    } else {
+      for (int j = 0; j < m; ++j) {
+        const std::string& c = performance_cases[static_cast<size_t>(j)];
+        double rms = 0, ms = 0;
+        const auto s = case_speedup(a, c, ref, &rms, &ms);
+        const int x = x0 + j * col_w;
+        if (!s || !finite_positive(*s)) {
+          o << "<rect class=\"cell nodata\" x=\"" << x << "\" y=\"" << y << "\" width=\"" << col_w - gap
+            << "\" height=\"" << row_h - gap << "\" fill=\"" << kNoDataFill
+            << "\" stroke=\"#dddddd\" stroke-width=\"0.5\"><title>" << esc(name) << ", " << esc(c)
+            << ": no timing" << (case_median(a, c) ? " of the reference" : "") << "</title></rect>";
+          continue;
+        }
+        const double t = std::log2(*s) / L;
+        o << "<rect class=\"cell\" x=\"" << x << "\" y=\"" << y << "\" width=\"" << col_w - gap
+          << "\" height=\"" << row_h - gap << "\" fill=\"" << hex(ramp(t)) << "\" data-speedup=\""
+          << num_attr(*s) << "\"><title>" << esc(name) << ", " << esc(c) << ": " << fmt(ms, "%.4g")
+          << " ms vs reference " << fmt(rms, "%.4g") << " ms = " << esc(speedup_text(*s))
+          << "</title></rect>";
+        if (cell_text)
+          o << "<text x=\"" << x + (col_w - gap) / 2 << "\" y=\"" << y + row_h / 2 + 4
+            << "\" text-anchor=\"middle\" fill=\"" << (std::fabs(t) > 0.55 ? "#ffffff" : "#222222")
+            << "\" pointer-events=\"none\">" << esc(speedup_text(*s)) << "</text>";
+      }
+      if (row_labels) {
+        if (auto g = geomean_speedup(a, ref))
+          o << "<text class=\"geomean\" x=\"" << x0 + grid_w + 8 << "\" y=\"" << y + row_h / 2 + 4
+            << "\" fill=\"#222222\"" << (&a == best ? " font-weight=\"bold\"" : "") << ">"
+            << esc(speedup_text(*g)) << (&a == best ? " best" : "") << "</text>";
+      }
+    }
+    o << "</g>\n";
+  }
+  o << "</g>\n";
+  if (best) {
+    const int y = top + static_cast<int>(best - history.data()) * row_h;
+    o << "<rect class=\"best\" x=\"" << x0 - 1 << "\" y=\"" << y - 1 << "\" width=\"" << grid_w - gap + 2
+      << "\" height=\"" << row_h - gap + 2 << "\" fill=\"none\" stroke=\"#111111\" stroke-width=\"2\"><title>best: "
+      << esc(label_of(*best)) << "</title></rect>\n";
+  }
+  if (n == 0)
+    o << "<text x=\"" << x0 << "\" y=\"" << top + 13 << "\" fill=\"#666666\">(no attempts yet)</text>\n";
+  o << "<text x=\"12\" y=\"" << height - 9 << "\" fill=\"#666666\">Speedup = reference median / "
+       "attempt median on each case; hover a cell for the latencies.</text>\n";
+  o << "</svg>\n";
+  return o.str();
+}
+
+// ---------------------------------------------------------------------------
+// HTML report
+
+namespace {
+
+constexpr const char* kCss = R"css(
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+       margin: 0; padding: 0 24px 48px; color: #1f2328; background: #ffffff; font-size: 14px; line-height: 1.45; }
+header { border-bottom: 1px solid #d0d7de; margin-bottom: 8px; padding: 16px 0 8px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #eaeef2; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+.sub { color: #57606a; margin: 0; }
+nav a { margin-right: 14px; color: #0969da; text-decoration: none; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
+.card { border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 14px; min-width: 150px; background: #f6f8fa; }
+.card .big { font-size: 22px; font-weight: 600; }
+.card .small { color: #57606a; font-size: 12px; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+table.kv th { width: 210px; }
+td.num { text-align: right; white-space: nowrap; }
+table.sortable th { cursor: pointer; user-select: none; white-space: nowrap; }
+table.sortable th:hover { background: #eaeef2; }
+table.sortable th[aria-sort="ascending"]::after { content: " \25B2"; font-size: 10px; }
+table.sortable th[aria-sort="descending"]::after { content: " \25BC"; font-size: 10px; }
+tr.rejected td { background: #f3f3f3; color: #57606a; }
+tr.best td { background: #ddf4ff; font-weight: 600; }
+.v { display: inline-block; padding: 0 6px; border-radius: 10px; font-size: 12px; white-space: nowrap; }
+.v-ok { background: #dafbe1; color: #116329; }
+.v-bad { background: #ffebe9; color: #a40e26; }
+.v-zero { background: #f6f8fa; color: #8c959f; }
+.chips .v { margin: 0 4px 4px 0; }
+.scroll { overflow: auto; max-width: 100%; border: 1px solid #eaeef2; }
+.heat { max-height: 1400px; }
+pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 10px; overflow: auto;
+      max-height: 640px; font-size: 12.5px; line-height: 1.4; tab-size: 4; }
+td.detail { max-width: 420px; overflow-wrap: anywhere; font-size: 12px; }
+.muted { color: #57606a; }
+)css";
+
+constexpr const char* kJs = R"js(
+(function () {
+  function key(td) {
+    var v = td.getAttribute('data-v');
+    return v !== null ? v : td.textContent.trim();
+  }
+  var tables = document.querySelectorAll('table.sortable');
+  Array.prototype.forEach.call(tables, function (table) {
+    var head = table.tHead.rows[0].cells;
+    Array.prototype.forEach.call(head, function (th, col) {
+      function sort() {
+        var asc = th.getAttribute('aria-sort') !== 'ascending';
+        Array.prototype.forEach.call(head, function (h) { h.removeAttribute('aria-sort'); });
+        th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+        var numeric = th.getAttribute('data-type') === 'num';
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.forEach(function (r, i) { r._kopt_i = i; });
+        rows.sort(function (a, b) {
+          var x = key(a.cells[col]), y = key(b.cells[col]), d = 0;
+          if (numeric) {
+            var xe = x === '' || isNaN(Number(x)), ye = y === '' || isNaN(Number(y));
+            if (xe || ye) { d = xe === ye ? 0 : (xe ? 1 : -1); return d || a._kopt_i - b._kopt_i; }
+            d = asc ? Number(x) - Number(y) : Number(y) - Number(x);
+          } else {
+            d = asc ? x.localeCompare(y, undefined, {numeric: true}) : y.localeCompare(x, undefined, {numeric: true});
+          }
+          return d || a._kopt_i - b._kopt_i;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      }
+      th.tabIndex = 0;
+      th.title = 'Sort by this column';
+      th.addEventListener('click', sort);
+      th.addEventListener('keydown', function (e) {
+        if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); sort(); }
+      });
+    });
+  });
+})();
+)js";
+
+std::string jstr(const json& j, const char* key, const std::string& dflt = "") {
+  if (!j.is_object()) return dflt;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return dflt;
+  if (it->is_string()) return it->get<std::string>();
+  return dump_json(*it);
+}
+
+std::optional<double> jnum(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string ms_text(const std::optional<double>& v) { return v ? fmt(*v, "%.4g") + " ms" : "n/a"; }
+
+std::string verdict_chip(const std::string& v) {
+  return "<span class=\"v " + std::string(v == "ok" ? "v-ok" : "v-bad") + "\">" + esc(v) + "</span>";
+}
+
+std::string num_td(const std::optional<double>& v, const std::string& text) {
+  if (!v) return "<td class=\"num\" data-v=\"\"></td>";
+  return "<td class=\"num\" data-v=\"" + num_attr(*v) + "\">" + esc(text) + "</td>";
+}
+
+std::string gpu_text(const json& gpu) {
+  std::string name = jstr(gpu, "name"), arch = jstr(gpu, "arch");
+  if (name.empty()) return arch.empty() ? "unknown" : arch;
+  return arch.empty() ? name : name + " (" + arch + ")";
+}
+
+}  // namespace
+
+std::string report_html(const json& summary, const std::vector<Attempt>& history,
+                        const std::string& heatmap, const std::string& best_source) {
+  const json empty = json::object();
+  const json& s = summary.is_object() ? summary : empty;
+  const json best = s.contains("best") ? s["best"] : json(nullptr);
+  const std::string workload = jstr(s, "workload", "(unnamed workload)");
+  const std::string run_name = jstr(s, "run");
+  const Attempt* ref = first_ok_reference(history);
+  const Attempt* best_attempt = nullptr;
+  if (best.is_object() && best.contains("index") && best["index"].is_number_integer())
+    for (const Attempt& a : history)
+      if (a.index == best["index"].get<int>()) best_attempt = &a;
+
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    << "<title>kopt report: " << esc(workload) << (run_name.empty() ? "" : " (" + esc(run_name) + ")")
+    << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n";
+
+  // Header.
+  o << "<header>\n<h1>KernelOptimizer report: " << esc(workload) << "</h1>\n<p class=\"sub\">";
+  std::vector<std::string> sub;
+  if (!run_name.empty()) sub.push_back(esc(run_name));
+  sub.push_back("GPU: " + esc(gpu_text(s.value("gpu", json::object()))));
+  if (!jstr(s, "created").empty()) sub.push_back("started " + esc(jstr(s, "created")));
+  if (!jstr(s, "tool_version").empty()) sub.push_back("kopt " + esc(jstr(s, "tool_version")));
+  for (size_t i = 0; i < sub.size(); ++i) o << (i ? " &middot; " : "") << sub[i];
+  o << "</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#heatmap\">Heatmap</a>"
+       "<a href=\"#history\">History</a><a href=\"#source\">Best kernel source</a></nav>\n</header>\n";
+
+  // Summary.
+  o << "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"cards\">\n";
+  const std::optional<double> sref = jnum(best, "speedup_vs_reference");  // nullopt unless an object
+  const std::optional<double> sini = jnum(best, "speedup_vs_initial");
+  const std::optional<double> bgeo = jnum(best, "geomean_ms");
+  auto card = [&](const std::string& big, const std::string& small) {
+    o << "<div class=\"card\"><div class=\"big\">" << esc(big) << "</div><div class=\"small\">" << esc(small)
+      << "</div></div>\n";
+  };
+  card(sref ? speedup_text(*sref) : "n/a", "best vs reference (geomean)");
+  card(sini ? speedup_text(*sini) : "n/a", "best vs initial kernel");
+  card(bgeo ? fmt(*bgeo, "%.4g") + " ms" : "n/a", "best geomean latency");
+  int64_t n_ok = 0;
+  for (const Attempt& a : history) n_ok += a.result.verdict == eval::Verdict::ok ? 1 : 0;
+  card(std::to_string(n_ok) + " / " + std::to_string(history.size()), "attempts that passed");
+  o << "</div>\n<table class=\"kv\">\n";
+  auto kv = [&](const std::string& k, const std::string& v_html) {
+    o << "<tr><th>" << esc(k) << "</th><td>" << v_html << "</td></tr>\n";
+  };
+  if (best.is_object()) {
+    kv("Best attempt", "#" + esc(jstr(best, "index")) + " " + esc(jstr(best, "label")) + " <span class=\"muted\">(" +
+                           esc(jstr(best, "kind")) + ")</span>");
+    std::string params;
+    if (best.contains("params") && best["params"].is_object())
+      for (const auto& [k, v] : best["params"].items())
+        params += (params.empty() ? "" : ", ") + esc(k) + "=" + esc(v.is_string() ? v.get<std::string>() : dump_json(v));
+    kv("Parameters", params.empty() ? "<span class=\"muted\">none</span>" : params);
+  } else {
+    kv("Best attempt", "<span class=\"muted\">none: no attempt passed every check</span>");
+  }
+  kv("Best geomean", esc(ms_text(bgeo)));
+  kv("Speedup vs reference", esc(sref ? speedup_text(*sref) : "n/a"));
+  kv("Speedup vs initial", esc(sini ? speedup_text(*sini) : "n/a"));
+  kv("Reference geomean", esc(ms_text(jnum(s, "reference_geomean_ms"))));
+  kv("Initial geomean", esc(ms_text(jnum(s, "initial_geomean_ms"))));
+  {
+    std::string chips = "<div class=\"chips\">";
+    if (s.contains("counts") && s["counts"].is_object()) {
+      for (const auto& [k, v] : s["counts"].items()) {
+        const int64_t c = v.is_number_integer() ? v.get<int64_t>() : 0;
+        chips += "<span class=\"v " + std::string(c == 0 ? "v-zero" : (k == "ok" ? "v-ok" : "v-bad")) +
+                 "\">" + esc(k) + ": " + std::to_string(c) + "</span>";
+      }
+    }
+    kv("Verdicts", chips + "</div>");
+  }
+  kv("Attempts", esc(jstr(s, "attempts", std::to_string(history.size()))));
+  kv("GPU", esc(gpu_text(s.value("gpu", json::object()))));
+  if (!jstr(s, "strategy").empty()) kv("Strategy", esc(jstr(s, "strategy")) + ", seed " + esc(jstr(s, "seed")));
+  if (!jstr(s, "spec_hash").empty()) kv("Spec hash", "<code>" + esc(jstr(s, "spec_hash")) + "</code>");
+  o << "</table>\n";
+
+  // Best per case.
+  if (best.is_object() && best.contains("cases") && best["cases"].is_array() && !best["cases"].empty()) {
+    o << "<h3>Best kernel per case</h3>\n<table class=\"sortable\" id=\"best-cases\">\n<thead><tr>"
+         "<th>case</th><th data-type=\"num\">median ms</th><th data-type=\"num\">mean ms</th>"
+         "<th data-type=\"num\">min ms</th><th data-type=\"num\">max ms</th><th data-type=\"num\">stddev ms</th>"
+         "<th data-type=\"num\">samples</th><th data-type=\"num\">reference median ms</th>"
+         "<th data-type=\"num\">speedup</th></tr></thead>\n<tbody>\n";
+    for (const json& c : best["cases"]) {
+      o << "<tr><td>" << esc(jstr(c, "name")) << "</td>";
+      for (const char* k : {"median_ms", "mean_ms", "min_ms", "max_ms", "stddev_ms"}) {
+        auto v = jnum(c, k);
+        o << num_td(v, v ? fmt(*v, "%.4g") : "");
+      }
+      auto ns = jnum(c, "samples");
+      o << num_td(ns, ns ? fmt(*ns, "%.0f") : "");
+      auto rm = jnum(c, "reference_median_ms");
+      o << num_td(rm, rm ? fmt(*rm, "%.4g") : "");
+      auto sp = jnum(c, "speedup");
+      o << num_td(sp, sp ? speedup_text(*sp) : "") << "</tr>\n";
+    }
+    o << "</tbody>\n</table>\n";
+  }
+
+  // Everything else the caller merged in (re-timing, baselines, budget...).
+  {
+    const auto& std_keys = run::RunStore::summary_keys();
+    std::vector<std::pair<std::string, const json*>> extra;
+    for (const auto& [k, v] : s.items())
+      if (std::find(std_keys.begin(), std_keys.end(), k) == std_keys.end()) extra.emplace_back(k, &v);
+    if (!extra.empty()) {
+      o << "<h3>More results</h3>\n<table class=\"kv\">\n";
+      for (const auto& [k, v] : extra) {
+        if (v->is_primitive())
+          kv(k, esc(v->is_string() ? v->get<std::string>() : dump_json(*v)));
+        else
+          kv(k, "<pre>" + esc(dump_json(*v, 2), true) + "</pre>");
+      }
+      o << "</table>\n";
+    }
+  }
+  o << "</section>\n";
+
+  // Heatmap (our own SVG, inlined; an XML declaration is not allowed inline).
+  std::string svg = heatmap;
+  if (svg.rfind("<?xml", 0) == 0) {
+    auto e = svg.find("?>");
+    svg = e == std::string::npos ? "" : svg.substr(e + 2);
+  }
+  o << "<section id=\"heatmap\">\n<h2>Speedup heatmap</h2>\n<p class=\"muted\">One row per attempt in "
+       "evaluation order, one column per performance case; blue is faster than the reference, red "
+       "slower, grey rows were rejected.</p>\n<div class=\"scroll heat\">\n"
+    << svg << "</div>\n</section>\n";
+
+  // History.
+  std::vector<std::string> cases;
+  {
+    std::set<std::string> seen;
+    for (const Attempt& a : history)
+      for (const eval::CaseResult& c : a.result.cases)
+        if ((c.role == "performance" || c.latency) && seen.insert(c.name).second) cases.push_back(c.name);
+  }
+  o << "<section id=\"history\">\n<h2>History</h2>\n<p class=\"muted\">" << history.size()
+    << " attempts. Click a column header to sort (again to reverse).</p>\n<div class=\"scroll\">\n"
+       "<table class=\"sortable\" id=\"history-table\">\n<thead><tr>"
+       "<th data-type=\"num\">#</th><th>kind</th><th>label</th><th>verdict</th>"
+       "<th data-type=\"num\">geomean ms</th><th data-type=\"num\">speedup</th>";
+  for (const std::string& c : cases) o << "<th data-type=\"num\">" << esc(c) << " ms</th>";
+  o << "<th data-type=\"num\">compile ms</th><th>cache</th><th data-type=\"num\">time s</th>"
+       "<th>detail</th></tr></thead>\n<tbody>\n";
+  for (const Attempt& a : history) {
+    const bool ok = a.result.verdict == eval::Verdict::ok;
+    o << "<tr class=\"" << (ok ? "ok" : "rejected") << (&a == best_attempt ? " best" : "") << "\">";
+    o << num_td(static_cast<double>(a.index), std::to_string(a.index));
+    o << "<td>" << esc(a.kind) << "</td><td>" << esc(a.label) << "</td>";
+    o << "<td data-v=\"" << esc(eval::verdict_name(a.result.verdict)) << "\">"
+      << verdict_chip(eval::verdict_name(a.result.verdict)) << "</td>";
+    std::optional<double> g;
+    if (a.result.geomean_ms && std::isfinite(*a.result.geomean_ms)) g = a.result.geomean_ms;
+    o << num_td(g, g ? fmt(*g, "%.4g") : "");
+    auto sp = geomean_speedup(a, ref);
+    o << num_td(sp, sp ? speedup_text(*sp) : "");
+    for (const std::string& c : cases) {
+      auto med = case_median(a, c);
+      o << num_td(med, med ? fmt(*med, "%.4g") : "");
+    }
+    o << num_td(a.result.compile_ms, fmt(a.result.compile_ms, "%.0f"));
+    o << "<td>" << (a.result.compile_cache_hit ? "hit" : "") << "</td>";
+    o << num_td(a.seconds_since_start, fmt(a.seconds_since_start, "%.1f"));
+    std::string detail = a.result.detail;
+    if (!a.result.failed_case.empty()) detail += (detail.empty() ? "" : " ") + std::string("[case ") + a.result.failed_case + "]";
+    o << "<td class=\"detail\">" << esc(detail) << "</td></tr>\n";
+  }
+  o << "</tbody>\n</table>\n</div>\n</section>\n";
+
+  // Best source.
+  o << "<section id=\"source\">\n<h2>Best kernel source</h2>\n";
+  if (best_source.empty()) {
+    o << "<p class=\"muted\">No attempt passed every check.</p>\n";
+  } else {
+    if (best.is_object())
+      o << "<p class=\"muted\">Attempt #" << esc(jstr(best, "index")) << " " << esc(jstr(best, "label"))
+        << " (best.cu in the run folder adds the parameters and launch annotations).</p>\n";
+    o << "<pre><code>" << esc(best_source, true) << "</code></pre>\n";
+  }
+  o << "</section>\n<script>" << kJs << "</script>\n</body>\n</html>\n";
+  return o.str();
+}
+
+void write_reports(const run::RunStore& store, const std::vector<std::string>& performance_cases) {
+  // The report shows summary.json as the caller last wrote it (with its
+  // extras, e.g. a re-timed reference) when it is up to date with the
+  // history; a stale one (the run was killed before rewriting it) is rebuilt,
+  // keeping its extra keys.
+  json summary;
+  json extra = json::object();
+  const stdfs::path sp = store.dir() / "summary.json";
+  std::error_code ec;
+  if (stdfs::is_regular_file(sp, ec)) {
+    try {
+      const json old = json::parse(fs::read_file(sp));
+      if (old.is_object()) {
+        const auto it = old.find("attempts");
+        if (it != old.end() && it->is_number_integer() &&
+            it->get<int64_t>() == static_cast<int64_t>(store.history().size())) {
+          summary = old;
+        } else {
+          const auto& keys = run::RunStore::summary_keys();
+          for (const auto& [k, v] : old.items())
+            if (std::find(keys.begin(), keys.end(), k) == keys.end()) extra[k] = v;
+        }
+      }
+    } catch (const std::exception&) {
+      // A damaged summary.json is rebuilt from the history.
+    }
+  }
+  if (summary.is_null()) summary = store.summary(extra);
+  const std::string svg = heatmap_svg(store.history(), performance_cases);
+  const run::Attempt* best = store.best();
+  fs::write_file_atomic(store.dir() / "heatmap.svg", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg);
+  fs::write_file_atomic(store.dir() / "report.html",
+                        report_html(summary, store.history(), svg, best ? best->source : ""));
+}
+
+}  // namespace kopt::report

@@ -1,0 +1,47 @@
+#include "run/fingerprint.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "run/store.h"
+#include "util/fs.h"
+
+namespace kopt::run {
+namespace {
+
+void replace_paths(nlohmann::json& j) {
+  if (j.is_object() || j.is_array()) {
+    for (auto& v : j) replace_paths(v);
+    return;
+  }
+  if (!j.is_string()) return;
+  const std::string s = j.get<std::string>();
+  if (s.empty() || s[0] != '/') return;
+  const std::filesystem::path p(s);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(p, ec)) {
+    const std::string content = fs::read_file(p);
+    const XXH128_hash_t h = XXH3_128bits(content.data(), content.size());
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "xxh3:%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                  static_cast<unsigned long long>(h.low64));
+    j = buf;
+  } else {
+    j = p.filename().string();
+  }
+}
+
+}  // namespace
+
+nlohmann::json portable_spec_json(const spec::Spec& s) {
+  nlohmann::json j = spec::to_json(s);
+  replace_paths(j);
+  return j;
+}
+
+std::string spec_fingerprint(const spec::Spec& s) { return RunStore::hash_spec(portable_spec_json(s)); }
+
+}  // namespace kopt::run

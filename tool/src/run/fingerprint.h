@@ -1,0 +1,22 @@
+// A spec's identity for run folders and the tuning cache: the resolved spec
+// with every file it names replaced by a hash of the file's content, so the
+// same workload hashes the same on every machine and in every checkout, and a
+// changed kernel or input file changes the hash.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/spec.h"
+
+namespace kopt::run {
+
+/// spec::to_json(s) with absolute file paths replaced by "xxh3:<hex>" of their
+/// content (paths with "{case}" become their file name).
+nlohmann::json portable_spec_json(const spec::Spec& s);
+
+/// RunStore::hash_spec(portable_spec_json(s)).
+std::string spec_fingerprint(const spec::Spec& s);
+
+}  // namespace kopt::run

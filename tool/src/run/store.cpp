@@ -1,0 +1,716 @@
+#include "run/store.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+namespace kopt::run {
+
+namespace stdfs = std::filesystem;
+using nlohmann::json;
+namespace jio = eval::json_io;
+
+namespace {
+
+constexpr const char* kRunJson = "run.json";
+constexpr const char* kSpecJson = "spec.json";
+constexpr const char* kDeviceJson = "device.json";
+constexpr const char* kHistoryJson = "history.json";
+constexpr const char* kSummaryJson = "summary.json";
+constexpr const char* kBestCu = "best.cu";
+
+std::string now_iso8601_utc() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string candidate_name(int index) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04d", index);
+  return buf;
+}
+
+std::string run_name(uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "run-%03llu", static_cast<unsigned long long>(n));
+  return buf;
+}
+
+// "run-017" -> 17; anything else -> 0.
+uint64_t run_number(const std::string& name) {
+  if (name.size() < 5 || name.compare(0, 4, "run-") != 0 || name.size() > 4 + 12) return 0;
+  uint64_t n = 0;
+  for (size_t i = 4; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    n = n * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return n;
+}
+
+json latency_json(const eval::LatencyStats& s) {
+  return json{{"median_ms", jio::from_double(s.median_ms)}, {"mean_ms", jio::from_double(s.mean_ms)},
+              {"min_ms", jio::from_double(s.min_ms)},       {"max_ms", jio::from_double(s.max_ms)},
+              {"stddev_ms", jio::from_double(s.stddev_ms)}, {"samples", s.samples}};
+}
+
+eval::LatencyStats latency_from(const json& j, const std::string& path) {
+  eval::LatencyStats s;
+  s.median_ms = jio::get_double(jio::member(j, "median_ms", path), path + ".median_ms");
+  s.mean_ms = jio::get_double(jio::member(j, "mean_ms", path), path + ".mean_ms");
+  s.min_ms = jio::get_double(jio::member(j, "min_ms", path), path + ".min_ms");
+  s.max_ms = jio::get_double(jio::member(j, "max_ms", path), path + ".max_ms");
+  s.stddev_ms = jio::get_double(jio::member(j, "stddev_ms", path), path + ".stddev_ms");
+  s.samples = jio::get_int32(jio::member(j, "samples", path), path + ".samples");
+  return s;
+}
+
+json params_json(const std::map<std::string, int64_t>& params) {
+  json j = json::object();
+  for (const auto& [k, v] : params) j[k] = v;
+  return j;
+}
+
+// Result::to_json, optionally without the compile log and the raw samples
+// (history.json is rewritten at every attempt: it stays small; result.json
+// keeps everything).
+json result_json(const eval::Result& r, bool full) {
+  json j = r.to_json();
+  if (!full) j.erase("compile_log");
+  json& cases = j["cases"];
+  for (size_t i = 0; i < r.cases.size() && i < cases.size(); ++i) {
+    // (Older Result::to_json versions left reference_latency out.)
+    if (r.cases[i].reference_latency && !cases[i].contains("reference_latency"))
+      cases[i]["reference_latency"] = latency_json(*r.cases[i].reference_latency);
+    if (!full)
+      for (const char* k : {"latency", "reference_latency"})
+        if (cases[i].contains(k) && cases[i][k].is_object()) cases[i][k].erase("raw_ms");
+  }
+  return j;
+}
+
+json optional_double(const std::optional<double>& v) {
+  return v ? jio::from_double(*v) : json(nullptr);
+}
+
+bool finite_positive(const std::optional<double>& v) { return v && std::isfinite(*v) && *v > 0; }
+
+// The first ok attempt of `kind` with a usable geomean.
+const Attempt* first_ok_of_kind(const std::vector<Attempt>& history, const std::string& kind) {
+  for (const Attempt& a : history)
+    if (a.kind == kind && a.result.verdict == eval::Verdict::ok && finite_positive(a.result.geomean_ms))
+      return &a;
+  return nullptr;
+}
+
+// One line of a comment: no line breaks, no control characters.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+  return out;
+}
+
+std::string fmt_double(double v, const char* f = "%.4g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Reads and parses a JSON file of a run folder, or throws kopt.run.901.
+json read_run_json(const stdfs::path& dir, const char* name, const char* what) {
+  const stdfs::path p = dir / name;
+  std::error_code ec;
+  if (!stdfs::is_regular_file(p, ec)) {
+    throw UsageError("kopt.run.901",
+                     dir.string() + " is not a complete run folder: " + name + " (" + what +
+                         ") is missing. Pass a folder made by `kopt tune` (results/run-NNN) that "
+                         "it finished creating, or start a new run.");
+  }
+  std::string text;
+  try {
+    text = fs::read_file(p);
+  } catch (const Error& e) {
+    throw UsageError("kopt.run.901", p.string() + " cannot be read (" + e.what() +
+                                         "): fix its permissions, or start a new run.");
+  }
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw UsageError("kopt.run.901", p.string() + " is not valid JSON (" + e.what() +
+                                         "): the run folder is damaged; restore the file or "
+                                         "start a new run.");
+  }
+}
+
+void check_format_version(const json& j, const stdfs::path& file, const std::string& tool_version) {
+  auto it = j.is_object() ? j.find("format_version") : j.end();
+  if (!j.is_object() || it == j.end()) {
+    throw UsageError("kopt.run.901", file.string() +
+                                         " has no format_version: it was not written by kopt, or "
+                                         "it is damaged; start a new run.");
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() != kFormatVersion) {
+    const std::string got = dump_json(*it);
+    throw UsageError(
+        "kopt.run.903",
+        file.string() + " has format_version " + got +
+            (tool_version.empty() ? "" : " (written by kopt " + tool_version + ")") +
+            ", but this kopt (" + KOPT_VERSION + ") reads only format_version " +
+            std::to_string(kFormatVersion) +
+            ": resume it with the kopt version that made it, or start a new run.");
+  }
+}
+
+// "history.json.tmp.1234.567": a temporary file of fs::write_file_atomic.
+bool is_temp_name(const std::string& name) {
+  const auto p = name.rfind(".tmp.");
+  if (p == std::string::npos || p == 0) return false;
+  const std::string rest = name.substr(p + 5);
+  const auto dot = rest.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) return false;
+  for (size_t i = 0; i < rest.size(); ++i)
+    if (i != dot && (rest[i] < '0' || rest[i] > '9')) return false;
+  return true;
+}
+
+// history.json leaves the raw per-launch samples out; result.json has them.
+// A missing or damaged result.json only loses the samples.
+void restore_raw_samples(const stdfs::path& result_path, eval::Result* r) {
+  std::error_code ec;
+  if (!stdfs::is_regular_file(result_path, ec)) return;
+  try {
+    const eval::Result full = eval::Result::from_json(json::parse(fs::read_file(result_path)));
+    if (full.verdict != r->verdict || full.cases.size() != r->cases.size()) return;
+    for (size_t i = 0; i < r->cases.size(); ++i) {
+      eval::CaseResult& c = r->cases[i];
+      const eval::CaseResult& f = full.cases[i];
+      if (f.name != c.name) continue;
+      if (c.latency && f.latency && c.latency->raw_ms.empty()) c.latency->raw_ms = f.latency->raw_ms;
+      if (c.reference_latency && f.reference_latency && c.reference_latency->raw_ms.empty())
+        c.reference_latency->raw_ms = f.reference_latency->raw_ms;
+    }
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Attempt
+
+json Attempt::to_json() const {
+  json j = result_json(result, /*full=*/false);
+  j["index"] = index;
+  j["kind"] = kind;
+  j["label"] = label;
+  j["params"] = params_json(params);
+  j["compile_options"] = compile_options;
+  j["seconds_since_start"] = jio::from_double(seconds_since_start);
+  // Per-case medians at a glance (the full statistics are in "cases").
+  json med = json::object();
+  for (const eval::CaseResult& c : result.cases)
+    if (c.latency) med[c.name] = jio::from_double(c.latency->median_ms);
+  j["median_ms"] = std::move(med);
+  return j;
+}
+
+Attempt Attempt::from_json(const json& j) {
+  jio::require_object(j, "$");
+  Attempt a;
+  a.index = jio::get_int32(jio::member(j, "index", "$"), "$.index");
+  if (a.index < 1) jio::fail("$.index", "must be 1 or more");
+  a.kind = jio::get_string(jio::member(j, "kind", "$"), "$.kind");
+  if (auto it = j.find("label"); it != j.end()) a.label = jio::get_string(*it, "$.label");
+  if (auto it = j.find("params"); it != j.end()) {
+    jio::require_object(*it, "$.params");
+    for (const auto& [k, v] : it->items()) a.params[k] = jio::get_int(v, "$.params." + k);
+  }
+  if (auto it = j.find("compile_options"); it != j.end()) {
+    if (!it->is_array()) jio::fail("$.compile_options", "expected an array");
+    for (size_t i = 0; i < it->size(); ++i)
+      a.compile_options.push_back(
+          jio::get_string((*it)[i], "$.compile_options[" + std::to_string(i) + "]"));
+  }
+  if (auto it = j.find("seconds_since_start"); it != j.end())
+    a.seconds_since_start = jio::get_double(*it, "$.seconds_since_start");
+  a.result = eval::Result::from_json(j);
+  if (auto it = j.find("cases"); it != j.end() && it->is_array()) {
+    for (size_t i = 0; i < it->size() && i < a.result.cases.size(); ++i) {
+      const json& jc = (*it)[i];
+      auto rl = jc.find("reference_latency");
+      if (rl != jc.end() && !rl->is_null() && !a.result.cases[i].reference_latency)
+        a.result.cases[i].reference_latency =
+            latency_from(*rl, "$.cases[" + std::to_string(i) + "].reference_latency");
+    }
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// RunStore
+
+std::string RunStore::hash_spec(const json& spec_json) {
+  // nlohmann objects are sorted by key, so dump() is canonical. dump_json is
+  // dump() that tolerates invalid UTF-8 (identical output otherwise).
+  const std::string text = dump_json(spec_json);
+  const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
+                          const json& device_json, RunInfo info) {
+  std::error_code ec;
+  stdfs::create_directories(results_dir, ec);
+  if (ec || !stdfs::is_directory(results_dir)) {
+    throw EnvironmentError("kopt.run.904", "cannot create the results folder " +
+                                               results_dir.string() + ": " +
+                                               (ec ? ec.message() : "not a folder"));
+  }
+  uint64_t last = 0;
+  for (stdfs::directory_iterator it(results_dir, ec), end; !ec && it != end; it.increment(ec))
+    last = std::max(last, run_number(it->path().filename().string()));
+  if (ec) {
+    throw EnvironmentError("kopt.run.904",
+                           "cannot list the results folder " + results_dir.string() + ": " + ec.message());
+  }
+
+  // mkdir fails if the folder exists: two runs started at once never share one.
+  stdfs::path dir;
+  for (uint64_t n = last + 1;; ++n) {
+    dir = results_dir / run_name(n);
+    if (::mkdir(dir.c_str(), 0755) == 0) break;
+    if (errno != EEXIST || n > last + 10000) {
+      throw EnvironmentError("kopt.run.905", "cannot create the run folder " + dir.string() + ": " +
+                                                 std::strerror(errno));
+    }
+  }
+
+  RunStore s;
+  s.dir_ = dir;
+  info.spec_hash = hash_spec(spec_json);
+  info.tool_version = KOPT_VERSION;
+  if (info.created.empty()) info.created = now_iso8601_utc();
+  if (info.budget.is_null()) info.budget = json::object();
+  s.info_ = std::move(info);
+  s.spec_json_ = spec_json;
+  s.device_json_ = device_json.is_null() ? json::object() : device_json;
+
+  fs::write_file_atomic(dir / kSpecJson, dump_json(spec_json, 2) + "\n");
+  fs::write_file_atomic(dir / kDeviceJson, dump_json(s.device_json_, 2) + "\n");
+  fs::write_file_atomic(dir / kHistoryJson,
+                        dump_json(json{{"format_version", kFormatVersion}, {"attempts", json::array()}}, 2) + "\n");
+  // run.json last: a folder without it was never finished and is not resumable.
+  const json run{{"format_version", kFormatVersion}, {"tool_version", s.info_.tool_version},
+                 {"spec_hash", s.info_.spec_hash},   {"strategy", s.info_.strategy},
+                 {"seed", s.info_.seed},             {"budget", s.info_.budget},
+                 {"created", s.info_.created}};
+  fs::write_file_atomic(dir / kRunJson, dump_json(run, 2) + "\n");
+  return s;
+}
+
+RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec_hash) {
+  std::error_code ec;
+  if (!stdfs::exists(dir, ec)) {
+    throw UsageError("kopt.run.901", dir.string() +
+                                         " does not exist: pass the folder of an earlier run "
+                                         "(e.g. results/run-001), or start a new run.");
+  }
+  if (!stdfs::is_directory(dir, ec)) {
+    throw UsageError("kopt.run.901", dir.string() +
+                                         " is not a folder: pass the folder of an earlier run "
+                                         "(e.g. results/run-001), or start a new run.");
+  }
+  if (!stdfs::exists(dir / kRunJson, ec)) {
+    throw UsageError("kopt.run.901", dir.string() +
+                                         " is not a run folder: run.json is missing. Pass a folder "
+                                         "made by `kopt tune` (results/run-NNN), or start a new run.");
+  }
+
+  RunStore s;
+  s.dir_ = dir;
+  const stdfs::path run_path = dir / kRunJson;
+  const json run = read_run_json(dir, kRunJson, "the run's settings");
+  std::string tool_version;
+  if (run.is_object() && run.contains("tool_version") && run["tool_version"].is_string())
+    tool_version = run["tool_version"].get<std::string>();
+  check_format_version(run, run_path, tool_version);
+  try {
+    s.info_.spec_hash = jio::get_string(jio::member(run, "spec_hash", "$"), "$.spec_hash");
+    s.info_.tool_version = tool_version;
+    if (auto it = run.find("strategy"); it != run.end())
+      s.info_.strategy = jio::get_string(*it, "$.strategy");
+    if (auto it = run.find("seed"); it != run.end()) s.info_.seed = jio::get_uint(*it, "$.seed");
+    if (auto it = run.find("budget"); it != run.end()) s.info_.budget = *it;
+    if (auto it = run.find("created"); it != run.end())
+      s.info_.created = jio::get_string(*it, "$.created");
+  } catch (const Error& e) {
+    throw UsageError("kopt.run.901", run_path.string() + " is damaged (" + e.what() +
+                                         "): restore it, or start a new run.");
+  }
+
+  if (!expected_spec_hash.empty() && expected_spec_hash != s.info_.spec_hash) {
+    throw UsageError("kopt.run.902",
+                     dir.string() + " was made from another spec (hash " + s.info_.spec_hash +
+                         " vs " + expected_spec_hash +
+                         " for the spec given now): start a new run, or pass the spec it was made "
+                         "from (its copy is " + (dir / kSpecJson).string() + ").");
+  }
+
+  s.spec_json_ = read_run_json(dir, kSpecJson, "the workload");
+  const std::string actual = hash_spec(s.spec_json_);
+  if (actual != s.info_.spec_hash) {
+    throw UsageError("kopt.run.901",
+                     (dir / kSpecJson).string() + " does not match the hash recorded in run.json (" +
+                         actual + " vs " + s.info_.spec_hash +
+                         "): it was edited since the run began; restore it, or start a new run.");
+  }
+
+  // device.json is informative only: a missing or damaged one is not fatal.
+  if (stdfs::is_regular_file(dir / kDeviceJson, ec)) {
+    try {
+      s.device_json_ = json::parse(fs::read_file(dir / kDeviceJson));
+    } catch (const std::exception&) {
+      s.device_json_ = json::object();
+    }
+  } else {
+    s.device_json_ = json::object();
+  }
+
+  const stdfs::path hist_path = dir / kHistoryJson;
+  const json hist = read_run_json(dir, kHistoryJson, "the attempts so far");
+  check_format_version(hist, hist_path, tool_version);
+  auto at = hist.find("attempts");
+  if (at == hist.end() || !at->is_array()) {
+    throw UsageError("kopt.run.901", hist_path.string() +
+                                         " has no \"attempts\" array: it is damaged; restore it, "
+                                         "or start a new run.");
+  }
+  for (size_t i = 0; i < at->size(); ++i) {
+    Attempt a;
+    try {
+      a = Attempt::from_json((*at)[i]);
+    } catch (const Error& e) {
+      throw UsageError("kopt.run.901", hist_path.string() + " is damaged: attempts[" +
+                                           std::to_string(i) + "]: " + e.what() +
+                                           "; restore it, or start a new run.");
+    }
+    if (a.index != static_cast<int>(i) + 1) {
+      throw UsageError("kopt.run.901", hist_path.string() + " is damaged: attempts[" +
+                                           std::to_string(i) + "] has index " +
+                                           std::to_string(a.index) + ", expected " +
+                                           std::to_string(i + 1) +
+                                           "; restore it, or start a new run.");
+    }
+    const stdfs::path cdir = dir / "candidates" / candidate_name(a.index);
+    if (!stdfs::is_regular_file(cdir / "kernel.cu", ec)) {
+      throw UsageError("kopt.run.901", (cdir / "kernel.cu").string() + " is missing, but " +
+                                           hist_path.string() + " names attempt " +
+                                           std::to_string(a.index) +
+                                           ": the run folder is damaged; start a new run.");
+    }
+    a.source = fs::read_file(cdir / "kernel.cu");
+    if (stdfs::is_regular_file(cdir / "compile.log", ec))
+      a.result.compile_log = fs::read_file(cdir / "compile.log");
+    restore_raw_samples(cdir / "result.json", &a.result);
+    s.history_.push_back(std::move(a));
+  }
+  return s;
+}
+
+void RunStore::record(Attempt attempt) {
+  if (attempt.index == 0) attempt.index = next_index();
+  if (attempt.index != next_index()) {
+    throw std::invalid_argument("RunStore::record: attempt index " + std::to_string(attempt.index) +
+                                " is not the next index " + std::to_string(next_index()));
+  }
+  // A folder left by a killed run (not in history.json) is discarded.
+  const stdfs::path cdir = dir_ / "candidates" / candidate_name(attempt.index);
+  std::error_code ec;
+  if (stdfs::exists(cdir, ec)) stdfs::remove_all(cdir, ec);
+  if (ec) {
+    throw EnvironmentError("kopt.run.907", "cannot remove the stale candidate folder " +
+                                               cdir.string() + ": " + ec.message());
+  }
+
+  fs::write_file_atomic(cdir / "kernel.cu", attempt.source);
+  fs::write_file_atomic(cdir / "params.json", dump_json(params_json(attempt.params), 2) + "\n");
+  fs::write_file_atomic(cdir / "compile.log", attempt.result.compile_log);
+  json rj = result_json(attempt.result, /*full=*/true);
+  rj["index"] = attempt.index;
+  rj["kind"] = attempt.kind;
+  rj["label"] = attempt.label;
+  rj["params"] = params_json(attempt.params);
+  rj["compile_options"] = attempt.compile_options;
+  rj["seconds_since_start"] = jio::from_double(attempt.seconds_since_start);
+  fs::write_file_atomic(cdir / "result.json", dump_json(rj, 2) + "\n");
+
+  history_.push_back(std::move(attempt));
+  json attempts = json::array();
+  for (const Attempt& a : history_) attempts.push_back(a.to_json());
+  try {
+    fs::write_file_atomic(dir_ / kHistoryJson,
+                          dump_json(json{{"format_version", kFormatVersion}, {"attempts", attempts}}, 2) + "\n");
+  } catch (...) {
+    history_.pop_back();
+    throw;
+  }
+
+  // Temporary files of writes interrupted by a kill (name.tmp.PID.N) are
+  // garbage: every write of this process has completed by now.
+  for (stdfs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code ignore;
+    if (is_temp_name(name) && it->is_regular_file(ignore)) stdfs::remove(it->path(), ignore);
+  }
+}
+
+const Attempt* RunStore::find(const std::map<std::string, int64_t>& params,
+                              const std::string& source) const {
+  for (const Attempt& a : history_)
+    if (a.params == params && a.source == source) return &a;
+  return nullptr;
+}
+
+const Attempt* RunStore::best() const {
+  const Attempt* b = nullptr;
+  for (const Attempt& a : history_) {
+    if (a.result.verdict != eval::Verdict::ok) continue;
+    if (a.kind != "candidate" && a.kind != "initial") continue;
+    if (!finite_positive(a.result.geomean_ms)) continue;
+    if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
+  }
+  return b;
+}
+
+const std::vector<std::string>& RunStore::summary_keys() {
+  static const std::vector<std::string> keys = {
+      "format_version", "tool_version", "run", "workload", "gpu", "spec_hash", "strategy", "seed",
+      "created", "best", "reference_geomean_ms", "initial_geomean_ms", "counts", "attempts"};
+  return keys;
+}
+
+json RunStore::summary(const json& extra) const {
+  json s;
+  s["format_version"] = kFormatVersion;
+  s["tool_version"] = KOPT_VERSION;
+  s["run"] = dir_.filename().string();
+  s["workload"] = spec_json_.is_object() ? spec_json_.value("name", "") : "";
+  s["gpu"] = device_json_;
+  s["spec_hash"] = info_.spec_hash;
+  s["strategy"] = info_.strategy;
+  s["seed"] = info_.seed;
+  s["created"] = info_.created;
+
+  const Attempt* b = best();
+  const Attempt* ref = first_ok_of_kind(history_, "reference");
+  const Attempt* ini = first_ok_of_kind(history_, "initial");
+
+  std::optional<double> ref_geo;
+  if (ref) ref_geo = ref->result.geomean_ms;
+  else if (b && finite_positive(b->result.reference_geomean_ms)) ref_geo = b->result.reference_geomean_ms;
+  std::optional<double> ini_geo;
+  if (ini) ini_geo = ini->result.geomean_ms;
+
+  if (b) {
+    const double g = *b->result.geomean_ms;
+    json cases = json::array();
+    for (const eval::CaseResult& c : b->result.cases) {
+      if (!c.latency) continue;
+      json jc = latency_json(*c.latency);
+      jc["name"] = c.name;
+      // Reference median: measured with this candidate, else the reference attempt's.
+      std::optional<double> rm;
+      if (c.reference_latency) rm = c.reference_latency->median_ms;
+      else if (ref)
+        for (const eval::CaseResult& rc : ref->result.cases)
+          if (rc.name == c.name && rc.latency) rm = rc.latency->median_ms;
+      if (finite_positive(rm)) {
+        jc["reference_median_ms"] = jio::from_double(*rm);
+        if (c.latency->median_ms > 0) jc["speedup"] = jio::from_double(*rm / c.latency->median_ms);
+      }
+      cases.push_back(std::move(jc));
+    }
+    s["best"] = {{"index", b->index},
+                 {"kind", b->kind},
+                 {"label", b->label},
+                 {"params", params_json(b->params)},
+                 {"geomean_ms", jio::from_double(g)},
+                 {"cases", std::move(cases)},
+                 {"speedup_vs_reference",
+                  finite_positive(ref_geo) ? jio::from_double(*ref_geo / g) : json(nullptr)},
+                 {"speedup_vs_initial",
+                  finite_positive(ini_geo) ? jio::from_double(*ini_geo / g) : json(nullptr)}};
+  } else {
+    s["best"] = nullptr;
+  }
+  s["reference_geomean_ms"] = optional_double(ref_geo);
+  s["initial_geomean_ms"] = optional_double(ini_geo);
+
+  json counts = json::object();
+  for (int v = 0; v <= static_cast<int>(eval::Verdict::worker_crash); ++v)
+    counts[eval::verdict_name(static_cast<eval::Verdict>(v))] = 0;
+  for (const Attempt& a : history_) {
+    json& n = counts[eval::verdict_name(a.result.verdict)];
+    n = n.get<int64_t>() + 1;
+  }
+  s["counts"] = std::move(counts);
+  s["attempts"] = history_.size();
+
+  if (extra.is_object())
+    for (const auto& [k, v] : extra.items()) s[k] = v;
+  return s;
+}
+
+void RunStore::write_summary(const json& extra) const {
+  fs::write_file_atomic(dir_ / kSummaryJson, dump_json(summary(extra), 2) + "\n");
+}
+
+void RunStore::write_best(const std::string& entry, const std::vector<std::string>& launch_lines) const {
+  const Attempt* b = best();
+  if (!b) {
+    throw Error("kopt.run.906", dir_.string() +
+                                    ": no attempt passed every check, so there is no best kernel "
+                                    "to write (see history.json for the verdicts).");
+  }
+  write_best(*b, entry, launch_lines);
+}
+
+void RunStore::write_best(const Attempt& attempt, const std::string& entry,
+                          const std::vector<std::string>& launch_lines) const {
+  const Attempt* b = &attempt;
+  const json sum = summary();
+  std::ostringstream o;
+  o << "// best.cu: the fastest kernel of " << one_line(dir_.string()) << ", written by KernelOptimizer "
+    << KOPT_VERSION << ".\n";
+  const std::string workload = one_line(spec_json_.is_object() ? spec_json_.value("name", "") : "");
+  o << "// Workload:  " << (workload.empty() ? "(unnamed)" : workload) << "\n";
+  std::string gpu;
+  if (device_json_.is_object()) {
+    if (device_json_.contains("name") && device_json_["name"].is_string())
+      gpu = device_json_["name"].get<std::string>();
+    if (device_json_.contains("arch") && device_json_["arch"].is_string())
+      gpu += (gpu.empty() ? "" : " (") + device_json_["arch"].get<std::string>() + (gpu.empty() ? "" : ")");
+  }
+  o << "// GPU:       " << (gpu.empty() ? "unknown" : one_line(gpu)) << "\n";
+  if (finite_positive(b->result.geomean_ms)) {
+    const double g = *b->result.geomean_ms;
+    int nperf = 0;
+    for (const eval::CaseResult& c : b->result.cases) nperf += c.latency ? 1 : 0;
+    o << "// Geomean:   " << fmt_double(g) << " ms over " << nperf << " performance case"
+      << (nperf == 1 ? "" : "s");
+    if (sum["reference_geomean_ms"].is_number())
+      o << "; " << fmt_double(sum["reference_geomean_ms"].get<double>() / g, "%.3g") << "x the reference";
+    if (sum["initial_geomean_ms"].is_number())
+      o << "; " << fmt_double(sum["initial_geomean_ms"].get<double>() / g, "%.3g") << "x the initial kernel";
+    o << "\n";
+  } else {
+    o << "// Geomean:   not timed (verdict " << eval::verdict_name(b->result.verdict) << ")\n";
+  }
+  o << "// Attempt:   #" << b->index << " of " << history_.size() << " (" << b->kind;
+  if (!b->label.empty()) o << " \"" << one_line(b->label) << "\"";
+  o << ")\n";
+  o << "// Reproduce: kopt evaluate --kernel best.cu (parameters are #defines below: override "
+       "with -DNAME=VALUE)\n";
+  o << "//\n";
+
+  // Annotations. Keys given here supersede the same keys in the source.
+  std::vector<std::string> ann;
+  if (!entry.empty()) ann.push_back("// kopt:entry " + one_line(entry));
+  bool has_options = false;
+  for (std::string l : launch_lines) {
+    l = one_line(l);
+    const auto b0 = l.find_first_not_of(' ');
+    if (b0 == std::string::npos) continue;
+    l = l.substr(b0);
+    if (l.rfind("//", 0) != 0) l = "// " + l;
+    if (l.find("// kopt:options") != std::string::npos) has_options = true;
+    ann.push_back(l);
+  }
+  if (!has_options) {
+    std::string opts;
+    for (const std::string& opt : b->compile_options) {
+      // -DNAME=... of a tuning parameter is already a #define below.
+      bool is_param = false;
+      for (const auto& [name, v] : b->params) {
+        (void)v;
+        if (opt.rfind("-D" + name + "=", 0) == 0 || opt == "-D" + name) is_param = true;
+      }
+      if (!is_param) opts += (opts.empty() ? "" : " ") + one_line(opt);
+    }
+    if (!opts.empty()) ann.push_back("// kopt:options " + opts);
+  }
+  for (const auto& [name, v] : b->params) ann.push_back("// kopt:param " + name + "=" + std::to_string(v));
+  for (const std::string& l : ann) o << l << "\n";
+
+  if (!b->params.empty()) {
+    o << "\n";
+    for (const auto& [name, v] : b->params)
+      o << "#ifndef " << name << "\n#define " << name << " " << v << "\n#endif\n";
+  }
+  o << "\n";
+
+  // What the header sets: annotation keys, and parameter names for kopt:param.
+  // The source's lines for the same keys (names) are neutralised, so that a
+  // reader (and the annotation parser, whatever its precedence) sees one value.
+  auto key_of = [](const std::string& line, std::string* param) -> std::string {
+    const auto p = line.find("// kopt:");
+    if (p == std::string::npos) return "";
+    const std::string rest = line.substr(p + 8);
+    const auto sp = rest.find_first_of(" \t");
+    const std::string key = rest.substr(0, sp);
+    if (key == "param" && param && sp != std::string::npos) {
+      std::string v = rest.substr(sp);
+      v = v.substr(0, v.find('='));
+      const auto b0 = v.find_first_not_of(" \t"), e0 = v.find_last_not_of(" \t");
+      *param = b0 == std::string::npos ? "" : v.substr(b0, e0 - b0 + 1);
+    }
+    return key;
+  };
+  std::set<std::string> keys;
+  for (const std::string& l : ann) {
+    std::string k = key_of(l, nullptr);
+    if (!k.empty() && k != "param") keys.insert(k);
+  }
+  std::istringstream in(b->source);
+  std::string line;
+  bool first = true;
+  std::string body;
+  while (std::getline(in, line)) {
+    std::string param;
+    const std::string key = key_of(line, &param);
+    if (!key.empty() && (keys.count(key) || (key == "param" && b->params.count(param)))) {
+      const auto p = line.find("// kopt:");
+      line = line.substr(0, p) + "// kopt-superseded:" + line.substr(p + 8);
+    }
+    if (!first) body += "\n";
+    body += line;
+    first = false;
+  }
+  if (!b->source.empty() && b->source.back() == '\n') body += "\n";
+  o << body;
+  if (body.empty() || body.back() != '\n') o << "\n";
+  fs::write_file_atomic(dir_ / kBestCu, o.str());
+}
+
+}  // namespace kopt::run

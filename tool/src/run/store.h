@@ -1,0 +1,138 @@
+// The run folder: every attempt of an optimization run, written so that a run
+// killed at any point (even SIGKILL) can be resumed.
+//
+//   results/run-NNN/
+//     spec.json            the resolved workload (spec::to_json)
+//     device.json          the GPU (cuda::DeviceInfo::to_json), or {"arch": ...} with no GPU
+//     run.json             format_version, tool version, spec hash, strategy, seed, budget, created
+//     candidates/NNNN/     kernel.cu, params.json, compile.log, result.json (one per attempt)
+//     history.json         every attempt in order: index, kind, label, params, verdict, timings
+//     summary.json         best candidate, its params and per-case latencies, speedups, counts by verdict
+//     best.cu              the best kernel, self-contained (see write_best)
+//
+// Every file is written atomically (write to a temporary file, then rename).
+// An attempt is recorded by first writing its candidates/NNNN/ files and last
+// rewriting history.json, so history.json never names an attempt whose files
+// are incomplete; on resume, candidate folders not in history.json are
+// discarded and re-evaluated.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/result.h"
+
+namespace kopt::run {
+
+constexpr int kFormatVersion = 1;
+
+/// One evaluated kernel.
+struct Attempt {
+  int index = 0;                          // 1-based, in evaluation order
+  std::string kind = "candidate";         // "reference" | "initial" | "candidate"
+  std::string label;                      // e.g. "BM=128,BN=64" or "naive.cu"
+  std::map<std::string, int64_t> params;  // tuning parameters (may be empty)
+  std::string source;                     // the kernel source as compiled (without -D params)
+  std::vector<std::string> compile_options;
+  eval::Result result;                    // verdict, per-case latencies, compile log...
+  double seconds_since_start = 0;         // when it finished, relative to the run's start
+
+  /// The history.json entry: no source, no compile log, no raw per-launch
+  /// samples (result.json in the candidate folder has those; open() restores
+  /// them from there).
+  nlohmann::json to_json() const;
+  static Attempt from_json(const nlohmann::json& j);
+};
+
+struct RunInfo {
+  std::string spec_hash;   // XXH3-128 of the canonical spec.json text
+  std::string strategy;
+  uint64_t seed = 0;
+  nlohmann::json budget;   // as given: {"evaluations": N, "minutes": M}
+  std::string tool_version;
+  std::string created;     // ISO 8601 UTC
+};
+
+class RunStore {
+ public:
+  /// Creates results_dir/run-NNN with the next free NNN (001, 002...), writing
+  /// spec.json, device.json and run.json. Throws EnvironmentError(kopt.run.9xx).
+  static RunStore create(const std::filesystem::path& results_dir, const nlohmann::json& spec_json,
+                         const nlohmann::json& device_json, RunInfo info);
+
+  /// Opens an existing run to resume it. Throws UsageError(kopt.run.901) when
+  /// `dir` is not a run folder (names what is missing), kopt.run.902 when its
+  /// spec hash differs from `expected_spec_hash` (the spec changed since), and
+  /// kopt.run.903 for an unsupported format_version. Never modifies files
+  /// while checking.
+  /// An empty `expected_spec_hash` skips the spec check (e.g. to regenerate
+  /// the reports of a finished run).
+  static RunStore open(const std::filesystem::path& dir, const std::string& expected_spec_hash);
+
+  /// Canonical hash of a spec document (what run.json and the tuning cache use).
+  static std::string hash_spec(const nlohmann::json& spec_json);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const RunInfo& info() const { return info_; }
+  const std::vector<Attempt>& history() const { return history_; }
+
+  /// Next attempt index (history size + 1).
+  int next_index() const { return static_cast<int>(history_.size()) + 1; }
+
+  /// Records an attempt (sets attempt.index if 0). Writes candidates/NNNN/*
+  /// then history.json, atomically.
+  void record(Attempt attempt);
+
+  /// The attempt with these params and this source, if already recorded.
+  const Attempt* find(const std::map<std::string, int64_t>& params, const std::string& source) const;
+
+  /// The fastest attempt with verdict ok and kind "candidate" or "initial"
+  /// (by geomean_ms), if any.
+  const Attempt* best() const;
+
+  /// The summary.json document (what write_summary writes), without writing
+  /// it. Keys: format_version, tool_version, run, workload, gpu, spec_hash,
+  /// strategy, seed, best (null when no attempt passed; else index, kind,
+  /// label, params, geomean_ms, cases [{name, median_ms, mean_ms, min_ms,
+  /// max_ms, stddev_ms, samples, reference_median_ms?, speedup?}],
+  /// speedup_vs_reference, speedup_vs_initial), reference_geomean_ms,
+  /// initial_geomean_ms (null when unknown), counts (every verdict name ->
+  /// number of attempts), attempts (history size); then `extra` merged in at
+  /// top level (its keys win).
+  nlohmann::json summary(const nlohmann::json& extra = {}) const;
+
+  /// The top-level keys that summary() writes itself (everything else in a
+  /// summary.json came from `extra`).
+  static const std::vector<std::string>& summary_keys();
+
+  /// Writes summary.json (atomically). `extra` is merged in at top level
+  /// (e.g. the final interleaved re-timing, the cuBLAS baseline, budget used).
+  void write_summary(const nlohmann::json& extra = {}) const;
+
+  /// Writes best.cu: a comment header (workload, GPU, geomean, launch), the
+  /// tuning parameters as #defines guarded by #ifndef, `// kopt:` annotations
+  /// (entry, grid, block, shared, options, one `// kopt:param NAME=VALUE` per
+  /// parameter) so that `kopt evaluate --kernel best.cu` reproduces it, then
+  /// the source. Annotation lines of the source that the header supersedes
+  /// are neutralised (`// kopt:grid` becomes `// kopt-superseded:grid`) so
+  /// that the header's win. Throws kopt::Error(kopt.run.906) when no attempt
+  /// passed (best() is null).
+  void write_best(const std::string& entry, const std::vector<std::string>& launch_lines) const;
+  /// Same, for a given attempt (e.g. the winner of the final re-timing).
+  void write_best(const Attempt& attempt, const std::string& entry,
+                  const std::vector<std::string>& launch_lines) const;
+
+ private:
+  std::filesystem::path dir_;
+  RunInfo info_;
+  std::vector<Attempt> history_;
+  nlohmann::json spec_json_, device_json_;
+};
+
+}  // namespace kopt::run

@@ -1,0 +1,115 @@
+// Internal to tool/src/search: what every strategy shares. Configurations are
+// handled as "points" (one value index per parameter, in Space::params()
+// order); the base class converts at the Strategy interface, remembers every
+// point proposed or observed so that none is proposed twice, and samples
+// uniformly among the valid points not seen yet.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <unordered_set>
+#include <vector>
+
+#include "search/space.h"
+#include "search/strategy.h"
+
+namespace kopt::search::detail {
+
+/// Value indices, one per parameter of the space.
+using Point = std::vector<int32_t>;
+
+struct PointHash {
+  size_t operator()(const Point& p) const noexcept;
+};
+using PointSet = std::unordered_set<Point, PointHash>;
+
+/// Every strategy's random source. The helpers below avoid the standard
+/// distributions, whose output differs between standard libraries, so that a
+/// seed gives the same search everywhere.
+using Rng = std::mt19937_64;
+/// Uniform in [0, n); n > 0.
+size_t uniform_index(Rng& rng, size_t n);
+/// Uniform in [0, 1).
+double uniform01(Rng& rng);
+
+/// Spaces up to this cartesian size are enumerated once at initialize() so
+/// that sampling is exact; larger ones are sampled by rejection.
+inline constexpr uint64_t kPoolCartesianLimit = uint64_t{1} << 18;
+/// Rejection-sampling draws before falling back to enumeration.
+inline constexpr int kRejectionAttempts = 20000;
+/// The largest cartesian size enumerated when rejection sampling fails
+/// (nearly everything seen or invalid); beyond it random_unseen() gives up.
+inline constexpr uint64_t kPoolEnumerationLimit = 2'000'000;
+
+/// Implements the Strategy interface on points. Subclasses implement
+/// propose() (an unseen valid point) and learn() (a result), and may override
+/// reset() to clear their state.
+class StrategyBase : public Strategy {
+ public:
+  void initialize(const Space& space, uint64_t seed) final;
+  std::optional<Config> next() final;
+  void observe(const Observation& o) final;
+
+ protected:
+  /// Called by initialize() after the base state is reset.
+  virtual void reset() {}
+  /// The next point: valid and not seen(). nullopt when none is left.
+  virtual std::optional<Point> propose() = 0;
+  /// A result. `log_score` is log(score) when ok (scores <= 0 are clamped to a
+  /// tiny positive value), 0 otherwise. An ok result with a non-finite score
+  /// arrives as a failure.
+  virtual void learn(const Point& p, bool ok, double log_score) = 0;
+  /// Whether initialize() should enumerate small spaces for sampling
+  /// (exhaustive enumerates by itself).
+  virtual bool samples() const { return true; }
+
+  const Space& space() const { return *space_; }
+  Rng& rng() { return rng_; }
+  size_t dims() const { return space_->params().size(); }
+  int32_t extent(size_t dim) const { return static_cast<int32_t>(space_->params()[dim].values.size()); }
+
+  bool seen(const Point& p) const { return seen_.count(p) != 0; }
+  /// Number of distinct points proposed or observed so far.
+  size_t seen_count() const { return seen_.size(); }
+  bool valid(const Point& p) const { return space_->valid(to_config(p)); }
+  Config to_config(const Point& p) const;
+  /// nullopt when `c` is not a point of the space (unknown name or value).
+  std::optional<Point> to_point(const Config& c) const;
+
+  /// A uniformly random valid point not seen yet; nullopt when none is left
+  /// (small spaces) or none was found in kRejectionAttempts draws (spaces
+  /// larger than kPoolEnumerationLimit). When rejection fails on a space of
+  /// medium size with no valid point at all, the fallback enumeration throws
+  /// kopt.space.701.
+  std::optional<Point> random_unseen();
+  /// Valid unseen points one step away from `p` along one parameter.
+  std::vector<Point> unseen_neighbours(const Point& p) const;
+  /// A fair coin flip.
+  bool coin() { return (rng_() >> 63) != 0; }
+  /// A random element of `v` (non-empty).
+  const Point& pick(const std::vector<Point>& v) { return v[uniform_index(rng_, v.size())]; }
+
+ private:
+  /// Fills pool_ with every valid point. Throws SpecError(kopt.space.701)
+  /// when there is none, so initialize() reports an empty space at once.
+  void build_pool();
+  std::optional<Point> from_pool();
+  std::optional<Point> by_rejection();
+
+  const Space* space_ = nullptr;
+  Rng rng_;
+  PointSet seen_;
+  bool pooled_ = false;        // pool_ holds every valid point (minus some seen ones)
+  std::vector<Point> pool_;    // seen points are dropped lazily
+};
+
+/// Factories (one per strategy file).
+std::unique_ptr<Strategy> make_exhaustive();
+std::unique_ptr<Strategy> make_random();
+std::unique_ptr<Strategy> make_anneal();
+std::unique_ptr<Strategy> make_genetic();
+std::unique_ptr<Strategy> make_surrogate();
+
+}  // namespace kopt::search::detail

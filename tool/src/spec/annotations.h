@@ -1,0 +1,43 @@
+// Launch annotations inside a kernel source file.
+//
+// A .cu file may carry its own entry point and launch configuration in comment
+// lines, which override the spec's (best.cu files are written this way):
+//   // kopt:entry sgemm_naive
+//   // kopt:grid ceil_div(N, 16), ceil_div(M, 16), 1
+//   // kopt:block 16, 16, 1
+//   // kopt:shared 0
+//   // kopt:options -O3 -maxrregcount=128
+//   // kopt:param BM=128
+// Missing grid/block entries default to 1. Unknown kopt: keys are errors.
+// The first line of each key wins, so a header written in front of a source
+// (as best.cu has) supersedes the source's own lines.
+// `kopt:param` lines give tuning-parameter values (best.cu carries them), which
+// launch expressions may use and which are passed as -D defines.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spec/expr.h"
+
+namespace kopt::spec {
+
+struct Annotations {
+  std::optional<std::string> entry;
+  std::optional<std::vector<Expr>> grid, block;  // 1 to 3 expressions
+  std::optional<Expr> shared_bytes;
+  std::vector<std::string> options;
+  std::map<std::string, int64_t> params;
+};
+
+/// Parses the annotations of `source`; `origin` names the file in errors.
+/// Throws SpecError(kopt.annot.4xx) with file and line on a malformed line.
+Annotations parse_annotations(const std::string& source, const std::string& origin);
+
+/// Splits "a, f(b, c), d" at top-level commas (parentheses respected), trimmed.
+std::vector<std::string> split_top_level(const std::string& list);
+
+}  // namespace kopt::spec

@@ -1,0 +1,632 @@
+// Seeded input generation, seed derivation, .npy reading and writing,
+// half/bfloat16 conversions. See inputs.h for the exact value mapping.
+#include "spec/inputs.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <system_error>
+#include <type_traits>
+
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace kopt::spec {
+
+static_assert(std::numeric_limits<float>::is_iec559 && std::numeric_limits<double>::is_iec559,
+              "IEEE 754 floating point required");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "packed buffers and .npy data are little-endian; a big-endian host is unsupported");
+
+// ---------------------------------------------------------------------------
+// half / bfloat16
+// ---------------------------------------------------------------------------
+
+namespace {
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+/// Shifts `m` right by `shift` (1..31) rounding to nearest, ties to even.
+uint32_t shift_round_even(uint32_t m, int shift) {
+  const uint32_t rem = m & ((1u << shift) - 1);
+  const uint32_t half = 1u << (shift - 1);
+  uint32_t r = m >> shift;
+  if (rem > half || (rem == half && (r & 1u))) ++r;
+  return r;
+}
+}  // namespace
+
+uint16_t float_to_half(float f) {
+  const uint32_t x = float_bits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) {  // Inf or NaN (NaN keeps its top payload bits, made quiet)
+    return static_cast<uint16_t>(sign | 0x7c00u |
+                                 (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
+  }
+  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: Inf
+  if (ax >= 0x38800000u) {  // normal half (>= 2^-14): rebias exponent 127 -> 15
+    return static_cast<uint16_t>(sign | shift_round_even(ax - 0x38000000u, 13));
+  }
+  if (ax < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25: rounds to zero
+  // Subnormal half: value in units of 2^-24.
+  const int exp = static_cast<int>(ax >> 23);
+  const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+  return static_cast<uint16_t>(sign | shift_round_even(mant, 126 - exp));
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (mant << 13));  // Inf / NaN
+  if (exp != 0) return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (mant == 0) return bits_float(sign);  // +-0
+  // Subnormal: normalize.
+  uint32_t e = 113;
+  while ((mant & 0x400u) == 0) {
+    mant <<= 1;
+    --e;
+  }
+  return bits_float(sign | (e << 23) | ((mant & 0x3ffu) << 13));
+}
+
+uint16_t float_to_bfloat16(float f) {
+  const uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+float bfloat16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+
+// ---------------------------------------------------------------------------
+// Storing values
+// ---------------------------------------------------------------------------
+
+namespace {
+
+template <typename T>
+void put(uint8_t* out, int64_t i, T v) {
+  std::memcpy(out + static_cast<size_t>(i) * sizeof(T), &v, sizeof(T));
+}
+
+/// Rounds to nearest (ties away from zero) and saturates to T's range.
+template <typename T>
+T saturate_double(double x) {
+  if (std::isnan(x)) return T{0};
+  x = std::round(x);
+  // Compare in double: the limits of 64-bit types are rounded up to 2^63/2^64,
+  // so use >= on the exclusive bound.
+  const double lo = static_cast<double>(std::numeric_limits<T>::min());
+  const double hi_excl = 2.0 * static_cast<double>((std::numeric_limits<T>::max() >> 1) + 1);
+  if (x <= lo) return std::numeric_limits<T>::min();
+  if (x >= hi_excl) return std::numeric_limits<T>::max();
+  return static_cast<T>(x);
+}
+
+template <typename T>
+T saturate_int(int64_t v) {
+  if constexpr (std::is_signed_v<T>) {
+    if (v < static_cast<int64_t>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (v > static_cast<int64_t>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  } else {
+    if (v < 0) return 0;
+    if (static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      return std::numeric_limits<T>::max();
+    }
+  }
+  return static_cast<T>(v);
+}
+
+/// Stores double `x` as element i of `dtype` (conversion rules in inputs.h).
+void store_double(uint8_t* out, DType dtype, int64_t i, double x) {
+  switch (dtype) {
+    case DType::f64: put(out, i, x); break;
+    case DType::f32: put(out, i, static_cast<float>(x)); break;
+    case DType::f16: put(out, i, float_to_half(static_cast<float>(x))); break;
+    case DType::bf16: put(out, i, float_to_bfloat16(static_cast<float>(x))); break;
+    case DType::i8: put(out, i, saturate_double<int8_t>(x)); break;
+    case DType::u8: put(out, i, saturate_double<uint8_t>(x)); break;
+    case DType::i32: put(out, i, saturate_double<int32_t>(x)); break;
+    case DType::u32: put(out, i, saturate_double<uint32_t>(x)); break;
+    case DType::i64: put(out, i, saturate_double<int64_t>(x)); break;
+    case DType::u64: put(out, i, saturate_double<uint64_t>(x)); break;
+  }
+}
+
+/// Stores integer `v` as element i: exact for integer types (saturated),
+/// through double for floating types.
+void store_int(uint8_t* out, DType dtype, int64_t i, int64_t v) {
+  switch (dtype) {
+    case DType::i8: put(out, i, saturate_int<int8_t>(v)); break;
+    case DType::u8: put(out, i, saturate_int<uint8_t>(v)); break;
+    case DType::i32: put(out, i, saturate_int<int32_t>(v)); break;
+    case DType::u32: put(out, i, saturate_int<uint32_t>(v)); break;
+    case DType::i64: put(out, i, v); break;
+    case DType::u64: put(out, i, saturate_int<uint64_t>(v)); break;
+    default: store_double(out, dtype, i, static_cast<double>(v)); break;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Generators
+// ---------------------------------------------------------------------------
+
+/// [0, 1) from the top 53 bits.
+double unit_open(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+/// (0, 1] from the top 53 bits (safe for log).
+double unit_closed(uint64_t bits) { return static_cast<double>((bits >> 11) + 1) * 0x1.0p-53; }
+
+void gen_uniform(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out) {
+  std::mt19937_64 rng(seed);
+  const double width = g.high - g.low;
+  for (int64_t i = 0; i < count; ++i) store_double(out, dtype, i, g.low + width * unit_open(rng()));
+}
+
+void gen_normal(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out) {
+  std::mt19937_64 rng(seed);
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  for (int64_t i = 0; i < count; i += 2) {
+    const double u1 = unit_closed(rng());
+    const double u2 = unit_open(rng());
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    store_double(out, dtype, i, g.mean + g.stddev * (r * std::cos(kTwoPi * u2)));
+    if (i + 1 < count) store_double(out, dtype, i + 1, g.mean + g.stddev * (r * std::sin(kTwoPi * u2)));
+  }
+}
+
+void gen_int_range(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out) {
+  std::mt19937_64 rng(seed);
+  // span = high - low + 1 in uint64 arithmetic; 0 means the full 2^64 range.
+  const uint64_t span = static_cast<uint64_t>(g.int_high) - static_cast<uint64_t>(g.int_low) + 1u;
+  // Largest multiple of span representable: draws at or above it are redrawn.
+  const uint64_t limit = span == 0 ? 0 : std::numeric_limits<uint64_t>::max() -
+                                             (std::numeric_limits<uint64_t>::max() % span + 1) % span;
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t bits = rng();
+    if (span != 0) {
+      while (bits > limit) bits = rng();
+      bits %= span;
+    }
+    store_int(out, dtype, i, static_cast<int64_t>(static_cast<uint64_t>(g.int_low) + bits));
+  }
+}
+
+void gen_npy(const Generator& g, DType dtype, int64_t count, const std::string& case_name,
+             std::vector<uint8_t>& out) {
+  const std::string path = expand_case(g.npy, case_name).string();
+  NpyArray a = read_npy(path);
+  if (a.dtype != dtype) {
+    throw SpecError("kopt.inputs.201", "'" + path + "': expected dtype " + dtype_name(dtype) +
+                                           " (the buffer's), found " + dtype_name(a.dtype));
+  }
+  if (a.count() != count) {
+    throw SpecError("kopt.inputs.202", "'" + path + "': expected " + std::to_string(count) +
+                                           " elements, found " + std::to_string(a.count()));
+  }
+  out = std::move(a.data);
+}
+
+}  // namespace
+
+std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,
+                              const std::string& case_name) {
+  const size_t elem = dtype_size(dtype);
+  int64_t bytes = 0;
+  if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(elem), &bytes)) {
+    throw SpecError("kopt.inputs.203", "cannot generate " + std::to_string(count) + " elements of " +
+                                           dtype_name(dtype));
+  }
+  std::vector<uint8_t> out;
+  if (g.kind == Generator::Kind::npy) {
+    gen_npy(g, dtype, count, case_name, out);
+    return out;
+  }
+  out.resize(static_cast<size_t>(bytes));
+  uint8_t* p = out.data();
+  switch (g.kind) {
+    case Generator::Kind::uniform: gen_uniform(g, dtype, count, seed, p); break;
+    case Generator::Kind::normal: gen_normal(g, dtype, count, seed, p); break;
+    case Generator::Kind::int_range: gen_int_range(g, dtype, count, seed, p); break;
+    case Generator::Kind::constant:
+      for (int64_t i = 0; i < count; ++i) store_double(p, dtype, i, g.value);
+      break;
+    case Generator::Kind::iota:
+      for (int64_t i = 0; i < count; ++i) {
+        store_double(p, dtype, i, g.start + static_cast<double>(i) * g.step);
+      }
+      break;
+    case Generator::Kind::npy: break;  // handled above
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Seeds
+// ---------------------------------------------------------------------------
+
+namespace {
+/// splitmix64 finalizer (Steele, Lea, Flood 2014).
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+/// Absorbs the length, then every byte: ("ab","c") and ("a","bc") differ.
+uint64_t absorb(uint64_t h, const std::string& s) {
+  h = splitmix64(h ^ static_cast<uint64_t>(s.size()));
+  for (unsigned char c : s) h = splitmix64(h ^ c);
+  return h;
+}
+}  // namespace
+
+uint64_t derive_seed(uint64_t spec_seed, const std::string& case_name,
+                     const std::string& buffer_name, int trial) {
+  uint64_t h = splitmix64(spec_seed);
+  h = absorb(h, case_name);
+  h = absorb(h, buffer_name);
+  return splitmix64(h ^ static_cast<uint64_t>(static_cast<int64_t>(trial)));
+}
+
+// ---------------------------------------------------------------------------
+// .npy
+// ---------------------------------------------------------------------------
+
+int64_t NpyArray::count() const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  }
+  return n;
+}
+
+const char* npy_descr(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return "<f2";
+    case DType::f32: return "<f4";
+    case DType::f64: return "<f8";
+    case DType::i8: return "|i1";
+    case DType::u8: return "|u1";
+    case DType::i32: return "<i4";
+    case DType::u32: return "<u4";
+    case DType::i64: return "<i8";
+    case DType::u64: return "<u8";
+    case DType::bf16: return nullptr;
+  }
+  return nullptr;
+}
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+constexpr size_t kMaxHeaderLen = 1u << 24;  // far above anything numpy writes
+
+[[noreturn]] void npy_fail(const char* id, const std::filesystem::path& file,
+                           const std::string& what) {
+  throw SpecError(id, "'" + file.string() + "': " + what);
+}
+
+/// The Python dict literal numpy writes, e.g.
+///   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::filesystem::path& file)
+      : s_(text), file_(file) {}
+
+  void parse(std::string& descr, bool& fortran, std::vector<int64_t>& shape) {
+    bool have_descr = false, have_order = false, have_shape = false;
+    expect('{');
+    for (;;) {
+      skip_ws();
+      if (eat('}')) break;
+      const std::string key = string_literal();
+      expect(':');
+      if (key == "descr") {
+        skip_ws();
+        if (pos_ < s_.size() && s_[pos_] == '[') {
+          npy_fail("kopt.npy.305", file_, "structured dtypes are not supported");
+        }
+        descr = string_literal();
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        fortran = boolean();
+        have_order = true;
+      } else if (key == "shape") {
+        shape = tuple();
+        have_shape = true;
+      } else {
+        bad("unexpected key '" + key + "'");
+      }
+      skip_ws();
+      if (eat(',')) continue;
+      expect('}');
+      break;
+    }
+    if (!have_descr || !have_order || !have_shape) {
+      bad("the header lacks one of 'descr', 'fortran_order', 'shape'");
+    }
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string& why) const {
+    npy_fail("kopt.npy.302", file_,
+             "malformed .npy header (" + why + ") at offset " + std::to_string(pos_) + ": " + s_);
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n')) ++pos_;
+  }
+  bool eat(char c) {
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c)) bad(std::string("expected '") + c + "'");
+  }
+  std::string string_literal() {
+    skip_ws();
+    if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) bad("expected a string");
+    const char q = s_[pos_++];
+    const size_t end = s_.find(q, pos_);
+    if (end == std::string::npos) bad("unterminated string");
+    std::string out = s_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return out;
+  }
+  bool boolean() {
+    skip_ws();
+    if (s_.compare(pos_, 4, "True") == 0) {
+      pos_ += 4;
+      return true;
+    }
+    if (s_.compare(pos_, 5, "False") == 0) {
+      pos_ += 5;
+      return false;
+    }
+    bad("expected True or False");
+  }
+  int64_t integer() {
+    skip_ws();
+    int64_t v = 0;
+    const size_t start = pos_;
+    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
+      if (__builtin_mul_overflow(v, int64_t{10}, &v) ||
+          __builtin_add_overflow(v, int64_t{s_[pos_] - '0'}, &v)) {
+        bad("dimension too large");
+      }
+      ++pos_;
+    }
+    if (pos_ == start) bad("expected a non-negative integer");
+    if (pos_ < s_.size() && s_[pos_] == 'L') ++pos_;  // Python 2 long suffix
+    return v;
+  }
+  std::vector<int64_t> tuple() {
+    std::vector<int64_t> out;
+    expect('(');
+    if (eat(')')) return out;
+    for (;;) {
+      out.push_back(integer());
+      if (eat(')')) return out;
+      expect(',');
+      if (eat(')')) return out;
+    }
+  }
+
+  const std::string& s_;
+  const std::filesystem::path& file_;
+  size_t pos_ = 0;
+};
+
+/// Maps a descr to a dtype (kopt.npy.302/304/305).
+DType dtype_from_descr(const std::string& descr, const std::filesystem::path& file) {
+  struct Entry {
+    const char* code;
+    DType dtype;
+  };
+  static const Entry kCodes[] = {{"f2", DType::f16}, {"f4", DType::f32}, {"f8", DType::f64},
+                                 {"i1", DType::i8},  {"u1", DType::u8},  {"i4", DType::i32},
+                                 {"u4", DType::u32}, {"i8", DType::i64}, {"u8", DType::u64}};
+  const char* supported = "<f2 <f4 <f8 |i1 |u1 <i4 <u4 <i8 <u8";
+  if (descr.size() < 2 || std::string("<>|=").find(descr[0]) == std::string::npos) {
+    npy_fail("kopt.npy.305", file,
+             "unsupported dtype '" + descr + "' (supported: " + supported + ")");
+  }
+  const std::string code = descr.substr(1);
+  for (const Entry& e : kCodes) {
+    if (code != e.code) continue;
+    const bool one_byte = dtype_size(e.dtype) == 1;
+    if (!one_byte && descr[0] == '>') {
+      npy_fail("kopt.npy.304", file,
+               "big-endian data ('" + descr + "') is not supported; save it little-endian, "
+               "e.g. a.astype(a.dtype.newbyteorder('<'))");
+    }
+    if (!one_byte && descr[0] == '|') {
+      npy_fail("kopt.npy.302", file, "invalid dtype '" + descr + "' (byte order missing)");
+    }
+    return e.dtype;
+  }
+  npy_fail("kopt.npy.305", file, "unsupported dtype '" + descr + "' (supported: " + supported + ")");
+}
+
+struct NpyLayout {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  uint64_t data_offset = 0;
+};
+
+/// Parses magic, version and header from `prefix` (the file's first bytes,
+/// at least the whole header if the file has one). `file_size` checks data.
+NpyLayout parse_layout(const std::string& prefix, uint64_t file_size,
+                       const std::filesystem::path& file) {
+  if (prefix.size() < kMagicLen + 4 || prefix.compare(0, kMagicLen, kMagic, kMagicLen) != 0) {
+    npy_fail("kopt.npy.302", file, "not a .npy file (missing the \\x93NUMPY magic)");
+  }
+  const int major = static_cast<unsigned char>(prefix[6]);
+  const int minor = static_cast<unsigned char>(prefix[7]);
+  if (major < 1 || major > 3 || minor != 0) {
+    npy_fail("kopt.npy.302", file,
+             "unsupported .npy format version " + std::to_string(major) + "." +
+                 std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+  }
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  if (prefix.size() < 8 + len_bytes) npy_fail("kopt.npy.302", file, "truncated header");
+  uint64_t header_len = 0;
+  for (size_t i = 0; i < len_bytes; ++i) {
+    header_len |= static_cast<uint64_t>(static_cast<unsigned char>(prefix[8 + i])) << (8 * i);
+  }
+  const uint64_t header_start = 8 + len_bytes;
+  if (header_len > kMaxHeaderLen || prefix.size() < header_start + header_len) {
+    npy_fail("kopt.npy.302", file, "truncated header (" + std::to_string(header_len) + " bytes announced)");
+  }
+  std::string descr;
+  bool fortran = false;
+  NpyLayout out;
+  HeaderParser(prefix.substr(header_start, header_len), file).parse(descr, fortran, out.shape);
+  if (fortran) {
+    npy_fail("kopt.npy.303", file,
+             "fortran_order True is not supported; save a C-ordered array "
+             "(np.save(f, np.ascontiguousarray(a)))");
+  }
+  out.dtype = dtype_from_descr(descr, file);
+  out.data_offset = header_start + header_len;
+  NpyArray probe;
+  probe.shape = out.shape;
+  int64_t bytes = 0;
+  if (probe.count() < 0 ||
+      __builtin_mul_overflow(probe.count(), static_cast<int64_t>(dtype_size(out.dtype)), &bytes)) {
+    npy_fail("kopt.npy.302", file, "shape too large");
+  }
+  const uint64_t have = file_size - out.data_offset;
+  if (have != static_cast<uint64_t>(bytes)) {
+    npy_fail("kopt.npy.306", file,
+             "data size mismatch: shape and dtype need " + std::to_string(bytes) +
+                 " bytes, the file holds " + std::to_string(have) +
+                 (have < static_cast<uint64_t>(bytes) ? " (truncated)" : " (trailing bytes)"));
+  }
+  return out;
+}
+
+/// First `n` bytes of a file (fewer if it is shorter) and its size.
+std::string read_prefix(const std::filesystem::path& file, size_t n, uint64_t& size) {
+  std::error_code ec;
+  size = std::filesystem::file_size(file, ec);
+  std::ifstream in(file, std::ios::binary);
+  if (ec || !in) {
+    npy_fail("kopt.npy.301", file,
+             "cannot read: " + (ec ? ec.message() : std::string(std::strerror(errno))));
+  }
+  std::string out(static_cast<size_t>(std::min<uint64_t>(n, size)), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+}  // namespace
+
+NpyArray read_npy_header(const std::filesystem::path& file) {
+  uint64_t size = 0;
+  std::string prefix = read_prefix(file, 12, size);
+  // Enough for the header length field; then read the whole header.
+  if (prefix.size() >= 10 && prefix.compare(0, kMagicLen, kMagic, kMagicLen) == 0) {
+    const bool v1 = static_cast<unsigned char>(prefix[6]) == 1;
+    uint64_t len = static_cast<unsigned char>(prefix[8]) |
+                   (static_cast<uint64_t>(static_cast<unsigned char>(prefix[9])) << 8);
+    if (!v1 && prefix.size() >= 12) {
+      len |= static_cast<uint64_t>(static_cast<unsigned char>(prefix[10])) << 16 |
+             static_cast<uint64_t>(static_cast<unsigned char>(prefix[11])) << 24;
+    }
+    if (len <= kMaxHeaderLen) prefix = read_prefix(file, (v1 ? 10 : 12) + len, size);
+  }
+  NpyLayout layout = parse_layout(prefix, size, file);
+  NpyArray out;
+  out.dtype = layout.dtype;
+  out.shape = std::move(layout.shape);
+  return out;
+}
+
+NpyArray read_npy(const std::filesystem::path& file) {
+  uint64_t size = 0;
+  const std::string bytes = read_prefix(file, std::numeric_limits<size_t>::max(), size);
+  NpyLayout layout = parse_layout(bytes, bytes.size(), file);
+  NpyArray out;
+  out.dtype = layout.dtype;
+  out.shape = std::move(layout.shape);
+  out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(layout.data_offset), bytes.end());
+  return out;
+}
+
+void write_npy(const std::filesystem::path& file, const NpyArray& array) {
+  const char* descr = npy_descr(array.dtype);
+  if (!descr) {
+    npy_fail("kopt.npy.307", file,
+             "bfloat16 has no .npy dtype; store the data as float32 (or as uint16 bits)");
+  }
+  const int64_t count = array.count();
+  if (count < 0 || static_cast<uint64_t>(count) * dtype_size(array.dtype) != array.data.size()) {
+    npy_fail("kopt.npy.306", file,
+             "data holds " + std::to_string(array.data.size()) + " bytes, shape and dtype need " +
+                 std::to_string(count) + " x " + std::to_string(dtype_size(array.dtype)));
+  }
+  std::string shape = "(";
+  for (size_t i = 0; i < array.shape.size(); ++i) {
+    shape += (i ? ", " : "") + std::to_string(array.shape[i]);
+  }
+  shape += array.shape.size() == 1 ? ",)" : ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
+                       shape + ", }";
+  // Pad with spaces and end with '\n' so that the data starts 64-byte aligned.
+  auto padded_total = [&](size_t preamble) { return (preamble + header.size() + 1 + 63) / 64 * 64; };
+  const bool v1 = padded_total(10) - 10 <= 65535;  // version 1.0 has a 16-bit length field
+  const size_t preamble = v1 ? 10 : 12;
+  const size_t total = padded_total(preamble);
+  header.append(total - preamble - header.size() - 1, ' ');
+  header += '\n';
+  std::string out(kMagic, kMagicLen);
+  out += static_cast<char>(v1 ? 1 : 2);
+  out += '\0';
+  for (size_t i = 0; i < preamble - 8; ++i) {
+    out += static_cast<char>((header.size() >> (8 * i)) & 0xff);  // little-endian length
+  }
+  out += header;
+  out.append(reinterpret_cast<const char*>(array.data.data()), array.data.size());
+  fs::write_file_atomic(file, out);
+}
+
+double element_as_double(const uint8_t* data, DType dtype, int64_t i) {
+  const uint8_t* p = data + static_cast<size_t>(i) * dtype_size(dtype);
+  auto get = [p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  switch (dtype) {
+    case DType::f16: return half_to_float(get(uint16_t{}));
+    case DType::bf16: return bfloat16_to_float(get(uint16_t{}));
+    case DType::f32: return get(float{});
+    case DType::f64: return get(double{});
+    case DType::i8: return get(int8_t{});
+    case DType::u8: return get(uint8_t{});
+    case DType::i32: return get(int32_t{});
+    case DType::u32: return get(uint32_t{});
+    case DType::i64: return static_cast<double>(get(int64_t{}));
+    case DType::u64: return static_cast<double>(get(uint64_t{}));
+  }
+  return 0;
+}
+
+}  // namespace kopt::spec

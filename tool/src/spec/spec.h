@@ -1,0 +1,240 @@
+// The workload spec: what kernel is optimized, on which inputs, checked
+// against what, timed how. Loaded from JSON (format documented in
+// docs/spec-format.md, linked from README.md "Workload spec"), validated on load.
+//
+// Every load error is a kopt::SpecError whose message names the file, the JSON
+// path (e.g. "$.cases[3].sizes.M") and what was expected, e.g.
+//   [kopt.spec.104] sgemm.json: $.signature[2].count: expected an expression
+//   string or an integer, got a boolean
+//
+// Error ids (stable; docs/spec-format.md lists them with examples):
+//   100 cannot read the file          101 not valid JSON
+//   102 unsupported format_version    103 missing required key
+//   104 wrong JSON type or length     105 unknown key (lists the allowed ones)
+//   106 invalid name                  107 duplicate name
+//   108 unknown type (dtype)          109 unknown role
+//   110 unknown kind or op            111 expression does not parse
+//   112 expression uses a name that is neither a size of every case nor a
+//       tuning parameter              113 expression cannot be evaluated for a case
+//   114 buffer count <= 0 for a case  115 size not a positive integer
+//   116 no output buffer              117 no cases
+//   118 tolerance for a name that is not an output buffer
+//   119 number out of range           120 tuning parameter without values
+//   121 duplicate tuning value        122 file not found
+//   123 cublas/gemm name not in the signature or sizes
+//   124 cublas buffer of the wrong type, role or count
+//   125 launch missing                126 launch dimension < 1 (or shared < 0) for a case
+//   127 scalar value invalid for its type
+//   128 parameter both buffer and scalar, or "init" on an output
+//   129 input override for something that is not an input buffer
+//   130 tuning parameter (or bindings_for parameter) shadows a size
+//   131 npy reference outputs do not match the output buffers
+//   132 .npy file (input or golden) of the wrong dtype or element count
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/expr.h"
+
+namespace kopt::spec {
+
+/// Element types of kernel buffers and scalars.
+enum class DType { f16, bf16, f32, f64, i8, u8, i32, u32, i64, u64 };
+
+/// Size of one element in bytes.
+size_t dtype_size(DType t);
+/// Spec spelling: "half", "bfloat16", "float", "double", "int8", "uint8",
+/// "int32", "uint32", "int64", "uint64".
+const char* dtype_name(DType t);
+/// Parses the spec spelling (also accepts "float32", "float64", "float16",
+/// "fp32", "fp16", "bf16", "int", "uint"). Returns nullopt if unknown.
+std::optional<DType> parse_dtype(const std::string& name);
+bool dtype_is_float(DType t);
+
+enum class Role { input, output, inout };
+const char* role_name(Role r);
+
+/// How the initial contents of an input (or inout) buffer are made.
+/// No script is ever executed to make inputs: these are the only kinds.
+struct Generator {
+  enum class Kind { uniform, normal, int_range, constant, iota, npy };
+  Kind kind = Kind::uniform;
+  double low = -1.0, high = 1.0;   // uniform: [low, high)
+  double mean = 0.0, stddev = 1.0; // normal
+  int64_t int_low = 0, int_high = 9;  // int_range: [int_low, int_high] inclusive
+  double value = 0.0;              // constant
+  double start = 0.0, step = 1.0;  // iota: start + i*step
+  std::filesystem::path npy;       // npy: absolute path; may contain "{case}"
+  nlohmann::json to_json() const;
+  static Generator from_json(const nlohmann::json& j);  // trusted (already validated) input
+};
+const char* generator_kind_name(Generator::Kind k);
+
+/// One kernel parameter, in signature order.
+struct Param {
+  std::string name;
+  bool is_buffer = true;
+  DType dtype = DType::f32;
+  Role role = Role::input;     // buffers only
+  Expr count;                  // buffers: element count as an expression of sizes
+  // Scalars: an integer expression, or a floating literal (float/double scalars).
+  Expr value;
+  std::optional<double> float_value;
+  Generator generator;         // inputs and inouts (default: uniform [-1, 1))
+};
+
+enum class CaseRole { correctness, performance };
+const char* case_role_name(CaseRole r);
+
+struct Case {
+  std::string name;
+  std::map<std::string, int64_t> sizes;  // e.g. {"M":4096,"N":2048,"K":1024}
+  CaseRole role = CaseRole::correctness;
+  std::map<std::string, Generator> input_overrides;  // buffer name -> generator
+};
+
+/// Grid, block and dynamic shared memory, as expressions of the case's sizes
+/// and the tuning parameters.
+struct Launch {
+  Expr grid[3];
+  Expr block[3];
+  Expr shared_bytes;  // dynamic shared memory in bytes
+};
+
+/// A kernel given as CUDA C++ source: file, entry point, launch, options.
+struct KernelSource {
+  std::filesystem::path source;       // absolute path of the .cu file
+  std::string entry;                  // __global__ function name (extern "C" or C++)
+  std::optional<Launch> launch;       // defaults to Spec::launch when absent
+  std::vector<std::string> compile_options;  // extra NVRTC options
+  std::map<std::string, int64_t> defines;    // -D NAME=VALUE (fixed parameters)
+};
+
+/// The oracle outputs are checked against. Also the speed baseline.
+struct Reference {
+  enum class Kind { kernel, npy, cublas };
+  Kind kind = Kind::kernel;
+  KernelSource kernel;                                // Kind::kernel
+  std::map<std::string, std::filesystem::path> npy;   // Kind::npy: output -> path ("{case}" expands)
+  // Kind::cublas: a GEMM-shaped workload, row-major C[M,N] = A[M,K] * B[K,N].
+  // Names of the buffers and sizes in the signature / cases.
+  struct Gemm {
+    std::string a = "A", b = "B", c = "C";
+    std::string m = "M", n = "N", k = "K";
+  } gemm;
+};
+const char* reference_kind_name(Reference::Kind k);
+
+/// How an output is compared with the reference.
+struct Tolerance {
+  enum class Kind { allclose, gemm };
+  Kind kind = Kind::allclose;
+  // allclose: |out - ref| <= atol + rtol * |ref| for every element.
+  double rtol = 1e-5, atol = 1e-6;
+  std::optional<double> rel_l2;  // optional extra bound on ||out-ref||_2/||ref||_2
+  // gemm: |out - ref| <= factor * sqrt(K) * 2^-24 * sqrt(sum_k (a_ik*b_kj)^2)
+  // (a K-aware FP32 accumulation bound; see README "Tolerances").
+  double factor = 8.0;
+  std::string a = "A", b = "B", m = "M", n = "N", k = "K";
+};
+
+struct Timing {
+  int warmup = 10;
+  int iterations = 100;
+  bool flush_l2 = false;
+  double launch_timeout_ms = 10000;  // watchdog for one launch
+};
+
+/// How hard the harness checks a candidate (see README "Evaluation").
+struct Checks {
+  int trials = 3;   // 1: seeded inputs; 2: new contents in the same buffers; 3: new buffers
+  int repeats = 3;  // runs of trial 1 compared bit for bit
+};
+
+struct TuningParam {
+  std::string name;
+  std::vector<int64_t> values;
+};
+
+struct Tuning {
+  std::vector<TuningParam> params;
+  std::vector<Expr> constraints;        // each must evaluate non-zero
+  std::vector<std::string> compile_options;
+};
+
+struct Spec {
+  std::filesystem::path path;  // the file it was loaded from (absolute)
+  std::string name, description;
+  uint64_t seed = 0x5eed;
+  std::vector<Param> signature;
+  std::vector<Case> cases;
+  Reference reference;
+  std::optional<KernelSource> initial;
+  /// "template": a tunable kernel whose tuning parameters (Spec::tuning) are
+  /// passed as -D defines; what `kopt optimize` searches.
+  std::optional<KernelSource> template_kernel;
+  /// "baseline": {"kind": "cublas", "op": "sgemm", "a": "A", ...}: a library
+  /// implementation timed beside the candidates (GEMM-shaped workloads).
+  std::optional<Reference::Gemm> cublas_baseline;
+  Launch launch;
+  std::map<std::string, Tolerance> tolerance;  // output name -> tolerance
+  Timing timing;
+  Checks checks;
+  Tuning tuning;
+
+  const Param* find_param(const std::string& name) const;
+  std::vector<const Case*> performance_cases() const;
+};
+
+/// Loads and validates a spec file. Relative paths in it are relative to the
+/// file's folder. Throws SpecError (kopt.spec.1xx) naming file and JSON path.
+Spec load_spec(const std::filesystem::path& file);
+
+/// Same, from an already parsed document; `origin` is used in messages and to
+/// resolve relative paths.
+Spec parse_spec(const nlohmann::json& doc, const std::filesystem::path& origin);
+
+/// The resolved spec as JSON (absolute paths, defaults filled in): what a run
+/// folder stores as spec.json. parse_spec(to_json(s), s.path) == s.
+nlohmann::json to_json(const Spec& s);
+
+/// Bindings for one case: its sizes plus the given tuning parameter values.
+/// Throws SpecError(kopt.spec.130) if a parameter name shadows a size.
+Bindings bindings_for(const Case& c, const std::map<std::string, int64_t>& params);
+
+/// Names that tuning constraints may use besides sizes and tuning parameters:
+/// device limits and estimates that the optimizer binds (search::Space
+/// constants): MAX_SHARED_PER_BLOCK, MAX_THREADS_PER_BLOCK, REGS_PER_SM,
+/// SM_COUNT, WARP_SIZE, REGEST. A constraint naming anything else is a load
+/// error (kopt.spec.112); add a name here when the optimizer binds a new one.
+const std::vector<std::string>& constraint_constant_names();
+
+/// Replaces every "{case}" in `path` by `case_name` (golden and input .npy paths).
+std::filesystem::path expand_case(const std::filesystem::path& path, const std::string& case_name);
+
+/// Field-by-field equality of the fields that matter (Expr compares by text,
+/// doubles exactly). Fields a kind does not use are ignored: e.g. `mean` of a
+/// uniform Generator, `rtol` of a gemm Tolerance, `generator` of an output
+/// buffer, `kernel` of an npy Reference.
+bool operator==(const Generator& a, const Generator& b);
+bool operator==(const Param& a, const Param& b);
+bool operator==(const Case& a, const Case& b);
+bool operator==(const Launch& a, const Launch& b);
+bool operator==(const KernelSource& a, const KernelSource& b);
+bool operator==(const Reference::Gemm& a, const Reference::Gemm& b);
+bool operator==(const Reference& a, const Reference& b);
+bool operator==(const Tolerance& a, const Tolerance& b);
+bool operator==(const Timing& a, const Timing& b);
+bool operator==(const Checks& a, const Checks& b);
+bool operator==(const TuningParam& a, const TuningParam& b);
+bool operator==(const Tuning& a, const Tuning& b);
+bool operator==(const Spec& a, const Spec& b);
+
+}  // namespace kopt::spec
