@@ -36,12 +36,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/device.h"
 #include "eval/protocol.h"
 #include "eval/result.h"
 #include "util/error.h"
@@ -103,6 +105,9 @@ void send_result(const EvalRequest& r, const Result& res, bool healthy, int64_t 
 }
 
 void evaluate(const json& req, size_t line_size) {
+  // KOPT_FAKE_EVAL_MS: pretend each evaluation keeps the GPU busy this long.
+  if (const char* d = std::getenv("KOPT_FAKE_EVAL_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(d)));
   EvalRequest r;
   try {
     r = EvalRequest::from_json(req);
@@ -189,12 +194,42 @@ void evaluate(const json& req, size_t line_size) {
   // "ok", "ok:<ms>" and anything else
   double ms = 1.0;
   if (label.rfind("ok:", 0) == 0) ms = std::atof(label.c_str() + 3);
+  // A tuning-parameter label ("BM=64,BN=128"): a fixed pseudo-random latency
+  // per configuration, so an optimizer run has a well-defined best.
+  if (label.find('=') != std::string::npos && label.rfind("ok:", 0) != 0)
+    ms = 0.5 + static_cast<double>(std::hash<std::string>{}(label) % 1000) / 1000.0;
   progress(r, "check");
   if (r.time) progress(r, "time");
   send_result(r, ok_result(r, ms), true, r.id);
 }
 
 }  // namespace
+
+// An H200-like device (so that constraints on device limits behave as on the
+// real one), marked as fake.
+json fake_device() {
+  kopt::cuda::DeviceInfo d;
+  d.name = "fake device (kopt_fake_worker)";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.total_memory_bytes = 141LL << 30;
+  d.l2_bytes = 60LL << 20;
+  d.shared_per_block_bytes = 49152;
+  d.shared_per_block_optin_bytes = 232448;
+  d.shared_per_sm_bytes = 233472;
+  d.regs_per_block = d.regs_per_sm = 65536;
+  d.max_threads_per_block = 1024;
+  d.max_threads_per_sm = 2048;
+  d.warp_size = 32;
+  d.max_grid[0] = 2147483647;
+  d.max_grid[1] = d.max_grid[2] = 65535;
+  d.max_block[0] = d.max_block[1] = 1024;
+  d.max_block[2] = 64;
+  json j = d.to_json();
+  j["fake"] = true;
+  return j;
+}
 
 int main(int argc, char** argv) {
   bool no_device = false, ignore_shutdown = false;
@@ -229,7 +264,7 @@ int main(int argc, char** argv) {
         send(json{{"reply", "hello"},
                   {"ok", true},
                   {"pid", getpid()},
-                  {"device", {{"name", "fake device"}, {"fake", true}}}});
+                  {"device", fake_device()}});
     } else if (op == "evaluate") {
       evaluate(req, line.size());
     } else if (op == "shutdown") {

@@ -140,7 +140,7 @@ TEST_F(SupervisorTest, HelloStartsOneWorkerAndIsCached) {
   nlohmann::json h = sup.hello();
   EXPECT_EQ(h["reply"], "hello");
   EXPECT_EQ(h["ok"], true);
-  EXPECT_EQ(h["device"]["name"], "fake device");
+  EXPECT_EQ(h["device"]["name"], "fake device (kopt_fake_worker)");
   ASSERT_TRUE(h.contains("pid"));
   EXPECT_EQ(h["pid"].get<pid_t>(), sup.worker_pid());
   EXPECT_EQ(sup.hello(), h);

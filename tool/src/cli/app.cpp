@@ -276,6 +276,10 @@ int App::run(int argc, char** argv) {
   optimize->add_option("--compile-threads", oo.compile_threads, "NVRTC threads (default: cores - 1)");
   optimize->add_option("--cache-dir", cache_dir, "NVRTC compile cache (default: $KOPT_CACHE_DIR or ~/.cache/kopt)");
   optimize->add_flag("-q,--quiet", oo.quiet, "No progress on stderr");
+  std::string worker_command;
+  optimize->add_option("--worker-command", worker_command,
+                       "Testing: start this program (space-separated argv) instead of `kopt worker`")
+      ->group("Testing");
 
   gen::GenerateOptions go;
   std::string gen_budget, gen_cache_dir;
@@ -348,6 +352,11 @@ int App::run(int argc, char** argv) {
       oo.resume = resume;
       oo.cache_dir = cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
       oo.worker_argv = {self_exe().string(), "worker", "--device", std::to_string(oo.device)};
+      if (!worker_command.empty()) {
+        oo.worker_argv.clear();
+        std::istringstream words(worker_command);
+        for (std::string w; words >> w;) oo.worker_argv.push_back(w);
+      }
       return opt::optimize(oo);
     }
   } catch (const NoDeviceError& e) {

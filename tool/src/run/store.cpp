@@ -308,7 +308,9 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
 
   RunStore s;
   s.dir_ = dir;
-  info.spec_hash = hash_spec(spec_json);
+  // The caller may identify the workload its own way (run::spec_fingerprint,
+  // which hashes file contents, not paths); spec.json is guarded separately.
+  if (info.spec_hash.empty()) info.spec_hash = hash_spec(spec_json);
   info.tool_version = KOPT_VERSION;
   if (info.created.empty()) info.created = now_iso8601_utc();
   if (info.budget.is_null()) info.budget = json::object();
@@ -322,7 +324,8 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
                         dump_json(json{{"format_version", kFormatVersion}, {"attempts", json::array()}}, 2) + "\n");
   // run.json last: a folder without it was never finished and is not resumable.
   const json run{{"format_version", kFormatVersion}, {"tool_version", s.info_.tool_version},
-                 {"spec_hash", s.info_.spec_hash},   {"strategy", s.info_.strategy},
+                 {"spec_hash", s.info_.spec_hash},   {"spec_file_hash", hash_spec(spec_json)},
+                 {"strategy", s.info_.strategy},
                  {"seed", s.info_.seed},             {"budget", s.info_.budget},
                  {"created", s.info_.created}};
   fs::write_file_atomic(dir / kRunJson, dump_json(run, 2) + "\n");
@@ -379,10 +382,13 @@ RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec
 
   s.spec_json_ = read_run_json(dir, kSpecJson, "the workload");
   const std::string actual = hash_spec(s.spec_json_);
-  if (actual != s.info_.spec_hash) {
+  const std::string recorded = run.contains("spec_file_hash") && run["spec_file_hash"].is_string()
+                                   ? run["spec_file_hash"].get<std::string>()
+                                   : s.info_.spec_hash;
+  if (actual != recorded) {
     throw UsageError("kopt.run.901",
                      (dir / kSpecJson).string() + " does not match the hash recorded in run.json (" +
-                         actual + " vs " + s.info_.spec_hash +
+                         actual + " vs " + recorded +
                          "): it was edited since the run began; restore it, or start a new run.");
   }
 

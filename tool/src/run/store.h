@@ -4,7 +4,8 @@
 //   results/run-NNN/
 //     spec.json            the resolved workload (spec::to_json)
 //     device.json          the GPU (cuda::DeviceInfo::to_json), or {"arch": ...} with no GPU
-//     run.json             format_version, tool version, spec hash, strategy, seed, budget, created
+//     run.json             format_version, tool version, spec_hash (workload identity),
+//                          spec_file_hash (guards spec.json against edits), strategy, seed, budget, created
 //     candidates/NNNN/     kernel.cu, params.json, compile.log, result.json (one per attempt)
 //     history.json         every attempt in order: index, kind, label, params, verdict, timings
 //     summary.json         best candidate, its params and per-case latencies, speedups, counts by verdict
@@ -51,7 +52,7 @@ struct Attempt {
 };
 
 struct RunInfo {
-  std::string spec_hash;   // XXH3-128 of the canonical spec.json text
+  std::string spec_hash;   // identity of the workload (run::spec_fingerprint); empty: hash of spec.json
   std::string strategy;
   uint64_t seed = 0;
   nlohmann::json budget;   // as given: {"evaluations": N, "minutes": M}
