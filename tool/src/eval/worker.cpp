@@ -614,7 +614,7 @@ class Worker {
       if (a.role == spec::Role::output) {
         KOPT_CU_CHECK(drv.cuMemsetD8Async(ptrs[i], kPoisonByte, bytes, stream_), "reference output");
       } else {
-        KOPT_CU_CHECK(drv.cuMemcpyHtoD(ptrs[i], in.data.at(a.name).data(), bytes), "reference input");
+        KOPT_CU_CHECK(drv.cuMemcpyHtoDAsync(ptrs[i], in.data.at(a.name).data(), bytes, stream_), "reference input");
       }
     }
     if (rq.reference_is_golden) {
@@ -664,6 +664,7 @@ class Worker {
         sumsq[i] = gemm_allowed_error(tol.factor, K, sumsq[i], spec::element_as_double(ref.data(), dt, static_cast<int64_t>(i)));
       out.allowed[name] = std::move(sumsq);
     }
+    sync_harness("the reference's buffers");  // nothing in flight on them when they are freed
     return references_.emplace(k, std::move(out)).first->second;
   }
 
@@ -695,15 +696,19 @@ class Worker {
   }
 
   /// Writes a trial's inputs into the buffers (and the inout pristine copies).
+  /// The copies are ordered on the worker's stream: a synchronous cuMemcpyHtoD
+  /// from pageable memory may return before its DMA lands, and the legacy
+  /// stream it uses does not order against our non-blocking stream.
   void upload(const CaseSpec& c, BufferSet& s, const HostInputs& in) {
     size_t pristine = 0;
     for (size_t i = 0; i < c.args.size(); ++i) {
       const ArgSpec& a = c.args[i];
       if (!a.is_buffer || a.role == spec::Role::output) continue;
       const Bytes& data = in.data.at(a.name);
-      KOPT_CU_CHECK(driver_->cuMemcpyHtoD(s.buffers[i]->ptr(), data.data(), data.size()), "uploading " + a.name);
+      KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(s.buffers[i]->ptr(), data.data(), data.size(), stream_),
+                    "uploading " + a.name);
       if (a.role == spec::Role::inout)
-        KOPT_CU_CHECK(driver_->cuMemcpyHtoD(s.pristine[pristine++].get(), data.data(), data.size()),
+        KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(s.pristine[pristine++].get(), data.data(), data.size(), stream_),
                       "uploading " + a.name);
     }
   }
@@ -952,7 +957,8 @@ class Worker {
           mem.emplace_back(static_cast<size_t>(a.count) * spec::dtype_size(a.dtype));
           ptrs[i] = mem.back().get();
           if (a.role != spec::Role::output)
-            KOPT_CU_CHECK(driver_->cuMemcpyHtoD(ptrs[i], in.data.at(a.name).data(), mem.back().bytes()), "upload");
+            KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(ptrs[i], in.data.at(a.name).data(), mem.back().bytes(), stream_),
+                          "upload");
         }
         auto rs = time_launches(rq, *ref, c, c.reference_launch.value_or(c.launch), ptrs, nullptr);
         cr.reference_latency = latency_stats(rs);
