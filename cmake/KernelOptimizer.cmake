@@ -238,7 +238,7 @@ function(optimize_kernel)
     OUTPUT "${out_cu}" "${out_h}"
     COMMAND ${cmd}
     DEPENDS ${depends} kopt::kopt $<TARGET_FILE:kopt::kopt>
-    COMMENT "KernelOptimizer: tuning ${arg_NAME} (${arg_STRATEGY}, budget ${arg_BUDGET})"
+    COMMENT "KernelOptimizer: generating ${arg_NAME} (tuned with ${arg_STRATEGY}, budget ${arg_BUDGET}, on a GPU; else from the tuning cache or the initial kernel)"
     USES_TERMINAL
     VERBATIM)
   set_source_files_properties("${out_cu}" "${out_h}" PROPERTIES GENERATED TRUE)

@@ -4,8 +4,8 @@
 # project's three steps. Logs go to $OUT (default ./gpu-out); the full set is
 # also packed into $OUT/logs.tgz.
 #
-# Usage (from the repository root): bash scripts/gpu_run.sh [STAGES]
-#   STAGES: any of "test optimize example" (default: all three)
+# Usage (from the repository root): bash scripts/gpu_run.sh [test] [optimize] [example]
+#   stages to run (default: all three)
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ ROOT="$PWD"
 OUT="${OUT:-$ROOT/gpu-out}"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
-STAGES="${1:-test optimize example}"
+STAGES="${*:-test optimize example}"
 OPT_BUDGET="${OPT_BUDGET:-evals=40,minutes=4}"
 export PATH="/usr/local/cuda/bin:$PATH"
 BUILD="$ROOT/build-gpu"

@@ -198,7 +198,10 @@ int generate(const GenerateOptions& o) {
     try {
       code = opt::optimize(oo, &run_dir);
     } catch (const NoDeviceError& e) {
-      no_gpu_reason = e.what();
+      // The full reason (which library, which call) goes to stderr once; the
+      // generated files carry the short form.
+      std::cerr << "kopt generate: " << e.what() << "\n";
+      no_gpu_reason = "no CUDA device found";
       code = 77;
     }
     if (code == 0) {
