@@ -142,7 +142,7 @@ Bindings bindings_for(const Case& c, const std::map<std::string, int64_t>& param
 
 const std::vector<std::string>& constraint_constant_names() {
   static const std::vector<std::string> kNames = {"MAX_SHARED_PER_BLOCK", "MAX_THREADS_PER_BLOCK",
-                                                  "REGS_PER_SM", "SM_COUNT", "WARP_SIZE", "REGEST"};
+                                                  "REGS_PER_SM", "SM_COUNT", "WARP_SIZE"};
   return kNames;
 }
 

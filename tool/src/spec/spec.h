@@ -212,7 +212,7 @@ Bindings bindings_for(const Case& c, const std::map<std::string, int64_t>& param
 /// Names that tuning constraints may use besides sizes and tuning parameters:
 /// device limits and estimates that the optimizer binds (search::Space
 /// constants): MAX_SHARED_PER_BLOCK, MAX_THREADS_PER_BLOCK, REGS_PER_SM,
-/// SM_COUNT, WARP_SIZE, REGEST. A constraint naming anything else is a load
+/// SM_COUNT, WARP_SIZE. A constraint naming anything else is a load
 /// error (kopt.spec.112); add a name here when the optimizer binds a new one.
 const std::vector<std::string>& constraint_constant_names();
 
