@@ -310,7 +310,8 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
   s.dir_ = dir;
   // The caller may identify the workload its own way (run::spec_fingerprint,
   // which hashes file contents, not paths); spec.json is guarded separately.
-  if (info.spec_hash.empty()) info.spec_hash = hash_spec(spec_json);
+  const std::string spec_file_hash = hash_spec(spec_json);
+  if (info.spec_hash.empty()) info.spec_hash = spec_file_hash;
   info.tool_version = KOPT_VERSION;
   if (info.created.empty()) info.created = now_iso8601_utc();
   if (info.budget.is_null()) info.budget = json::object();
@@ -324,7 +325,7 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
                         dump_json(json{{"format_version", kFormatVersion}, {"attempts", json::array()}}, 2) + "\n");
   // run.json last: a folder without it was never finished and is not resumable.
   const json run{{"format_version", kFormatVersion}, {"tool_version", s.info_.tool_version},
-                 {"spec_hash", s.info_.spec_hash},   {"spec_file_hash", hash_spec(spec_json)},
+                 {"spec_hash", s.info_.spec_hash},   {"spec_file_hash", spec_file_hash},
                  {"strategy", s.info_.strategy},
                  {"seed", s.info_.seed},             {"budget", s.info_.budget},
                  {"created", s.info_.created}};
