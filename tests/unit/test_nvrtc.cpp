@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cuda/nvrtc.h"
+#include "eval/worker.h"
 #include "util/fs.h"
 
 namespace {
@@ -149,3 +150,22 @@ TEST(Nvrtc, StoreCubinIsContentAddressed) {
 }
 
 }  // namespace
+
+// The worker compiles its built-in kernels at start-up on the GPU machine; a
+// mistake there would only show on a GPU, so compile them here for the
+// architectures the project targets.
+TEST(Nvrtc, WorkerBuiltinKernelsCompile) {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    kopt::cuda::Compiler c;
+    kopt::cuda::CompileRequest r;
+    r.source = kopt::eval::builtin_kernels_source();
+    r.source_name = "kopt_builtin.cu";
+    r.arch = arch;
+    auto res = c.compile(r);
+    ASSERT_TRUE(res.ok) << arch << ": " << res.log;
+    const std::string image(res.cubin.begin(), res.cubin.end());
+    for (const char* fn : {"kopt_poison_shared", "kopt_gemm_sumsq", "kopt_screen_f32", "kopt_first_diff_u32",
+                           "kopt_first_diff_u8"})
+      EXPECT_NE(image.find(fn), std::string::npos) << arch << ": " << fn << " missing from the cubin";
+  }
+}

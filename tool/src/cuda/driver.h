@@ -35,6 +35,7 @@ namespace kopt::cuda {
   X(cuEventCreate)                                                     \
   X(cuEventDestroy)                                                    \
   X(cuEventRecord)                                                     \
+  X(cuEventQuery)                                                      \
   X(cuEventElapsedTime)                                                \
   X(cuModuleLoadData)                                                  \
   X(cuModuleUnload)                                                    \

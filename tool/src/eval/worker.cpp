@@ -69,7 +69,89 @@ extern "C" __global__ void kopt_gemm_sumsq(const float* A, const float* B, doubl
   }
   if (row < M && col < N) S[(long long)row * N + col] = acc;
 }
+
+// Screens a float32 output against the reference on the GPU with the rules of
+// the host comparator (validate.cpp, compare_impl), in double precision with
+// explicitly rounded operations (no FMA contraction), so that it accepts
+// exactly what the host accepts. The host comparator still runs whenever this
+// reports a failure (for the message) or cannot apply (other dtypes, rel_l2).
+// stats: [0] failing elements, [1] max |out - ref| over finite pairs and
+// [2] max |out - ref| / allowed (double bits; both are >= 0, so unsigned
+// integer order is double order), [3] first failing index (~0 when none).
+// allowed == nullptr: the allclose bound atol + rtol * |ref|.
+__device__ __forceinline__ double kopt_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
+extern "C" __global__ void kopt_screen_f32(const float* out, const float* ref, const double* allowed,
+                                           double atol, double rtol, long long n,
+                                           unsigned long long* stats) {
+  double max_err = 0.0, max_ratio = 0.0;
+  unsigned long long fails = 0, first = ~0ull;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const double x = (double)out[i], r = (double)ref[i];
+    bool bad;
+    if (isnan(r)) {
+      bad = !isnan(x);
+    } else if (isinf(r)) {
+      bad = x != r;
+    } else if (!isfinite(x)) {
+      bad = true;
+    } else {
+      const double err = fabs(__dadd_rn(x, -r));
+      const double lim = allowed ? allowed[i] : __dadd_rn(atol, __dmul_rn(rtol, fabs(r)));
+      const double ratio = lim > 0.0 ? __ddiv_rn(err, lim) : (err > 0.0 ? kopt_inf() : 0.0);
+      max_err = fmax(max_err, err);
+      max_ratio = fmax(max_ratio, ratio);
+      bad = err > lim;
+    }
+    if (bad) {
+      ++fails;
+      if ((unsigned long long)i < first) first = (unsigned long long)i;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    max_err = fmax(max_err, __shfl_xor_sync(0xffffffffu, max_err, o));
+    max_ratio = fmax(max_ratio, __shfl_xor_sync(0xffffffffu, max_ratio, o));
+    fails += __shfl_xor_sync(0xffffffffu, fails, o);
+    const unsigned long long f = __shfl_xor_sync(0xffffffffu, first, o);
+    first = f < first ? f : first;
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (fails) {
+      atomicAdd(&stats[0], fails);
+      atomicMin(&stats[3], first);
+    }
+    atomicMax(&stats[1], (unsigned long long)__double_as_longlong(max_err));
+    atomicMax(&stats[2], (unsigned long long)__double_as_longlong(max_ratio));
+  }
+}
+
+// First index at which two buffers differ (words of 4 bytes, or bytes), by
+// atomicMin into *first (initialised to ~0 by the caller).
+extern "C" __global__ void kopt_first_diff_u32(const unsigned int* a, const unsigned int* b, long long n,
+                                               unsigned long long* first) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    if (a[i] != b[i]) {
+      atomicMin(first, (unsigned long long)i);
+      return;
+    }
+}
+extern "C" __global__ void kopt_first_diff_u8(const unsigned char* a, const unsigned char* b, long long n,
+                                              unsigned long long* first) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    if (a[i] != b[i]) {
+      atomicMin(first, (unsigned long long)i);
+      return;
+    }
+}
 )";
+
+}  // namespace
+
+const char* builtin_kernels_source() { return kBuiltinSource; }
+
+namespace {
 
 // ---------------------------------------------------------------------------
 // Failure of the candidate: carries the verdict out of deep call chains.
@@ -281,11 +363,18 @@ class Cublas {
 
 struct HostInputs {
   std::map<std::string, Bytes> data;  // inputs and inouts, by name
+  /// Device copies of `data`, made once per worker: every trial's upload is a
+  /// device-to-device copy from here, and "the kernel modified its input" is
+  /// a device-side comparison against it.
+  std::map<std::string, DeviceMemory> device;
 };
 
 struct ReferenceData {
   std::map<std::string, Bytes> outputs;                // outputs and inouts, by name
   std::map<std::string, std::vector<double>> allowed;  // gemm tolerance: per-element bound
+  // Device copies of the two above, for the on-GPU screen.
+  std::map<std::string, DeviceMemory> device_outputs;
+  std::map<std::string, DeviceMemory> device_allowed;
 };
 
 /// A loaded kernel (candidate or reference).
@@ -301,6 +390,8 @@ struct Kernel {
 struct BufferSet {
   std::vector<std::unique_ptr<GuardedBuffer>> buffers;  // null for scalars
   std::vector<DeviceMemory> pristine;                   // inout: copy of the input contents
+  std::string args_signature;                           // buffer names and sizes it was made for
+  size_t bytes = 0;                                     // device memory held
 };
 
 class Worker {
@@ -392,6 +483,15 @@ class Worker {
                   "kopt_poison_shared");
     KOPT_CU_CHECK(drv.cuModuleGetFunction(&sumsq_fn_, builtin_module_, "kopt_gemm_sumsq"),
                   "kopt_gemm_sumsq");
+    KOPT_CU_CHECK(drv.cuModuleGetFunction(&screen_fn_, builtin_module_, "kopt_screen_f32"), "kopt_screen_f32");
+    KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff32_fn_, builtin_module_, "kopt_first_diff_u32"),
+                  "kopt_first_diff_u32");
+    KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff8_fn_, builtin_module_, "kopt_first_diff_u8"),
+                  "kopt_first_diff_u8");
+    stats_ = std::make_unique<DeviceMemory>(4 * sizeof(unsigned long long));
+    size_t free_bytes = 0, total_bytes = 0;
+    KOPT_CU_CHECK(drv.cuMemGetInfo(&free_bytes, &total_bytes), "device memory");
+    pool_limit_bytes_ = total_bytes / 8;
     poison_smem_bytes_ = static_cast<int>(info_.shared_per_block_optin_bytes);
     KOPT_CU_CHECK(drv.cuFuncSetAttribute(poison_fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          poison_smem_bytes_),
@@ -419,7 +519,20 @@ class Worker {
       if (r != CUDA_ERROR_NOT_READY) return r;
       if (Clock::now() > deadline) return std::nullopt;
       std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, std::chrono::microseconds(2000));
+      sleep = std::min(sleep * 2, std::chrono::microseconds(200));
+    }
+  }
+
+  /// Waits for an event with a deadline (same results as wait()).
+  std::optional<CUresult> wait_event(CUevent e, double timeout_ms) {
+    const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000));
+    auto sleep = std::chrono::microseconds(20);
+    while (true) {
+      CUresult r = driver_->cuEventQuery(e);
+      if (r != CUDA_ERROR_NOT_READY) return r;
+      if (Clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, std::chrono::microseconds(200));
     }
   }
 
@@ -519,7 +632,14 @@ class Worker {
       }
       in.data[a.name] = spec::generate(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, trial), c.name);
     }
-    return inputs_.emplace(k, std::move(in)).first->second;
+    HostInputs& stored = inputs_.emplace(k, std::move(in)).first->second;
+    for (const auto& [name, bytes] : stored.data) {
+      DeviceMemory d(bytes.size());
+      KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(d.get(), bytes.data(), bytes.size(), stream_), "uploading " + name);
+      stored.device.emplace(name, std::move(d));
+    }
+    sync_harness("uploading the inputs of case " + c.name);
+    return stored;
   }
 
   /// Packs kernel arguments for the given buffer pointers.
@@ -664,13 +784,65 @@ class Worker {
         sumsq[i] = gemm_allowed_error(tol.factor, K, sumsq[i], spec::element_as_double(ref.data(), dt, static_cast<int64_t>(i)));
       out.allowed[name] = std::move(sumsq);
     }
-    sync_harness("the reference's buffers");  // nothing in flight on them when they are freed
+    for (const auto& [name, bytes] : out.outputs) {
+      DeviceMemory d(bytes.size());
+      KOPT_CU_CHECK(drv.cuMemcpyHtoDAsync(d.get(), bytes.data(), bytes.size(), stream_), "reference output copy");
+      out.device_outputs.emplace(name, std::move(d));
+    }
+    for (const auto& [name, bound] : out.allowed) {
+      DeviceMemory d(bound.size() * sizeof(double));
+      KOPT_CU_CHECK(drv.cuMemcpyHtoDAsync(d.get(), bound.data(), d.bytes(), stream_), "error bound copy");
+      out.device_allowed.emplace(name, std::move(d));
+    }
+    // Nothing in flight on the reference's buffers when they are freed, and
+    // the host copies above have been read before `out` moves.
+    sync_harness("the reference's buffers");
     return references_.emplace(k, std::move(out)).first->second;
+  }
+
+  /// The candidate's guarded buffers for a case: slot 0 serves trials 1-2,
+  /// slot 1 trial 3 and the timing, so trial 3 runs at other addresses. Sets
+  /// are kept for the next candidates while they fit in an eighth of the
+  /// device's memory (fresh mappings otherwise); either way every byte,
+  /// canaries included, is poisoned again before use, as a fresh set is.
+  BufferSet* acquire(const CaseSpec& c, int slot, std::unique_ptr<BufferSet>& owner) {
+    const std::string k = c.name + "#slot" + std::to_string(slot);
+    auto it = pool_.find(k);
+    if (it != pool_.end() && it->second->args_signature == signature_of(c)) {
+      BufferSet& set = *it->second;
+      for (const auto& b : set.buffers)
+        if (b) {
+          KOPT_CU_CHECK(driver_->cuMemsetD8Async(b->ptr(), kPoisonByte, b->bytes(), stream_), "poison");
+          b->reset_canaries(stream_);
+        }
+      return &set;
+    }
+    if (it != pool_.end()) {
+      sync_harness("releasing buffers");
+      pool_bytes_ -= it->second->bytes;
+      pool_.erase(it);
+    }
+    auto set = allocate(c);
+    if (pool_bytes_ + set->bytes <= pool_limit_bytes_) {
+      pool_bytes_ += set->bytes;
+      BufferSet* p = set.get();
+      pool_[k] = std::move(set);
+      return p;
+    }
+    owner = std::move(set);
+    return owner.get();
+  }
+  static std::string signature_of(const CaseSpec& c) {
+    std::string sig;
+    for (const auto& a : c.args)
+      if (a.is_buffer) sig += a.name + ":" + std::to_string(a.count * static_cast<int64_t>(spec::dtype_size(a.dtype))) + ";";
+    return sig;
   }
 
   /// Allocates the candidate's guarded buffers for a case.
   std::unique_ptr<BufferSet> allocate(const CaseSpec& c) {
     auto set = std::make_unique<BufferSet>();
+    set->args_signature = signature_of(c);
     for (const auto& a : c.args) {
       if (!a.is_buffer) {
         set->buffers.emplace_back();
@@ -678,7 +850,11 @@ class Worker {
       }
       const size_t bytes = static_cast<size_t>(a.count) * spec::dtype_size(a.dtype);
       set->buffers.push_back(std::make_unique<GuardedBuffer>(bytes, device_ordinal_, granularity_));
-      if (a.role == spec::Role::inout) set->pristine.emplace_back(bytes);
+      set->bytes += bytes;
+      if (a.role == spec::Role::inout) {
+        set->pristine.emplace_back(bytes);
+        set->bytes += bytes;
+      }
     }
     // Fresh mappings: fill everything (canaries included) with poison once.
     for (const auto& b : set->buffers)
@@ -695,20 +871,19 @@ class Worker {
     return p;
   }
 
-  /// Writes a trial's inputs into the buffers (and the inout pristine copies).
-  /// The copies are ordered on the worker's stream: a synchronous cuMemcpyHtoD
-  /// from pageable memory may return before its DMA lands, and the legacy
-  /// stream it uses does not order against our non-blocking stream.
+  /// Writes a trial's inputs into the buffers (and the inout pristine copies):
+  /// device-to-device copies from the trial's device-resident inputs, ordered
+  /// on the worker's stream.
   void upload(const CaseSpec& c, BufferSet& s, const HostInputs& in) {
     size_t pristine = 0;
     for (size_t i = 0; i < c.args.size(); ++i) {
       const ArgSpec& a = c.args[i];
       if (!a.is_buffer || a.role == spec::Role::output) continue;
-      const Bytes& data = in.data.at(a.name);
-      KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(s.buffers[i]->ptr(), data.data(), data.size(), stream_),
+      const DeviceMemory& data = in.device.at(a.name);
+      KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(s.buffers[i]->ptr(), data.get(), data.bytes(), stream_),
                     "uploading " + a.name);
       if (a.role == spec::Role::inout)
-        KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(s.pristine[pristine++].get(), data.data(), data.size(), stream_),
+        KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(s.pristine[pristine++].get(), data.get(), data.bytes(), stream_),
                       "uploading " + a.name);
     }
   }
@@ -729,10 +904,9 @@ class Worker {
     }
   }
 
-  /// One checked launch: returns the outputs, or throws CandidateFailure.
-  std::map<std::string, Bytes> checked_launch(const EvalRequest& rq, Kernel& k, const CaseSpec& c, BufferSet& s,
-                                              const HostInputs& in, const ReferenceData& ref,
-                                              const std::string& when) {
+  /// One checked launch: every check passes, or CandidateFailure is thrown.
+  void checked_launch(const EvalRequest& rq, Kernel& k, const CaseSpec& c, BufferSet& s, const HostInputs& in,
+                      const ReferenceData& ref, const std::string& when) {
     prepare(c, s);
     poison_shared();
     CUresult r = launch(k, c, c.launch, pointers(s), rq.gemm);
@@ -744,14 +918,71 @@ class Worker {
                                  std::to_string(static_cast<int64_t>(rq.timing.launch_timeout_ms)) + " ms",
                              "", true};
     if (*w != CUDA_SUCCESS) throw failure_from(*w, "case " + c.name + " (" + when + ")");
-    return collect(rq, c, s, in, ref, when);
+    collect(c, s, in, ref, when);
   }
 
-  /// Reads outputs back after a synchronised launch and runs every check.
-  std::map<std::string, Bytes> collect(const EvalRequest&, const CaseSpec& c, BufferSet& s, const HostInputs& in,
-                                       const ReferenceData& ref, const std::string& when) {
+  /// Index of the first differing element (of `elem` bytes) of two device
+  /// buffers of `bytes` bytes each, or -1 when they are bitwise equal.
+  /// Compared on the GPU; synchronises the stream.
+  int64_t device_first_difference(CUdeviceptr a, CUdeviceptr b, size_t bytes, size_t elem) {
+    if (bytes == 0) return -1;
+    const bool words = bytes % 4 == 0 && a % 4 == 0 && b % 4 == 0;
+    long long n = static_cast<long long>(words ? bytes / 4 : bytes);
+    static const unsigned long long kNone = ~0ull;
+    CUdeviceptr first = stats_->get();
+    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(first, &kNone, sizeof kNone, stream_), "buffer comparison");
+    void* args[] = {&a, &b, &n, &first};
+    const auto blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, info_.sm_count * 8LL));
+    KOPT_CU_CHECK(driver_->cuLaunchKernel(words ? diff32_fn_ : diff8_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args,
+                                          nullptr),
+                  "buffer comparison");
+    sync_harness("comparing buffers");
+    unsigned long long got = 0;
+    KOPT_CU_CHECK(driver_->cuMemcpyDtoH(&got, first, sizeof got), "buffer comparison");
+    if (got == kNone) return -1;
+    return static_cast<int64_t>((words ? got * 4 : got) / elem);
+  }
+
+  /// The on-GPU screen of a float32 output (kopt_screen_f32). Returns the
+  /// outcome when every element passes; nullopt when an element fails or the
+  /// screen does not apply (other dtypes, a rel_l2 tolerance, or
+  /// KOPT_HOST_COMPARE=1 in the environment): the host comparator then
+  /// decides, and words the failure.
+  std::optional<CompareOutcome> screen(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
+                                       const spec::Tolerance& tol) {
+    if (host_compare_only_ || a.dtype != spec::DType::f32) return std::nullopt;
+    CUdeviceptr allowed = 0;
+    if (tol.kind == spec::Tolerance::Kind::gemm) {
+      allowed = ref.device_allowed.at(a.name).get();
+    } else if (tol.rel_l2) {
+      return std::nullopt;
+    }
+    CUdeviceptr want = ref.device_outputs.at(a.name).get();
+    CUdeviceptr stats = stats_->get();
+    double atol = tol.atol, rtol = tol.rtol;
+    long long n = a.count;
+    const unsigned long long init[4] = {0, 0, 0, ~0ull};
+    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(stats, init, sizeof init, stream_), "output screen");
+    void* args[] = {&out, &want, &allowed, &atol, &rtol, &n, &stats};
+    const auto blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, info_.sm_count * 8LL));
+    KOPT_CU_CHECK(driver_->cuLaunchKernel(screen_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr),
+                  "output screen");
+    sync_harness("screening an output");
+    unsigned long long got[4] = {};
+    KOPT_CU_CHECK(driver_->cuMemcpyDtoH(got, stats, sizeof got), "output screen");
+    if (got[0] != 0) return std::nullopt;
+    CompareOutcome o;
+    std::memcpy(&o.max_abs_error, &got[1], sizeof(double));
+    std::memcpy(&o.max_ratio, &got[2], sizeof(double));
+    return o;
+  }
+
+  /// Runs every check on the outputs of a synchronised launch: canaries,
+  /// inputs unchanged (bitwise, on the GPU), outputs within tolerance (the
+  /// on-GPU screen, else the host comparator).
+  void collect(const CaseSpec& c, BufferSet& s, const HostInputs& in, const ReferenceData& ref,
+               const std::string& when) {
     const std::string where = "case " + c.name + " (" + when + ")";
-    std::map<std::string, Bytes> outs;
     for (size_t i = 0; i < c.args.size(); ++i) {
       const ArgSpec& a = c.args[i];
       if (!a.is_buffer) continue;
@@ -760,42 +991,57 @@ class Worker {
         throw CandidateFailure{Verdict::out_of_bounds,
                                where + ": the kernel wrote outside buffer " + a.name + " (canary bytes changed)",
                                "", false};
-      Bytes host(b.bytes());
-      KOPT_CU_CHECK(driver_->cuMemcpyDtoH(host.data(), b.ptr(), host.size()), "reading " + a.name);
       if (a.role == spec::Role::input) {
-        int64_t d = first_bitwise_difference(host, in.data.at(a.name), spec::dtype_size(a.dtype));
+        int64_t d = device_first_difference(b.ptr(), in.device.at(a.name).get(), b.bytes(), spec::dtype_size(a.dtype));
         if (d >= 0)
           throw CandidateFailure{Verdict::wrong_result,
                                  where + ": the kernel modified its input " + a.name + " (first at element " +
                                      std::to_string(d) + ")",
                                  "", false};
-      } else {
-        outs[a.name] = std::move(host);
       }
     }
     for (size_t i = 0; i < c.args.size(); ++i) {
       const ArgSpec& a = c.args[i];
       if (!a.is_buffer || a.role == spec::Role::input) continue;
-      const Bytes& got = outs.at(a.name);
-      const Bytes& want = ref.outputs.at(a.name);
-      if (got.size() != want.size())
-        throw CandidateFailure{Verdict::wrong_result, where + ": reference output " + a.name + " has " +
-                                                          std::to_string(want.size()) + " bytes, expected " +
-                                                          std::to_string(got.size()), "", false};
+      GuardedBuffer& b = *s.buffers[i];
       auto tol_it = c.tolerance.find(a.name);
       spec::Tolerance tol = tol_it != c.tolerance.end() ? tol_it->second : spec::Tolerance{};
-      CompareOutcome o = tol.kind == spec::Tolerance::Kind::gemm
-                             ? compare_bounded(a.name, got.data(), want.data(), a.dtype, a.count, ref.allowed.at(a.name))
-                             : compare_allclose(a.name, got.data(), want.data(), a.dtype, a.count, tol);
+      std::optional<CompareOutcome> o = screen(b.ptr(), ref, a, tol);
+      if (!o) {
+        const Bytes& want = ref.outputs.at(a.name);
+        Bytes got(b.bytes());
+        KOPT_CU_CHECK(driver_->cuMemcpyDtoH(got.data(), b.ptr(), got.size()), "reading " + a.name);
+        if (got.size() != want.size())
+          throw CandidateFailure{Verdict::wrong_result, where + ": reference output " + a.name + " has " +
+                                                            std::to_string(want.size()) + " bytes, expected " +
+                                                            std::to_string(got.size()), "", false};
+        o = tol.kind == spec::Tolerance::Kind::gemm
+                ? compare_bounded(a.name, got.data(), want.data(), a.dtype, a.count, ref.allowed.at(a.name))
+                : compare_allclose(a.name, got.data(), want.data(), a.dtype, a.count, tol);
+      }
       CaseResult& cr = current_case_result(c);
-      cr.max_abs_error = std::max(cr.max_abs_error, o.max_abs_error);
-      if (o.max_ratio >= cr.max_error_ratio) {
-        cr.max_error_ratio = o.max_ratio;
+      cr.max_abs_error = std::max(cr.max_abs_error, o->max_abs_error);
+      if (o->max_ratio >= cr.max_error_ratio) {
+        cr.max_error_ratio = o->max_ratio;
         cr.worst_output = a.name;
       }
-      if (!o.passed) throw CandidateFailure{Verdict::wrong_result, where + ": " + o.reason, "", false};
+      if (!o->passed) throw CandidateFailure{Verdict::wrong_result, where + ": " + o->reason, "", false};
     }
-    return outs;
+  }
+
+  /// A device scratch buffer of at least `bytes`, kept between candidates.
+  DeviceMemory& scratch(const std::string& key, size_t bytes) {
+    auto it = scratch_.find(key);
+    if (it != scratch_.end() && it->second.bytes() >= bytes) return it->second;
+    if (it != scratch_.end()) {
+      sync_harness("releasing scratch memory");
+      scratch_.erase(it);
+    }
+    return scratch_.emplace(key, DeviceMemory(bytes)).first->second;
+  }
+
+  static double ms_since(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   }
 
   CaseResult& current_case_result(const CaseSpec& c) {
@@ -824,7 +1070,19 @@ class Worker {
     const int total = rq.timing.warmup + rq.timing.iterations;
     ensure_events(2 * static_cast<size_t>(total));
     if (rq.timing.flush_l2 && !flush_) flush_ = std::make_unique<DeviceMemory>(static_cast<size_t>(info_.l2_bytes) * 2);
-    const int batch = 10;  // synchronise (with the watchdog) every `batch` launches
+    // The watchdog checks every `batch` launches. Two batches are kept in
+    // flight: batch b is enqueued before the end of batch b-1 is awaited, so
+    // the GPU never idles while the host enqueues.
+    const int batch = 10;
+    auto await = [&](int last_launch, int launches) {
+      auto w = wait_event(events_[2 * static_cast<size_t>(last_launch) + 1], rq.timing.launch_timeout_ms * launches);
+      if (!w)
+        throw CandidateFailure{Verdict::timeout, "case " + c.name + " (timing): launches did not finish in time",
+                               "", true};
+      if (*w != CUDA_SUCCESS) throw failure_from(*w, "case " + c.name + " (timing)");
+      progress(rq.id, c.name, "time");
+    };
+    int awaited = -1;  // index of the last launch known to have finished
     for (int i = 0; i < total; ++i) {
       if (rq.timing.flush_l2)
         KOPT_CU_CHECK(driver_->cuMemsetD8Async(flush_->get(), static_cast<unsigned char>(i), flush_->bytes(), stream_),
@@ -837,15 +1095,13 @@ class Worker {
       CUresult r = launch(k, c, d, ptrs, rq.gemm);
       if (r != CUDA_SUCCESS) throw failure_from(r, "case " + c.name + " (timing)");
       KOPT_CU_CHECK(driver_->cuEventRecord(events_[2 * i + 1], stream_), "event");
-      if ((i + 1) % batch == 0 || i + 1 == total) {
-        auto w = wait(rq.timing.launch_timeout_ms * batch);
-        if (!w)
-          throw CandidateFailure{Verdict::timeout, "case " + c.name + " (timing): launches did not finish in time",
-                                 "", true};
-        if (*w != CUDA_SUCCESS) throw failure_from(*w, "case " + c.name + " (timing)");
-        progress(rq.id, c.name, "time");
+      if ((i + 1) % batch == 0 && i + 1 > batch) {
+        // Batch [i+1-batch, i] is enqueued: wait for the one before it.
+        await(i - batch, batch);
+        awaited = i - batch;
       }
     }
+    await(total - 1, std::max(total - 1 - awaited, 1));
     std::vector<double> ms;
     for (int i = rq.timing.warmup; i < total; ++i) {
       float t = 0;
@@ -899,27 +1155,36 @@ class Worker {
     }
     const int trials = rq.reference_is_golden ? 1 : checks.trials;
     // Buffers of the last trial of each performance case are kept for timing.
-    std::map<std::string, std::unique_ptr<BufferSet>> timing_sets;
+    const auto t_check = Clock::now();
+    std::map<std::string, BufferSet*> timing_sets;
+    std::vector<std::unique_ptr<BufferSet>> unpooled;  // sets that did not fit the pool
     for (const auto& c : rq.cases) {
       progress(rq.id, c.name, "check");
-      std::unique_ptr<BufferSet> set;
+      BufferSet* set = nullptr;
       for (int trial = 1; trial <= trials; ++trial) {
         const HostInputs& in = inputs_for(rq, c, trial);
         const ReferenceData& rd = reference_for(rq, ref ? &*ref : nullptr, c, trial, in);
-        if (trial == 1 || trial == 3) set = allocate(c);  // trial 2 reuses trial 1's buffers
+        if (trial == 1 || trial == 3) {  // trial 2 reuses trial 1's buffers
+          unpooled.emplace_back();
+          set = acquire(c, trial == 1 ? 0 : 1, unpooled.back());
+        }
         upload(c, *set, in);
         const int repeats = trial == 1 ? checks.repeats : 1;
-        std::map<std::string, Bytes> first;
         for (int rep = 0; rep < repeats; ++rep) {
           const std::string when = "trial " + std::to_string(trial) + (repeats > 1 ? ", run " + std::to_string(rep + 1) : "");
-          auto outs = checked_launch(rq, cand, c, *set, in, rd, when);
-          if (rep == 0) {
-            first = std::move(outs);
-            continue;
-          }
-          for (const auto& [name, bytes] : outs) {
-            const auto& a = c.args[arg_index(c, name)];
-            int64_t d = first_bitwise_difference(first.at(name), bytes, spec::dtype_size(a.dtype));
+          checked_launch(rq, cand, c, *set, in, rd, when);
+          if (repeats == 1) continue;
+          for (size_t i = 0; i < c.args.size(); ++i) {
+            const ArgSpec& a = c.args[i];
+            if (!a.is_buffer || a.role == spec::Role::input) continue;
+            const GuardedBuffer& b = *set->buffers[i];
+            DeviceMemory& first = scratch(c.name + "#" + a.name, b.bytes());
+            if (rep == 0) {  // run 1's outputs, kept on the device
+              KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(first.get(), b.ptr(), b.bytes(), stream_), "keeping run 1");
+              continue;
+            }
+            const std::string& name = a.name;
+            int64_t d = device_first_difference(first.get(), b.ptr(), b.bytes(), spec::dtype_size(a.dtype));
             if (d >= 0)
               throw CandidateFailure{Verdict::nondeterministic,
                                      "case " + c.name + ": run " + std::to_string(rep + 1) + " differs from run 1 at " +
@@ -929,9 +1194,11 @@ class Worker {
         }
       }
       current_case_result(c).passed = true;
-      if (rq.time && c.role == spec::CaseRole::performance) timing_sets[c.name] = std::move(set);
+      if (rq.time && c.role == spec::CaseRole::performance) timing_sets[c.name] = set;
     }
+    result_.check_ms = ms_since(t_check);
     if (!rq.time) return;
+    const auto t_timing = Clock::now();
 
     std::vector<double> medians, ref_medians;
     for (const auto& c : rq.cases) {
@@ -942,7 +1209,7 @@ class Worker {
       const ReferenceData& rd = reference_for(rq, ref ? &*ref : nullptr, c, trials, in);
       auto samples = time_launches(rq, cand, c, c.launch, pointers(set), &set);
       // The timed launches' output (the last one) must still be right.
-      collect(rq, c, set, in, rd, "after timing");
+      collect(c, set, in, rd, "after timing");
       CaseResult& cr = current_case_result(c);
       cr.latency = latency_stats(samples);
       cr.latency->raw_ms = samples;
@@ -966,6 +1233,7 @@ class Worker {
         ref_medians.push_back(cr.reference_latency->median_ms);
       }
     }
+    result_.timing_ms = ms_since(t_timing);
     if (!medians.empty()) result_.geomean_ms = geomean(medians);
     if (!ref_medians.empty() && ref_medians.size() == medians.size()) {
       result_.reference_geomean_ms = geomean(ref_medians);
@@ -990,6 +1258,15 @@ class Worker {
   std::unique_ptr<Cublas> cublas_;
   std::map<std::string, HostInputs> inputs_;
   std::map<std::string, ReferenceData> references_;
+  CUfunction screen_fn_ = nullptr, diff32_fn_ = nullptr, diff8_fn_ = nullptr;
+  std::unique_ptr<DeviceMemory> stats_;        // 4 x u64 for the screen and diff kernels
+  std::map<std::string, std::unique_ptr<BufferSet>> pool_;  // case#slot -> buffers kept between candidates
+  size_t pool_bytes_ = 0, pool_limit_bytes_ = 0;
+  std::map<std::string, DeviceMemory> scratch_;  // case#output -> run 1's outputs (determinism check)
+  const bool host_compare_only_ = [] {
+    const char* v = std::getenv("KOPT_HOST_COMPARE");
+    return v && std::string(v) == "1";
+  }();
   Result result_;
 };
 

@@ -26,6 +26,11 @@ struct WorkerOptions {
   int device = 0;  // CUDA device ordinal
 };
 
+/// The CUDA C++ source of the worker's built-in kernels (shared-memory
+/// poisoning, the GEMM error-bound scale, the on-GPU output screen and buffer
+/// diff). Exposed so that a CPU-only test can check it compiles with NVRTC.
+const char* builtin_kernels_source();
+
 /// Runs the worker loop until stdin closes or "shutdown" arrives. Returns the
 /// process exit code. Never throws.
 int run_worker(const WorkerOptions& options);
