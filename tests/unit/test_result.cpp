@@ -164,6 +164,8 @@ Result full_result() {
   r.speedup = -std::numeric_limits<double>::infinity();
   r.compile_ms = 12.5;
   r.compile_cache_hit = true;
+  r.check_ms = 41.25;
+  r.timing_ms = 380.5;
   r.compile_log = "line 1\nline 2\t\"quoted\"";
   return r;
 }
@@ -200,6 +202,8 @@ void expect_same(const Result& x, const Result& y) {
   EXPECT_EQ(x.speedup, y.speedup);
   EXPECT_EQ(x.compile_ms, y.compile_ms);
   EXPECT_EQ(x.compile_cache_hit, y.compile_cache_hit);
+  EXPECT_EQ(x.check_ms, y.check_ms);
+  EXPECT_EQ(x.timing_ms, y.timing_ms);
   EXPECT_EQ(x.compile_log, y.compile_log);
 }
 

@@ -18,7 +18,7 @@ namespace {
 constexpr Verdict kAllVerdicts[] = {
     Verdict::ok,           Verdict::compile_error, Verdict::infeasible, Verdict::launch_error,
     Verdict::runtime_error, Verdict::timeout,      Verdict::wrong_result, Verdict::out_of_bounds,
-    Verdict::nondeterministic, Verdict::worker_crash,
+    Verdict::nondeterministic, Verdict::worker_crash, Verdict::compiled,
 };
 }  // namespace
 
@@ -34,6 +34,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::out_of_bounds: return "out_of_bounds";
     case Verdict::nondeterministic: return "nondeterministic";
     case Verdict::worker_crash: return "worker_crash";
+    case Verdict::compiled: return "compiled";
   }
   return "unknown";  // unreachable for valid enumerators
 }
@@ -223,6 +224,8 @@ json Result::to_json() const {
   if (speedup) j["speedup"] = from_double(*speedup);
   j["compile_ms"] = from_double(compile_ms);
   j["compile_cache_hit"] = compile_cache_hit;
+  if (check_ms > 0) j["check_ms"] = from_double(check_ms);
+  if (timing_ms > 0) j["timing_ms"] = from_double(timing_ms);
   j["compile_log"] = compile_log;
   return j;
 }
@@ -267,6 +270,8 @@ Result Result::from_json(const json& j) {
   read_opt_double("speedup", &r.speedup);
   read_opt(j, "compile_ms", root, &r.compile_ms, get_double);
   read_opt(j, "compile_cache_hit", root, &r.compile_cache_hit, get_bool);
+  read_opt(j, "check_ms", root, &r.check_ms, get_double);
+  read_opt(j, "timing_ms", root, &r.timing_ms, get_double);
   read_opt(j, "compile_log", root, &r.compile_log, get_string);
   return r;
 }

@@ -25,6 +25,7 @@ enum class Verdict {
   out_of_bounds,    // wrote past a buffer (canary bytes changed) or touched unmapped memory
   nondeterministic, // repeated runs on the same inputs gave different bits
   worker_crash,     // the worker process died for a reason not attributable above
+  compiled,         // compiled only, not run: there is no GPU (the agent's compile-only mode)
 };
 
 const char* verdict_name(Verdict v);
@@ -68,6 +69,8 @@ struct Result {
   std::optional<double> reference_geomean_ms;
   std::optional<double> speedup;     // reference_geomean / geomean
   double compile_ms = 0;             // never part of the score
+  double check_ms = 0;               // worker wall time spent checking (all cases, all trials)
+  double timing_ms = 0;              // worker wall time spent in the timed loops (incl. flushes)
   bool compile_cache_hit = false;
   std::string compile_log;
 
