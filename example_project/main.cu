@@ -48,15 +48,18 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(dA, A.data(), A.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(dB, B.data(), B.size() * sizeof(float), cudaMemcpyHostToDevice));
 
-  // Launch configuration and kernel from the generated header.
+  // Launch configuration and kernel from the generated header: with
+  // shape-specialised variants, launch_config() picks the variant tuned on the
+  // nearest tuned shape and kernel_for() gives its kernel.
   const kopt_sgemm::LaunchConfig cfg = kopt_sgemm::launch_config(M, N, K);
+  const auto kernel = kopt_sgemm::kernel_for(cfg);
   if (cfg.shared_bytes > 48 * 1024)
-    CHECK(cudaFuncSetAttribute(kopt_sgemm::kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(cfg.shared_bytes)));
   const dim3 grid(cfg.grid[0], cfg.grid[1], cfg.grid[2]), block(cfg.block[0], cfg.block[1], cfg.block[2]);
   auto launch = [&] {
-    kopt_sgemm::kernel<<<grid, block, cfg.shared_bytes>>>(dA, dB, dC, static_cast<int>(M), static_cast<int>(N),
-                                                          static_cast<int>(K));
+    kernel<<<grid, block, cfg.shared_bytes>>>(dA, dB, dC, static_cast<int>(M), static_cast<int>(N),
+                                              static_cast<int>(K));
   };
   launch();
   CHECK(cudaGetLastError());
@@ -93,8 +96,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "C[%lld,%lld] = %.9g, expected %.9g\n", i, j, C[i * N + j], ref);
     }
   }
-  std::printf("matmul %lldx%lldx%lld with %s: %.4f ms, %.2f TFLOP/s, %s\n", M, N, K, kopt_sgemm::kEntry, ms,
-              2.0 * M * N * K / (ms * 1e-3) / 1e12, bad ? "WRONG" : "result checked");
+  std::printf("matmul %lldx%lldx%lld with %s (variant %d of %d): %.4f ms, %.2f TFLOP/s, %s\n", M, N, K,
+              kopt_sgemm::kEntry, cfg.variant, kopt_sgemm::kVariants, ms, 2.0 * M * N * K / (ms * 1e-3) / 1e12,
+              bad ? "WRONG" : "result checked");
   cudaFree(dA);
   cudaFree(dB);
   cudaFree(dC);

@@ -82,20 +82,29 @@ void progress(const EvalRequest& r, const std::string& phase, json extra = json:
   send(j);
 }
 
-Result ok_result(const EvalRequest& r, double ms) {
+/// `ms` for every performance case, or, when `per_case` is set, a fixed
+/// pseudo-random latency per (configuration, case) in [0.5, 1.5) ms, so that
+/// different configurations win different cases (shape specialisation).
+Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
   Result res;
   res.verdict = Verdict::ok;
   res.detail = "fake worker";
+  std::vector<double> medians;
   for (const auto& c : r.cases) {
     kopt::eval::CaseResult cr;
     cr.name = c.name;
     cr.role = kopt::spec::case_role_name(c.role);
     cr.passed = true;
-    if (c.role == kopt::spec::CaseRole::performance && r.time)
-      cr.latency = kopt::eval::latency_stats({ms, ms, ms});
+    if (c.role == kopt::spec::CaseRole::performance && r.time) {
+      const double t =
+          per_case ? 0.5 + static_cast<double>(std::hash<std::string>{}(r.candidate.label + "#" + c.name) % 1000) / 1000.0
+                   : ms;
+      cr.latency = kopt::eval::latency_stats({t, t, t});
+      medians.push_back(t);
+    }
     res.cases.push_back(cr);
   }
-  res.geomean_ms = ms;
+  res.geomean_ms = medians.empty() ? ms : kopt::eval::geomean(medians);
   res.compile_ms = 0.5;
   return res;
 }
@@ -195,12 +204,11 @@ void evaluate(const json& req, size_t line_size) {
   double ms = 1.0;
   if (label.rfind("ok:", 0) == 0) ms = std::atof(label.c_str() + 3);
   // A tuning-parameter label ("BM=64,BN=128"): a fixed pseudo-random latency
-  // per configuration, so an optimizer run has a well-defined best.
-  if (label.find('=') != std::string::npos && label.rfind("ok:", 0) != 0)
-    ms = 0.5 + static_cast<double>(std::hash<std::string>{}(label) % 1000) / 1000.0;
+  // per configuration and case, so an optimizer run has a well-defined best.
+  const bool tuned = label.find('=') != std::string::npos && label.rfind("ok:", 0) != 0;
   progress(r, "check");
   if (r.time) progress(r, "time");
-  send_result(r, ok_result(r, ms), true, r.id);
+  send_result(r, ok_result(r, ms, tuned), true, r.id);
 }
 
 }  // namespace

@@ -404,6 +404,45 @@ TEST(SgemmTemplate, NaiveIsAcceptedAndTimed) {
 
 }  // namespace
 
+// `kopt optimize` end to end on the SGEMM template with a small budget: a run
+// folder whose summary names a best kernel that passed every case, timed
+// against the reference, the initial kernel and cuBLAS.
+TEST(SgemmTemplate, OptimizeEndToEnd) {
+  const fs::path spec = fs::path(KOPT_SOURCE_DIR) / "templates/sgemm/sgemm.json";
+  const fs::path results = g_tmp / "results";
+  const std::vector<std::string> argv = {KOPT_CLI,  "optimize", "--spec", spec.string(), "--budget", "evals=6",
+                                         "--top",   "2",        "--retime-rounds", "1", "--results-dir",
+                                         results.string(), "--quiet"};
+  std::cout << "[ run      ] " << quote_argv(argv) << std::endl;
+  const ProcResult p = run_process(argv, kTemplateBound, "optimize");
+  std::cout << "[ finished ] " << p.describe() << " in " << std::fixed << std::setprecision(1) << p.seconds << " s"
+            << std::endl;
+  const std::string log = "\n--- stderr (tail) ---\n" + tail(p.err, 6000);
+  ASSERT_TRUE(p.started) << p.describe();
+  ASSERT_FALSE(p.timed_out) << log;
+  ASSERT_EQ(p.exit_code, 0) << p.describe() << log;
+  const fs::path run = results / "run-001";
+  for (const char* f : {"history.json", "summary.json", "best.cu", "report.html", "heatmap.svg"})
+    EXPECT_TRUE(fs::is_regular_file(run / f)) << f;
+  const json s = json::parse(read_file(run / "summary.json"));
+  ASSERT_TRUE(s.contains("best") && s["best"].is_object()) << s.dump(1);
+  ASSERT_TRUE(s.contains("final_best")) << s.dump(1);
+  const json& fb = s["final_best"];
+  for (const char* k : {"geomean_ms", "speedup_vs_reference", "speedup_vs_initial", "ratio_to_cublas"})
+    EXPECT_TRUE(fb.contains(k) && fb[k].is_number() && fb[k].get<double>() > 0) << k << " in " << fb.dump();
+  // The winner passed every case (its result.json says so case by case).
+  char idx[16];
+  std::snprintf(idx, sizeof idx, "%04d", fb.at("index").get<int>());
+  const json r = json::parse(read_file(run / "candidates" / idx / "result.json"));
+  EXPECT_EQ(str_field(r, "verdict"), "ok");
+  for (const auto& c : r.at("cases")) EXPECT_TRUE(c.value("passed", false)) << c.dump();
+  const json& t = s.at("tuner");
+  std::cout << "  best " << fb.value("label", "") << ": geomean " << fb["geomean_ms"].get<double>() << " ms, "
+            << fb["speedup_vs_initial"].get<double>() << "x the initial kernel, " << fb["ratio_to_cublas"].get<double>()
+            << " of cuBLAS; " << t.value("candidates_per_minute", 0.0) << " candidates/min, GPU measured fraction "
+            << t.value("gpu_measured_fraction", 0.0) << std::endl;
+}
+
 int main(int argc, char** argv) {
   char tmpl[] = "/tmp/kopt_gpu_tests.XXXXXX";
   if (!mkdtemp(tmpl)) {

@@ -158,4 +158,120 @@ TEST(OptimizeE2E, ResumeAfterKill9) {
   EXPECT_TRUE(fsys::exists(r / "best.cu"));
 }
 
+std::string slurp(const fsys::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(OptimizeE2E, CompilationOverlapsEvaluation) {
+  Dir d;
+  // Each evaluation keeps the fake GPU busy 3 s, several times one NVRTC
+  // compile of the transpose template: with the compile pool working ahead,
+  // every compile but the first is finished before the GPU loop needs it.
+  ASSERT_EQ(run("KOPT_FAKE_EVAL_MS=3000 " + optimize_cmd(d, "--budget evals=4")), 0);
+  const json t = read_json(d.path / "results" / "run-001" / "summary.json")["tuner"];
+  EXPECT_GE(t["compiles_ready_when_needed"].get<int>(), 3) << t.dump();
+  EXPECT_GE(t["compile_wait_ms"].get<double>(), 0.0);
+}
+
+TEST(OptimizeE2E, ShapeSpecialisationWritesVariants) {
+  Dir d;
+  // The fake worker's latencies differ per (configuration, case), so
+  // different configurations win different performance cases.
+  ASSERT_EQ(run(optimize_cmd(d, "--budget evals=12")), 0);
+  const fsys::path r = d.path / "results" / "run-001";
+  const json s = read_json(r / "summary.json");
+  ASSERT_TRUE(s.contains("specialization")) << s.dump(1);
+  const json& sp = s["specialization"];
+  ASSERT_GE(sp["variants"].size(), 2u) << sp.dump(1);
+  EXPECT_EQ(sp["variants"][0]["label"], s["final_best"]["label"]) << "variant 0 is the single best";
+  for (const auto& v : sp["variants"]) EXPECT_TRUE(fsys::exists(r / v["file"].get<std::string>())) << v.dump();
+  EXPECT_EQ(sp["cases"].size(), 4u);  // the transpose spec's performance cases
+  for (const auto& [name, c] : sp["cases"].items()) {
+    EXPECT_LE(c["median_ms"].get<double>(), c["single_median_ms"].get<double>()) << name;
+    EXPECT_LT(c["variant"].get<size_t>(), sp["variants"].size()) << name;
+  }
+  EXPECT_LT(sp["geomean_ms"].get<double>(), sp["single_geomean_ms"].get<double>());
+
+  // --no-specialize: one configuration, no variants.
+  Dir d2;
+  ASSERT_EQ(run(optimize_cmd(d2, "--budget evals=12 --no-specialize")), 0);
+  const fsys::path r2 = d2.path / "results" / "run-001";
+  EXPECT_FALSE(read_json(r2 / "summary.json").contains("specialization"));
+  EXPECT_FALSE(fsys::exists(r2 / "variants"));
+}
+
+// The variants of a run, through the tuning cache into `kopt generate`, and
+// the generated .cu and launch header compiled and linked by nvcc the way a
+// user's build does.
+TEST(OptimizeE2E, GeneratedVariantsCompileWithNvcc) {
+  Dir d;
+  ASSERT_EQ(run(optimize_cmd(d, "--budget evals=12")), 0);
+  const fsys::path r = d.path / "results" / "run-001";
+  const json s = read_json(r / "summary.json");
+  ASSERT_TRUE(s.contains("specialization"));
+  const json& sp = s["specialization"];
+  json variants = json::array();
+  for (const auto& v : sp["variants"]) {
+    json shapes = json::array();
+    for (const auto& [name, c] : sp["cases"].items())
+      if (c["variant"] == v["variant"]) shapes.push_back(c["sizes"]);
+    variants.push_back({{"label", v["label"]}, {"kernel_source", slurp(r / v["file"].get<std::string>())},
+                        {"shapes", shapes}});
+  }
+  const json cache = {{"format_version", 1},
+                      {"entries",
+                       {{{"workload", "transpose"},
+                         {"spec_hash", read_json(r / "run.json")["spec_hash"]},
+                         {"gpu", {{"name", "fake device (kopt_fake_worker)"}, {"compute_capability", "9.0"}}},
+                         {"kernel_source", variants[0]["kernel_source"]},
+                         {"variants", variants}}}}};
+  {
+    std::ofstream out(d.path / "cache.json");
+    out << cache.dump(2);
+  }
+  const fsys::path gen = d.path / "gen";
+  ASSERT_EQ(run(std::string(KOPT_CLI) + " generate --spec " + kSpec + " --name tr --out-dir " + gen.string() +
+                " --cache-file " + (d.path / "cache.json").string() + " --no-tune"),
+            0);
+  const std::string header = slurp(gen / "tr_launch.h");
+  EXPECT_NE(header.find("constexpr int kVariants = " + std::to_string(variants.size()) + ";"), std::string::npos);
+  const std::string cu = slurp(gen / "tr.cu");
+  EXPECT_NE(cu.find("// kopt:entry "), std::string::npos);
+
+  // kopt evaluate on the generated file checks every variant (compile-only here).
+  const fsys::path ev = d.path / "evaluate.json";
+  run(std::string(KOPT_CLI) + " evaluate --spec " + kSpec + " --kernel " + (gen / "tr.cu").string() +
+      " --arch sm_90 --json " + ev.string());
+  const json results = read_json(ev);
+  ASSERT_EQ(results.size(), variants.size()) << results.dump(1);
+  for (const auto& r : results) EXPECT_NE(r["verdict"], "compile_error") << r.dump(1);
+
+  const char* nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fsys::exists(nvcc)) GTEST_SKIP() << "nvcc not found at " << nvcc;
+  {
+    std::ofstream m(gen / "main.cu");
+    m << "#include <cstdio>\n#include \"tr_launch.h\"\n"
+         "int main() {\n"
+         "  int variants_seen = 0;\n"
+         "  for (long long rows : {8192LL, 16384LL, 1024LL, 4096LL, 3LL})\n"
+         "    for (long long cols : {8192LL, 1024LL, 16384LL, 4096LL, 5LL}) {\n"
+         "      kopt_tr::LaunchConfig c = kopt_tr::launch_config(rows, cols);\n"
+         "      if (c.variant < 0 || c.variant >= kopt_tr::kVariants) return 1;\n"
+         "      if (kopt_tr::kernel_for(c) != kopt_tr::kernels[c.variant]) return 2;\n"
+         "      variants_seen |= 1 << c.variant;\n"
+         "    }\n"
+         "  std::printf(\"%d\\n\", variants_seen);\n"
+         "  return variants_seen == (1 << kopt_tr::kVariants) - 1 ? 0 : 3;\n"
+         "}\n";
+  }
+  const std::string build = std::string(nvcc) + " -std=c++17 -arch=sm_90 -o " + (gen / "app").string() + " " +
+                            (gen / "main.cu").string() + " " + (gen / "tr.cu").string();
+  ASSERT_EQ(run(build), 0) << build;
+  // Every variant is reachable by launch_config() (each was chosen for a case).
+  EXPECT_EQ(run((gen / "app").string()), 0);
+}
+
 }  // namespace

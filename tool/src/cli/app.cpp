@@ -77,12 +77,14 @@ struct EvaluateOptions {
 int cmd_evaluate(const EvaluateOptions& o) {
   const spec::Spec spec = spec::load_spec(o.spec);
   std::vector<eval::Candidate> candidates;
-  for (const auto& k : o.kernels) {
-    eval::Candidate c = eval::candidate_from_file(k);
-    if (!o.entry.empty()) c.entry = o.entry;
-    for (const auto& [k, v] : parse_params(o.params)) c.params[k] = v;  // --params overrides kopt:param lines
-    candidates.push_back(std::move(c));
-  }
+  std::vector<std::string> kernel_files;  // per candidate, for the JSON output
+  for (const auto& k : o.kernels)
+    for (eval::Candidate c : eval::candidates_from_file(k)) {  // a generated file may hold several variants
+      if (!o.entry.empty()) c.entry = o.entry;
+      for (const auto& [k, v] : parse_params(o.params)) c.params[k] = v;  // --params overrides kopt:param lines
+      candidates.push_back(std::move(c));
+      kernel_files.push_back(k);
+    }
   if (candidates.empty() && spec.initial) {
     eval::Candidate c = eval::candidate_from_file(spec.initial->source);
     if (c.entry.empty()) c.entry = spec.initial->entry;
@@ -156,7 +158,7 @@ int cmd_evaluate(const EvaluateOptions& o) {
       if (!o.quiet) std::cerr << tag << ": " << (cr.ok ? "compiled for " + o.arch : "compile_error") << "\n";
       if (!cr.ok) all_ok = false;
     }
-    r["kernel"] = o.kernels.empty() ? spec.initial->source.string() : o.kernels[i];
+    r["kernel"] = kernel_files.empty() ? spec.initial->source.string() : kernel_files[i];
     results.push_back(r);
   }
   const std::string text = dump_json(results, 2);
@@ -251,7 +253,8 @@ int App::run(int argc, char** argv) {
   auto* optimize = app.add_subcommand(
       "optimize", "Search a tunable template for the fastest kernel that passes every case; "
                   "writes a run folder (results/run-NNN) and prints its summary.json");
-  optimize->add_option("--spec", oo.spec, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
+  optimize->add_option("--spec", oo.spec, "Workload spec (JSON); without it, --description TEXT has the agent draft one")
+      ->check(CLI::ExistingFile);
   optimize->add_option("--template", oo.template_source, "Tunable template .cu (default: the spec's template)")
       ->check(CLI::ExistingFile);
   optimize->add_option("--initial-kernel", oo.initial_kernel,
@@ -262,7 +265,9 @@ int App::run(int argc, char** argv) {
   optimize->add_option("--input-cases", oo.input_cases, "JSON file of cases replacing the spec's")
       ->check(CLI::ExistingFile);
   optimize->add_option("--description", oo.description, "What the kernel does (recorded; used by the agent proposer)");
-  optimize->add_option("--strategy", oo.strategy, "exhaustive, random, anneal, genetic, surrogate (default: by space size)");
+  optimize->add_option("--strategy", oo.strategy,
+                       "exhaustive, random, anneal, genetic, surrogate (default: by space size); agent, hybrid (the LLM "
+                       "agent proposer; see README \"The agent proposer\")");
   optimize->add_option("--budget", budget, "evals=N,minutes=M,patience=P (any subset; default evals=100)");
   optimize->add_option("--max-iterations", max_iterations, "Same as --budget evals=N");
   optimize->add_option("--results-dir", results_dir, "Where run folders are created")->capture_default_str();
@@ -273,9 +278,39 @@ int App::run(int argc, char** argv) {
   optimize->add_option("--arch", oo.arch, "Compile for this architecture; with no GPU, compile the candidates only");
   optimize->add_option("--top", oo.top, "Candidates re-timed interleaved at the end")->capture_default_str();
   optimize->add_option("--retime-rounds", oo.retime_rounds, "Rounds of that re-timing")->capture_default_str();
+  bool no_specialize = false;
+  optimize->add_flag("--no-specialize", no_specialize,
+                     "One configuration for every shape (default: a performance case that another configuration "
+                     "runs faster gets it as a shape-specialised variant)");
+  optimize->add_option("--specialize-threshold", oo.specialize_threshold,
+                       "Fraction a variant must beat the single best by on its case")
+      ->capture_default_str();
   optimize->add_option("--compile-threads", oo.compile_threads, "NVRTC threads (default: cores - 1)");
   optimize->add_option("--cache-dir", cache_dir, "NVRTC compile cache (default: $KOPT_CACHE_DIR or ~/.cache/kopt)");
   optimize->add_flag("-q,--quiet", oo.quiet, "No progress on stderr");
+  // The agent proposer (--strategy agent|hybrid); --max-iterations N is N model turns and N evaluations there.
+  optimize->add_option("--max-repairs", oo.agent.max_repairs,
+                       "Agent: failed candidates in a row the model may repair before the run stops")
+      ->capture_default_str()->group("Agent");
+  optimize->add_option("--token-budget", oo.agent.token_budget, "Agent: total tokens (0: no limit)")->group("Agent");
+  optimize->add_option("--llm-model", oo.agent.llm_model, "Agent: model name (default: $OPENAI_MODEL, else gpt-5-mini)")
+      ->group("Agent");
+  optimize->add_option("--llm-base-url", oo.agent.llm_base_url,
+                       "Agent: OpenAI-compatible API base URL (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)")
+      ->group("Agent");
+  optimize->add_option("--llm-api", oo.agent.llm_api, "Agent: auto, chat or responses (default: auto)")
+      ->check(CLI::IsMember({"auto", "chat", "responses"}))->group("Agent");
+  optimize->add_option("--llm-tool-choice", oo.agent.tool_choice,
+                       "Agent: auto, required, or a tool name to force it on every turn (e.g. evaluate_candidate)")
+      ->capture_default_str()->group("Agent");
+  optimize->add_option("--llm-max-output-tokens", oo.agent.max_output_tokens,
+                       "Agent: cap on each reply's tokens (a cut reply's tool calls are never run)")
+      ->group("Agent");
+  optimize->add_option("--llm-timeout", oo.agent.llm_timeout_s, "Agent: seconds per HTTP attempt (default 300)")
+      ->group("Agent");
+  optimize->add_flag("--allow-doc-fetch", oo.agent.allow_doc_fetch,
+                     "Agent: let the model fetch documentation pages from URLs (off by default)")
+      ->group("Agent");
   std::string worker_command;
   optimize->add_option("--worker-command", worker_command,
                        "Testing: start this program (space-separated argv) instead of `kopt worker`")
@@ -302,6 +337,11 @@ int App::run(int argc, char** argv) {
       ->envname("KOPT_TARGET_GPU");
   generate->add_flag("--require-gpu", go.require_gpu, "Fail instead of falling back when there is no GPU (env KOPT_REQUIRE_GPU)")
       ->envname("KOPT_REQUIRE_GPU");
+  generate->add_option("--from-run", go.from_run,
+                       "Take the kernel (and its shape-specialised variants) from this finished run folder")
+      ->check(CLI::ExistingDirectory);
+  generate->add_flag("--no-specialize{false}", go.optimize.specialize,
+                     "One kernel configuration for every shape (no shape-specialised variants)");
   generate->add_flag("--no-tune{false}", go.tune, "Do not tune even with a GPU; use the cache or the initial kernel");
   generate->add_flag("-q,--quiet", go.optimize.quiet, "Less progress on stderr");
 
@@ -350,8 +390,14 @@ int App::run(int argc, char** argv) {
       if (budget.empty() && max_iterations == 0) oo.max_evaluations = 100;  // documented default
       oo.results_dir = results_dir;
       oo.resume = resume;
+      if (no_specialize) oo.specialize = false;
       oo.cache_dir = cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
       oo.worker_argv = {self_exe().string(), "worker", "--device", std::to_string(oo.device)};
+      oo.agent.kopt_exe = self_exe();
+      if (oo.spec.empty() && oo.description.empty())
+        throw UsageError("kopt.cli.006", "optimize: give --spec FILE (or --description TEXT for the agent proposer)");
+      if (oo.spec.empty() && !oo.strategy.empty() && oo.strategy != "agent" && oo.strategy != "hybrid")
+        throw UsageError("kopt.cli.006", "optimize: --strategy " + oo.strategy + " needs --spec FILE");
       if (!worker_command.empty()) {
         oo.worker_argv.clear();
         std::istringstream words(worker_command);

@@ -36,6 +36,12 @@ struct Candidate {
 /// Throws SpecError on unreadable files or bad annotations.
 Candidate candidate_from_file(const std::filesystem::path& file);
 
+/// Like candidate_from_file, but a generated file holding shape-specialised
+/// variants (see gen::combine_variants) gives one candidate per variant
+/// (entry <entry>_v<i>, that variant's launch and parameters), so that every
+/// variant is checked. Throws SpecError as candidate_from_file does.
+std::vector<Candidate> candidates_from_file(const std::filesystem::path& file);
+
 struct EvaluatorOptions {
   std::vector<std::string> worker_argv;  // e.g. {"/path/kopt", "worker", "--device", "0"}
   std::filesystem::path cache_dir;       // NVRTC cache and cubins

@@ -8,8 +8,11 @@
 // a failing run leaves the previous generated files in place.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +29,7 @@ struct GenerateOptions {
   std::string target_gpu;              // GPU name to take from the cache without a GPU (KOPT_TARGET_GPU)
   bool require_gpu = false;            // fail instead of falling back (KOPT_REQUIRE_GPU)
   bool tune = true;                    // false: never run the search, use the cache or the initial kernel
+  std::filesystem::path from_run;      // a finished run folder to take the kernel (and variants) from
 };
 
 /// Returns the exit code (0 ok; 2 bad input; 3 tuning failed; 77 no GPU with
@@ -42,6 +46,30 @@ int generate(const GenerateOptions& options);
 /// Throws SpecError when the source lacks kopt:entry/grid/block lines.
 std::string launch_header(const std::string& name, const std::string& kernel_source, const spec::Spec& spec,
                           const std::string& origin);
+
+/// One tuned kernel configuration of a (possibly shape-specialised) result.
+struct KernelVariant {
+  std::string source;  // self-contained kernel with kopt: annotations (best.cu form)
+  std::string origin;  // file it came from, for messages
+  std::string label;   // e.g. "BM=128,BN=256,..." (empty: from its kopt:param lines)
+  std::vector<std::map<std::string, int64_t>> shapes;  // sizes of the cases it was chosen for
+};
+
+/// The launch header for one or more variants (variant 0: the best single
+/// configuration). Besides launch_config(sizes...) (which picks the variant
+/// tuned on the nearest tuned shape) it declares kVariants,
+/// kVariantLabels[], launch_config_variant(v, sizes...), select_variant(),
+/// and under nvcc kernels[], kernel (= kernels[0]) and kernel_for(config).
+/// With several variants the entry points are <entry>_v0, <entry>_v1, ...
+/// Throws SpecError(kopt.gen.101) for a variant without entry/grid/block lines.
+std::string launch_header(const std::string& name, const std::vector<KernelVariant>& variants,
+                          const spec::Spec& spec);
+
+/// The generated .cu for the variants: one variant is its source unchanged;
+/// several are each wrapped in a namespace with their tuning #defines reset
+/// and their entry point renamed <entry>_v<i> by a macro; #include lines are
+/// hoisted to the top, and the file's kopt: lines describe variant 0.
+std::string combine_variants(const std::vector<KernelVariant>& variants);
 
 /// Tuning cache I/O. The file is {"format_version":1,"entries":[...]} with
 /// one entry per (spec_hash, gpu name, compute capability). Throws

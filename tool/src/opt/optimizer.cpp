@@ -198,6 +198,9 @@ int compile_only(const spec::Spec& s, eval::Evaluator& ev, const search::Space& 
 spec::Spec load_spec_with_overrides(const OptimizeOptions& o) { return load_and_override(o); }
 
 int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
+  // The LLM agent proposer (agent/agent.h); also a --description without --spec.
+  if (o.strategy == "agent" || o.strategy == "hybrid" || (o.spec.empty() && !o.description.empty()))
+    return agent::optimize(o, run_dir);
   const auto t_start = Clock::now();
   spec::Spec s = load_and_override(o);
   if (!s.template_kernel)
@@ -352,7 +355,8 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   int64_t evaluated = 0;
   double gpu_measured_ms = 0;
   std::vector<double> compile_ms;
-  int cache_hits = 0, compiles = 0;
+  int cache_hits = 0, compiles = 0, compiles_ready = 0;
+  double compile_wait_ms = 0, check_ms = 0, timing_ms = 0;
   const auto t_search = Clock::now();
   bool exhausted = false;
 
@@ -372,13 +376,19 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     if (inflight.empty()) break;
     InFlight job = std::move(inflight.front());
     inflight.pop_front();
+    // Overlap check: was this compile done before the GPU loop needed it?
+    const auto t_wait = Clock::now();
+    if (job.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) ++compiles_ready;
     cuda::CompileResult compiled = job.compiled.get();
+    compile_wait_ms += std::chrono::duration<double, std::milli>(Clock::now() - t_wait).count();
     ++compiles;
     cache_hits += compiled.cache_hit;
     if (!compiled.cache_hit) compile_ms.push_back(compiled.compile_ms);
     eval::Result r = ev.run(job.candidate, compiled, false);
     with_reference(r);
     gpu_measured_ms += measured_ms(r);
+    check_ms += r.check_ms;
+    timing_ms += r.timing_ms;
     const bool ok = r.verdict == eval::Verdict::ok;
     search::Observation ob{job.candidate.params, ok, r.geomean_ms.value_or(0)};
     const auto& a = record("candidate", job.candidate.label, job.candidate, r);
@@ -410,20 +420,43 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   // Compiles still queued are abandoned (their results are cached for a later run).
   const double search_minutes = minutes_since(t_search);
 
-  // 4. Re-time the top candidates interleaved, to cancel drift.
+  // 4. Re-time the top candidates interleaved, to cancel drift. With shape
+  // specialisation, each performance case's own fastest candidate joins them,
+  // so that the per-case choice is made on the same interleaved measurements.
+  std::vector<std::string> perf_cases;
+  for (const auto* c : s.performance_cases()) perf_cases.push_back(c->name);
+  auto case_median = [](const run::Attempt& a, const std::string& name) -> double {
+    for (const auto& c : a.result.cases)
+      if (c.name == name && c.latency) return c.latency->median_ms;
+    return INFINITY;
+  };
   std::vector<const run::Attempt*> ranked;
   for (const auto& a : store->history())
     if ((a.kind == "candidate" || a.kind == "initial") && a.result.verdict == eval::Verdict::ok && a.result.geomean_ms)
       ranked.push_back(&a);
+  std::vector<const run::Attempt*> all_ok = ranked;
   std::sort(ranked.begin(), ranked.end(),
             [](const run::Attempt* x, const run::Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
   if (ranked.size() > static_cast<size_t>(std::max(o.top, 1))) ranked.resize(static_cast<size_t>(std::max(o.top, 1)));
+  if (o.specialize && perf_cases.size() > 1)
+    for (const auto& name : perf_cases) {
+      const run::Attempt* fastest = nullptr;
+      for (const auto* a : all_ok)
+        if (!fastest || case_median(*a, name) < case_median(*fastest, name)) fastest = a;
+      if (fastest && std::find(ranked.begin(), ranked.end(), fastest) == ranked.end()) ranked.push_back(fastest);
+    }
   nlohmann::json retime = nlohmann::json::array();
   const run::Attempt* winner = ranked.empty() ? nullptr : ranked.front();
+  // Per ranked candidate: per-case medians (over rounds) of the re-timing, or
+  // of the search's own measurement when there is no re-timing.
+  std::vector<std::map<std::string, double>> case_ms(ranked.size());
+  for (size_t i = 0; i < ranked.size(); ++i)
+    for (const auto& name : perf_cases) case_ms[i][name] = case_median(*ranked[i], name);
+  std::vector<bool> failed(ranked.size(), false);
   if (ranked.size() > 1 && o.retime_rounds > 0) {
     if (!o.quiet) std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << o.retime_rounds << " rounds\n";
     std::vector<std::vector<double>> g(ranked.size());
-    std::vector<bool> failed(ranked.size(), false);
+    std::vector<std::map<std::string, std::vector<double>>> per_case(ranked.size());
     for (int round = 0; round < o.retime_rounds; ++round)
       for (size_t i = 0; i < ranked.size(); ++i) {
         if (failed[i]) continue;
@@ -438,19 +471,68 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
           continue;
         }
         g[i].push_back(*r.geomean_ms);
+        for (const auto& cr : r.cases)
+          if (cr.latency) per_case[i][cr.name].push_back(cr.latency->median_ms);
       }
+    auto median_of = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? NAN : v[v.size() / 2];
+    };
     double best_median = INFINITY;
     for (size_t i = 0; i < ranked.size(); ++i) {
-      std::vector<double> v = g[i];
-      std::sort(v.begin(), v.end());
-      const double median = v.empty() ? NAN : v[v.size() / 2];
+      const double median = median_of(g[i]);
+      nlohmann::json cases = nlohmann::json::object();
+      for (const auto& [name, v] : per_case[i]) {
+        case_ms[i][name] = median_of(v);
+        cases[name] = case_ms[i][name];
+      }
       retime.push_back({{"index", ranked[i]->index}, {"label", ranked[i]->label}, {"geomeans_ms", g[i]},
-                        {"median_ms", v.empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
-                        {"failed_recheck", static_cast<bool>(failed[i])}});
-      if (!failed[i] && !v.empty() && median < best_median) {
+                        {"median_ms", g[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
+                        {"cases_median_ms", cases}, {"failed_recheck", static_cast<bool>(failed[i])}});
+      if (!failed[i] && !g[i].empty() && median < best_median) {
         best_median = median;
         winner = ranked[i];
       }
+    }
+  }
+
+  // Shape specialisation: each performance case takes the candidate that was
+  // fastest on it, when that beats the single best by more than the
+  // threshold; variant 0 is always the single best.
+  nlohmann::json specialization;
+  std::vector<const run::Attempt*> variants;
+  if (winner && o.specialize && perf_cases.size() > 1) {
+    const size_t w = static_cast<size_t>(std::find(ranked.begin(), ranked.end(), winner) - ranked.begin());
+    variants.push_back(winner);
+    nlohmann::json chosen = nlohmann::json::object();
+    std::vector<double> single, special;
+    for (const auto& name : perf_cases) {
+      size_t pick = w;
+      for (size_t i = 0; i < ranked.size(); ++i)
+        if (!failed[i] && case_ms[i][name] < case_ms[pick][name]) pick = i;
+      if (!(case_ms[pick][name] < case_ms[w][name] * (1.0 - o.specialize_threshold))) pick = w;
+      auto it = std::find(variants.begin(), variants.end(), ranked[pick]);
+      if (it == variants.end()) it = variants.insert(variants.end(), ranked[pick]);
+      const int v = static_cast<int>(it - variants.begin());
+      const spec::Case* sc = nullptr;
+      for (const auto& c : s.cases)
+        if (c.name == name) sc = &c;
+      chosen[name] = {{"variant", v}, {"median_ms", case_ms[pick][name]}, {"single_median_ms", case_ms[w][name]},
+                      {"sizes", sc ? nlohmann::json(sc->sizes) : nlohmann::json::object()}};
+      single.push_back(case_ms[w][name]);
+      special.push_back(case_ms[pick][name]);
+    }
+    nlohmann::json vs = nlohmann::json::array();
+    for (size_t v = 0; v < variants.size(); ++v)
+      vs.push_back({{"variant", v}, {"index", variants[v]->index}, {"label", variants[v]->label},
+                    {"params", variants[v]->params}, {"file", "variants/v" + std::to_string(v) + ".cu"}});
+    bool finite = true;
+    for (double x : single) finite = finite && std::isfinite(x) && x > 0;
+    for (double x : special) finite = finite && std::isfinite(x) && x > 0;
+    specialization = {{"threshold", o.specialize_threshold}, {"variants", vs}, {"cases", chosen}};
+    if (finite) {
+      specialization["single_geomean_ms"] = eval::geomean(single);
+      specialization["geomean_ms"] = eval::geomean(special);
     }
   }
 
@@ -470,7 +552,14 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
         {"gpu_measured_fraction", search_minutes > 0 ? gpu_measured_ms / (search_minutes * 60000.0) : 0.0},
         {"compile_ms_median", sorted_compile.empty() ? 0.0 : sorted_compile[sorted_compile.size() / 2]},
         {"compile_cache_hit_rate", compiles ? static_cast<double>(cache_hits) / compiles : 0.0},
-        {"compile_threads", threads}}},
+        {"compile_threads", threads},
+        // Compiles finished before the GPU loop asked for them, and the time
+        // it waited for the others: the overlap of compilation with evaluation.
+        {"compiles_ready_when_needed", compiles_ready},
+        {"compile_wait_ms", compile_wait_ms},
+        // Worker wall time checking and in the timed loops, summed.
+        {"worker_check_ms", check_ms},
+        {"worker_timing_ms", timing_ms}}},
       {"retime", retime}};
   if (reference_geomean) extra["reference_geomean_ms"] = *reference_geomean;
   if (initial_geomean) extra["initial_geomean_ms"] = *initial_geomean;
@@ -483,14 +572,24 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     if (cublas_geomean) fb["ratio_to_cublas"] = *cublas_geomean / *winner->result.geomean_ms;
     extra["final_best"] = fb;
   }
+  if (!specialization.is_null()) {
+    if (cublas_geomean && specialization.contains("geomean_ms")) {
+      specialization["ratio_to_cublas"] = *cublas_geomean / specialization["geomean_ms"].get<double>();
+      specialization["single_ratio_to_cublas"] = *cublas_geomean / specialization["single_geomean_ms"].get<double>();
+    }
+    extra["specialization"] = specialization;
+  }
   store->write_summary(extra);
   if (winner) {
     const eval::Candidate& wc = winner->kind == "initial" && initial ? *initial : tmpl;
     store->write_best(*winner, wc.entry, launch_lines(wc, s));
   }
-  std::vector<std::string> perf;
-  for (const auto* c : s.performance_cases()) perf.push_back(c->name);
-  report::write_reports(*store, perf);
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const eval::Candidate& vc = variants[v]->kind == "initial" && initial ? *initial : tmpl;
+    store->write_best(*variants[v], vc.entry, launch_lines(vc, s),
+                      std::filesystem::path("variants") / ("v" + std::to_string(v) + ".cu"));
+  }
+  report::write_reports(*store, perf_cases);
 
   const std::string summary_text = fs::read_file(store->dir() / "summary.json");
   std::cout << summary_text << std::flush;

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/agent.h"
 #include "spec/spec.h"
 
 namespace kopt::opt {
@@ -41,10 +42,18 @@ struct OptimizeOptions {
   std::string arch;                      // --arch: compile for it; with no GPU, compile only
   int top = 3;                           // candidates re-timed at the end
   int retime_rounds = 3;                 // interleaved rounds of that re-timing
+  /// Shape specialisation: each performance case may get its own fastest
+  /// configuration (a variant) when it beats the single best configuration on
+  /// that case by more than `specialize_threshold` (a fraction) in the final
+  /// re-timing. summary.json "specialization" and variants/v<N>.cu record
+  /// them; variant 0 is the single best (best.cu).
+  bool specialize = true;
+  double specialize_threshold = 0.03;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
   std::filesystem::path cache_dir;       // NVRTC cache
   std::vector<std::string> worker_argv;  // how to start `kopt worker`
   bool quiet = false;
+  agent::AgentOptions agent;             // --strategy agent|hybrid: the LLM agent's options (agent/agent.h)
 };
 
 /// Runs an optimization. Returns the CLI exit code: 0 a best kernel was found,

@@ -575,11 +575,12 @@ json RunStore::summary(const json& extra) const {
   s["initial_geomean_ms"] = optional_double(ini_geo);
 
   json counts = json::object();
+  // Every verdict of the search, zeros included; "compiled" (compile-only agent runs) when present.
   for (int v = 0; v <= static_cast<int>(eval::Verdict::worker_crash); ++v)
     counts[eval::verdict_name(static_cast<eval::Verdict>(v))] = 0;
   for (const Attempt& a : history_) {
     json& n = counts[eval::verdict_name(a.result.verdict)];
-    n = n.get<int64_t>() + 1;
+    n = (n.is_null() ? 0 : n.get<int64_t>()) + 1;
   }
   s["counts"] = std::move(counts);
   s["attempts"] = history_.size();
@@ -604,12 +605,16 @@ void RunStore::write_best(const std::string& entry, const std::vector<std::strin
 }
 
 void RunStore::write_best(const Attempt& attempt, const std::string& entry,
-                          const std::vector<std::string>& launch_lines) const {
+                          const std::vector<std::string>& launch_lines, const std::filesystem::path& file) const {
   const Attempt* b = &attempt;
   const json sum = summary();
   std::ostringstream o;
-  o << "// best.cu: the fastest kernel of " << one_line(dir_.string()) << ", written by KernelOptimizer "
-    << KOPT_VERSION << ".\n";
+  if (file.empty())
+    o << "// best.cu: the fastest kernel of " << one_line(dir_.string()) << ", written by KernelOptimizer "
+      << KOPT_VERSION << ".\n";
+  else
+    o << "// " << one_line(file.generic_string()) << ": a shape-specialised variant of " << one_line(dir_.string())
+      << " (see summary.json \"specialization\"), written by KernelOptimizer " << KOPT_VERSION << ".\n";
   const std::string workload = one_line(spec_json_.is_object() ? spec_json_.value("name", "") : "");
   o << "// Workload:  " << (workload.empty() ? "(unnamed)" : workload) << "\n";
   std::string gpu;
@@ -637,7 +642,8 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
   o << "// Attempt:   #" << b->index << " of " << history_.size() << " (" << b->kind;
   if (!b->label.empty()) o << " \"" << one_line(b->label) << "\"";
   o << ")\n";
-  o << "// Reproduce: kopt evaluate --kernel best.cu (parameters are #defines below: override "
+  o << "// Reproduce: kopt evaluate --kernel " << (file.empty() ? std::string("best.cu") : one_line(file.filename().string()))
+    << " (parameters are #defines below: override "
        "with -DNAME=VALUE)\n";
   o << "//\n";
 
@@ -717,7 +723,9 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
   if (!b->source.empty() && b->source.back() == '\n') body += "\n";
   o << body;
   if (body.empty() || body.back() != '\n') o << "\n";
-  fs::write_file_atomic(dir_ / kBestCu, o.str());
+  const std::filesystem::path out = dir_ / (file.empty() ? std::filesystem::path(kBestCu) : file);
+  std::filesystem::create_directories(out.parent_path());
+  fs::write_file_atomic(out, o.str());
 }
 
 }  // namespace kopt::run

@@ -10,6 +10,7 @@
 //     history.json         every attempt in order: index, kind, label, params, verdict, timings
 //     summary.json         best candidate, its params and per-case latencies, speedups, counts by verdict
 //     best.cu              the best kernel, self-contained (see write_best)
+//     variants/v<N>.cu     shape-specialised variants, same form (v0 = best.cu's kernel)
 //
 // Every file is written atomically (write to a temporary file, then rename).
 // An attempt is recorded by first writing its candidates/NNNN/ files and last
@@ -125,9 +126,11 @@ class RunStore {
   /// that the header's win. Throws kopt::Error(kopt.run.906) when no attempt
   /// passed (best() is null).
   void write_best(const std::string& entry, const std::vector<std::string>& launch_lines) const;
-  /// Same, for a given attempt (e.g. the winner of the final re-timing).
+  /// Same, for a given attempt (e.g. the winner of the final re-timing),
+  /// into `file` relative to the run folder (default best.cu; the optimizer
+  /// writes shape-specialised variants as variants/v<N>.cu).
   void write_best(const Attempt& attempt, const std::string& entry,
-                  const std::vector<std::string>& launch_lines) const;
+                  const std::vector<std::string>& launch_lines, const std::filesystem::path& file = {}) const;
 
  private:
   std::filesystem::path dir_;

@@ -1,0 +1,849 @@
+// The agent proposer (agent/agent.h): the loop's rules with a scripted test
+// double of agent::LlmClient (AgentLoop*), its helpers (AgentTools, AgentTrim,
+// AgentNcu, AgentNotes), and end to end through the real HTTP client against
+// an in-process fake OpenAI-compatible server (AgentE2E*). No GPU and no
+// network: candidates are compiled with NVRTC for sm_90 (or "run" by the fake
+// worker), every run folder is checked.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/llm.h"
+#include "opt/optimizer.h"
+#include "run/store.h"
+#include "spec/spec.h"
+#include "util/error.h"
+
+namespace {
+
+namespace stdfs = std::filesystem;
+using kopt::agent::ChatRequest;
+using kopt::agent::ChatResponse;
+using kopt::agent::LlmConfig;
+using kopt::agent::LlmError;
+using kopt::agent::Message;
+using kopt::agent::Role;
+using kopt::agent::ToolCall;
+using nlohmann::json;
+
+const std::string kSentinel = "sk-AGENT-SENTINEL-5b9e0c7d13";
+const std::string kData = std::string(KOPT_TEST_DATA_DIR) + "/agent/";
+
+std::string read(const stdfs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+json read_json(const stdfs::path& p) { return json::parse(read(p)); }
+
+struct TempDir {
+  stdfs::path path;
+  TempDir() {
+    path = stdfs::temp_directory_path() /
+           ("kopt-agent-" + std::to_string(::getpid()) + "-" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    stdfs::create_directories(path);
+  }
+  ~TempDir() { stdfs::remove_all(path); }
+};
+
+// ---------------------------------------------------------------------------
+// Scripted replies
+
+Message msg(Role role, const std::string& content) {
+  Message m;
+  m.role = role;
+  m.content = content;
+  return m;
+}
+
+ToolCall call(const std::string& name, const json& args, const std::string& id = "") {
+  static int n = 0;
+  ToolCall tc;
+  tc.id = id.empty() ? "call_" + std::to_string(++n) : id;
+  tc.name = name;
+  tc.arguments = args.dump();
+  tc.parsed = args;
+  tc.arguments_valid = args.is_object();
+  return tc;
+}
+
+ChatResponse reply(std::vector<ToolCall> calls, const std::string& text = "") {
+  ChatResponse r;
+  r.message.role = Role::assistant;
+  r.message.content = text;
+  r.message.tool_calls = std::move(calls);
+  r.finish_reason = r.message.tool_calls.empty() ? "stop" : "tool_calls";
+  r.usage.input_tokens = 100;
+  r.usage.output_tokens = 50;
+  r.usage.total_tokens = 150;
+  return r;
+}
+
+ChatResponse text(const std::string& t) { return reply({}, t); }
+
+json launch256() { return {{"grid", {"ceil_div(N, 256)", 1, 1}}, {"block", {256, 1, 1}}, {"shared_bytes", 0}}; }
+
+json eval_args(const std::string& file, const std::string& entry, json launch = launch256()) {
+  return {{"source", read(kData + file)}, {"entry", entry}, {"launch", launch}};
+}
+
+/// What the test double does on each request: returns a reply or throws.
+using Step = std::function<ChatResponse(const ChatRequest&)>;
+
+struct Script {
+  std::deque<Step> steps;
+  std::vector<ChatRequest> requests;
+  std::mutex mu;
+  void add(ChatResponse r) {
+    steps.push_back([r](const ChatRequest&) { return r; });
+  }
+  void add(Step s) { steps.push_back(std::move(s)); }
+};
+
+class ScriptedClient : public kopt::agent::LlmClient {
+ public:
+  ScriptedClient(std::shared_ptr<Script> s, LlmConfig c) : s_(std::move(s)), c_(std::move(c)) {}
+  ChatResponse complete(const ChatRequest& rq) override {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->requests.push_back(rq);
+    if (s_->steps.empty()) throw LlmError(LlmError::Kind::bad_request, 400, "script exhausted");
+    Step st = std::move(s_->steps.front());
+    s_->steps.pop_front();
+    return st(rq);
+  }
+  const LlmConfig& config() const override { return c_; }
+
+ private:
+  std::shared_ptr<Script> s_;
+  LlmConfig c_;
+};
+
+struct RunOut {
+  int code = -1;
+  stdfs::path dir;
+  json summary, history;
+  std::string events;
+};
+
+kopt::opt::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
+  kopt::opt::OptimizeOptions o;
+  o.spec = kData + "vadd.json";
+  o.strategy = "agent";
+  o.arch = "sm_90";
+  o.results_dir = t.path / "results";
+  o.cache_dir = t.path / "cache";
+  o.worker_argv = {KOPT_FAKE_WORKER};
+  if (!gpu) o.worker_argv.push_back("--no-device");
+  o.quiet = true;
+  o.max_evaluations = 10;
+  o.agent.api_key = kSentinel;
+  o.agent.dotenv = t.path / "no.env";
+  o.agent.llm_base_url = "http://127.0.0.1:9/v1";  // never contacted by the test double
+  o.agent.kopt_exe = KOPT_CLI;
+  return o;
+}
+
+RunOut run_with(kopt::opt::OptimizeOptions o, std::shared_ptr<Script> script) {
+  o.agent.client_factory = [script](const LlmConfig& c) { return std::make_unique<ScriptedClient>(script, c); };
+  RunOut r;
+  testing::internal::CaptureStdout();
+  try {
+    r.code = kopt::opt::optimize(o, &r.dir);
+  } catch (...) {
+    testing::internal::GetCapturedStdout();
+    throw;
+  }
+  testing::internal::GetCapturedStdout();
+  if (!r.dir.empty()) {
+    r.summary = read_json(r.dir / "summary.json");
+    r.history = read_json(r.dir / "history.json");
+    r.events = read(r.dir / "agent" / "events.jsonl");
+  }
+  return r;
+}
+
+std::vector<std::string> verdicts(const RunOut& r) {
+  std::vector<std::string> v;
+  for (const auto& a : r.history["attempts"]) v.push_back(a["verdict"].get<std::string>());
+  return v;
+}
+
+std::vector<json> event_lines(const RunOut& r) {
+  std::vector<json> out;
+  std::istringstream in(r.events);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(json::parse(l));
+  return out;
+}
+
+/// The tool messages of a request, in order.
+std::vector<std::string> tool_results(const ChatRequest& rq) {
+  std::vector<std::string> out;
+  for (const auto& m : rq.messages)
+    if (m.role == Role::tool) out.push_back(m.content);
+  return out;
+}
+
+int count_calls(const stdfs::path& run) {
+  int n = 0;
+  for (const auto& e : stdfs::directory_iterator(run / "agent"))
+    n += e.path().filename().string().rfind("call-", 0) == 0;
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+TEST(AgentTools, DefinitionsDependOnThePhase) {
+  auto names = [](const std::vector<kopt::agent::ToolDef>& d) {
+    std::vector<std::string> n;
+    for (const auto& x : d) {
+      EXPECT_EQ(x.parameters["type"], "object") << x.name;
+      EXPECT_FALSE(x.description.empty()) << x.name;
+      n.push_back(x.name);
+    }
+    return n;
+  };
+  auto has = [](const std::vector<std::string>& v, const char* n) { return std::find(v.begin(), v.end(), n) != v.end(); };
+  const auto agent = names(kopt::agent::tool_defs("agent", false));
+  for (const char* t : {"evaluate_candidate", "get_device_properties", "profile_candidate", "read_optimization_notes",
+                        "get_history"})
+    EXPECT_TRUE(has(agent, t)) << t;
+  EXPECT_FALSE(has(agent, "propose_template"));
+  EXPECT_FALSE(has(agent, "fetch_url"));
+  EXPECT_FALSE(has(agent, "submit_workload"));
+  EXPECT_TRUE(has(names(kopt::agent::tool_defs("hybrid", false)), "propose_template"));
+  EXPECT_TRUE(has(names(kopt::agent::tool_defs("agent", true)), "fetch_url"));
+  const auto draft = names(kopt::agent::tool_defs("draft", false));
+  EXPECT_TRUE(has(draft, "submit_workload"));
+  EXPECT_FALSE(has(draft, "evaluate_candidate"));
+  for (const auto& d : kopt::agent::tool_defs("hybrid", true))
+    EXPECT_NE(std::find(kopt::agent::tool_names().begin(), kopt::agent::tool_names().end(), d.name),
+              kopt::agent::tool_names().end());
+}
+
+TEST(AgentNotes, CoverTheTopics) {
+  std::vector<std::string> topics;
+  for (const auto& [t, text] : kopt::agent::optimization_notes()) {
+    topics.push_back(t);
+    EXPECT_GT(text.size(), 400u) << t;
+  }
+  for (const char* t : {"coalescing", "bank-conflicts", "register-tiling", "occupancy", "cp-async", "vectorized-loads",
+                        "warp-shuffles", "tail-handling"})
+    EXPECT_NE(std::find(topics.begin(), topics.end(), t), topics.end()) << t;
+}
+
+TEST(AgentTrim, StubsOldToolResultsThenArgumentsThenDropsTurns) {
+  std::vector<Message> m = {msg(Role::system, "system"), msg(Role::user, "task")};
+  for (int i = 0; i < 3; ++i) {
+    Message a = msg(Role::assistant, "");
+    a.tool_calls.push_back(call("evaluate_candidate", {{"source", std::string(500, 'x')}}));
+    m.push_back(a);
+    Message t = msg(Role::tool, "result " + std::to_string(i) + std::string(1000, 'r'));
+    t.tool_call_id = a.tool_calls[0].id;
+    m.push_back(t);
+  }
+  // 1. Tool results before the last assistant turn: half, oldest first.
+  ASSERT_TRUE(kopt::agent::trim_for_context(m));
+  EXPECT_EQ(m[3].content, "[trimmed to save context]");
+  EXPECT_NE(m[5].content, "[trimmed to save context]");
+  ASSERT_TRUE(kopt::agent::trim_for_context(m));
+  EXPECT_EQ(m[5].content, "[trimmed to save context]");
+  EXPECT_NE(m[7].content, "[trimmed to save context]") << "the last turn is kept";
+  // 2. Then old tool-call arguments.
+  ASSERT_TRUE(kopt::agent::trim_for_context(m));
+  EXPECT_LT(m[2].tool_calls[0].arguments.size(), 100u);
+  EXPECT_GT(m[6].tool_calls[0].arguments.size(), 100u) << "the last turn's arguments are kept";
+  while (kopt::agent::trim_for_context(m)) {
+  }
+  // 3. Old turns are dropped; the head and the last turn stay, well-formed.
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].content, "system");
+  EXPECT_EQ(m[1].content, "task");
+  EXPECT_EQ(m[2].role, Role::assistant);
+  EXPECT_EQ(m[3].role, Role::tool);
+  EXPECT_EQ(m[3].tool_call_id, m[2].tool_calls[0].id);
+  EXPECT_GT(m[2].tool_calls[0].arguments.size(), 100u);
+}
+
+TEST(AgentNcu, ParsesTheDetailsCsv) {
+  const std::string csv =
+      "==PROF== Connected to process 1234\n"
+      "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\","
+      "\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+      "\"0\",\"1234\",\"kopt\",\"127.0.0.1\",\"vadd_vec4\",\"1\",\"7\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\","
+      "\"GPU Speed Of Light Throughput\",\"Memory Throughput\",\"%\",\"91.52\"\n"
+      "\"0\",\"1234\",\"kopt\",\"127.0.0.1\",\"vadd_vec4\",\"1\",\"7\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\","
+      "\"GPU Speed Of Light Throughput\",\"Duration\",\"usecond\",\"1,234.5\"\n"
+      "\"0\",\"1234\",\"kopt\",\"127.0.0.1\",\"vadd_vec4\",\"1\",\"7\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\","
+      "\"Launch Statistics\",\"Function Cache Configuration\",\"\",\"CachePreferNone\"\n"
+      "\"1\",\"1234\",\"kopt\",\"127.0.0.1\",\"other\",\"1\",\"7\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\","
+      "\"GPU Speed Of Light Throughput\",\"Duration\",\"usecond\",\"9\"\n";
+  const json j = kopt::agent::parse_ncu_csv(csv);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["kernel"], "vadd_vec4");
+  EXPECT_DOUBLE_EQ(j["metrics"]["GPU Speed Of Light Throughput: Memory Throughput [%]"].get<double>(), 91.52);
+  EXPECT_DOUBLE_EQ(j["metrics"]["GPU Speed Of Light Throughput: Duration [usecond]"].get<double>(), 1234.5);
+  EXPECT_EQ(j["metrics"]["Launch Statistics: Function Cache Configuration"], "CachePreferNone");
+  EXPECT_EQ(j["metrics"].size(), 3u) << "the first kernel only";
+  EXPECT_TRUE(kopt::agent::parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM\n").is_null());
+}
+
+// ---------------------------------------------------------------------------
+// The loop, with the test double
+
+TEST(AgentLoop, UnknownToolAndMalformedArgumentsAreAnsweredAndTheLoopGoesOn) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("launch_rockets", {{"count", 3}})}));
+  ToolCall bad = call("evaluate_candidate", json::object());
+  bad.arguments = "{\"source\": \"__global__ void f(){}\", ";  // cut JSON
+  bad.parsed = nullptr;
+  bad.arguments_valid = false;
+  ToolCall empty = call("read_optimization_notes", json::object());
+  empty.arguments = "";
+  empty.parsed = nullptr;
+  empty.arguments_valid = false;
+  s->add(reply({bad, empty}));
+  s->add(reply({call("evaluate_candidate", {{"entry", "x"}})}));  // no source
+  s->add(text("done"));
+  const RunOut r = run_with(base_options(t), s);
+  EXPECT_EQ(r.code, 77);
+  ASSERT_EQ(s->requests.size(), 4u);
+  auto res = tool_results(s->requests[1]);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_NE(res[0].find("unknown tool 'launch_rockets'"), std::string::npos) << res[0];
+  EXPECT_NE(res[0].find("evaluate_candidate"), std::string::npos) << "lists the tools";
+  res = tool_results(s->requests[2]);
+  ASSERT_EQ(res.size(), 3u);
+  EXPECT_NE(res[1].find("not a JSON object"), std::string::npos) << res[1];
+  EXPECT_NE(res[2].find("arguments are empty"), std::string::npos) << res[2];
+  res = tool_results(s->requests[3]);
+  EXPECT_NE(res.back().find("'source' is required"), std::string::npos) << res.back();
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "model_finished");
+  EXPECT_EQ(r.history["attempts"].size(), 1u) << "only the initial kernel";
+  const auto ev = event_lines(r);
+  ASSERT_EQ(ev.size(), 4u);
+  for (const auto& e : ev) {
+    EXPECT_TRUE(e.contains("error")) << e.dump();
+    EXPECT_TRUE(e.contains("id") && e.contains("tool") && e.contains("call")) << e.dump();
+  }
+}
+
+TEST(AgentLoop, RepeatedIdenticalCallsStopTheRun) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  for (int i = 0; i < 5; ++i) s->add(reply({call("get_history", json::object())}));
+  const RunOut r = run_with(base_options(t), s);
+  EXPECT_EQ(s->requests.size(), 3u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "repeated_call");
+  EXPECT_NE(r.summary["agent"]["stop_detail"].get<std::string>().find("get_history"), std::string::npos);
+  const auto ev = event_lines(r);
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_FALSE(ev[0].contains("error"));
+  EXPECT_FALSE(ev[1].contains("error"));
+  EXPECT_TRUE(ev[2].contains("error")) << "the third identical call is not executed";
+}
+
+TEST(AgentLoop, ATruncatedReplyIsNeverExecuted) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  ChatResponse cut = reply({call("evaluate_candidate", eval_args("repaired.cu", "vadd_repaired"))});
+  cut.truncated = true;
+  cut.finish_reason = "length";
+  s->add(cut);
+  s->add(text("stopping"));
+  const RunOut r = run_with(base_options(t), s);
+  ASSERT_EQ(s->requests.size(), 2u);
+  EXPECT_EQ(r.history["attempts"].size(), 1u) << "the truncated call was not evaluated";
+  EXPECT_TRUE(r.events.empty());
+  bool told = false;
+  for (const auto& m : s->requests[1].messages) {
+    EXPECT_TRUE(m.tool_calls.empty()) << "no tool call of the cut reply stays in the transcript";
+    told |= m.role == Role::user && m.content.find("cut off") != std::string::npos;
+  }
+  EXPECT_TRUE(told);
+}
+
+TEST(AgentLoop, TruncatedRepliesInARowStop) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  for (int i = 0; i < 5; ++i) {
+    ChatResponse cut = text("partial...");
+    cut.truncated = true;
+    cut.finish_reason = "length";
+    s->add(cut);
+  }
+  const RunOut r = run_with(base_options(t), s);
+  EXPECT_EQ(s->requests.size(), 3u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "truncated");
+}
+
+TEST(AgentLoop, ARefusalEndsTheRunCleanly) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  ChatResponse no = text("");
+  no.refusal = "I can't help with that.";
+  s->add(no);
+  s->add(text("never asked"));
+  const RunOut r = run_with(base_options(t), s);
+  EXPECT_EQ(r.code, 77);
+  EXPECT_EQ(s->requests.size(), 1u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "refusal");
+  EXPECT_NE(r.summary["agent"]["stop_detail"].get<std::string>().find("I can't help"), std::string::npos);
+  EXPECT_TRUE(stdfs::exists(r.dir / "report.html"));
+  EXPECT_EQ(read_json(r.dir / "agent" / "call-0001.json")["refusal"], "I can't help with that.");
+}
+
+TEST(AgentLoop, ContextLengthErrorTrimsHistoryAndRetries) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("get_history", json::object())}));
+  s->add(reply({call("read_optimization_notes", {{"topic", "coalescing"}})}));
+  s->add(Step([](const ChatRequest&) -> ChatResponse {
+    throw LlmError(LlmError::Kind::context_length, 400, "maximum context length exceeded");
+  }));
+  s->add(text("done"));
+  const RunOut r = run_with(base_options(t), s);
+  ASSERT_EQ(s->requests.size(), 4u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "model_finished");
+  const auto before = tool_results(s->requests[2]);
+  const auto after = tool_results(s->requests[3]);
+  ASSERT_EQ(before.size(), 2u);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_NE(before[0], "[trimmed to save context]");
+  EXPECT_EQ(after[0], "[trimmed to save context]");
+  EXPECT_EQ(after[1], before[1]) << "the latest result is kept";
+  EXPECT_EQ(count_calls(r.dir), 4) << "the failed call is saved too";
+  const json failed = read_json(r.dir / "agent" / "call-0003.json");
+  EXPECT_EQ(failed["error"]["kind"], "context_length");
+  EXPECT_EQ(r.summary["agent"]["model_turns"], 3) << "a retry after trimming is not a turn";
+}
+
+TEST(AgentLoop, ContextLengthThatCannotBeTrimmedStops) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  for (int i = 0; i < 3; ++i)
+    s->add(Step([](const ChatRequest&) -> ChatResponse {
+      throw LlmError(LlmError::Kind::context_length, 400, "too long");
+    }));
+  const RunOut r = run_with(base_options(t), s);
+  EXPECT_EQ(s->requests.size(), 1u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "context_length");
+}
+
+TEST(AgentLoop, OtherApiErrorsEndTheRunWithExitCode3) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(Step([](const ChatRequest&) -> ChatResponse { throw LlmError(LlmError::Kind::auth, 401, "invalid key"); }));
+  const RunOut r = run_with(base_options(t), s);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "llm_error");
+  EXPECT_TRUE(stdfs::exists(r.dir / "history.json"));
+}
+
+TEST(AgentLoop, IterationBudgetCountsModelTurns) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  for (const char* topic : {"coalescing", "occupancy", "cp-async", "tail-handling"})
+    s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
+  auto o = base_options(t);
+  o.max_evaluations = 2;
+  const RunOut r = run_with(o, s);
+  EXPECT_EQ(s->requests.size(), 2u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
+  EXPECT_EQ(r.summary["budget_used"]["model_turns"], 2);
+}
+
+TEST(AgentLoop, RepairBudgetStopsAfterConsecutiveFailures) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("evaluate_candidate", eval_args("broken.cu", "vadd_broken"))}));
+  json a2 = eval_args("broken.cu", "vadd_broken");
+  a2["source"] = a2["source"].get<std::string>() + "\n// second try\n";
+  s->add(reply({call("evaluate_candidate", a2)}));
+  s->add(reply({call("evaluate_candidate", eval_args("repaired.cu", "vadd_repaired"))}));
+  auto o = base_options(t);
+  o.agent.max_repairs = 1;
+  const RunOut r = run_with(o, s);
+  EXPECT_EQ(s->requests.size(), 2u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_repairs");
+  EXPECT_EQ(verdicts(r), (std::vector<std::string>{"compiled", "compile_error", "compile_error"}));
+}
+
+TEST(AgentLoop, TokenBudgetStopsBeforeTheNextTurn) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  for (const char* topic : {"coalescing", "occupancy", "cp-async"})
+    s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
+  auto o = base_options(t);
+  o.agent.token_budget = 200;  // each reply reports 150 tokens
+  const RunOut r = run_with(o, s);
+  EXPECT_EQ(s->requests.size(), 2u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "token_budget");
+  EXPECT_EQ(r.summary["agent"]["usage"]["total_tokens"], 300);
+}
+
+TEST(AgentLoop, ForcedToolChoiceStillEndsWithinBudget) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  for (int i = 0; i < 4; ++i) {
+    json a = eval_args("repaired.cu", "vadd_repaired");
+    a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
+    s->add(reply({call("evaluate_candidate", a)}));
+  }
+  auto o = base_options(t);
+  o.max_evaluations = 2;
+  o.agent.tool_choice = "evaluate_candidate";
+  const RunOut r = run_with(o, s);
+  ASSERT_EQ(s->requests.size(), 2u);
+  for (const auto& rq : s->requests) EXPECT_EQ(rq.tool_choice, "evaluate_candidate");
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
+  EXPECT_EQ(verdicts(r), (std::vector<std::string>{"compiled", "compiled", "compiled"}));
+}
+
+TEST(AgentLoop, BadOptionsAreUsageErrorsBeforeAnyCall) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  auto o = base_options(t);
+  o.agent.tool_choice = "launch_rockets";
+  EXPECT_THROW(run_with(o, s), kopt::UsageError);
+  o = base_options(t);
+  o.agent.tool_choice = "propose_template";  // hybrid only
+  EXPECT_THROW(run_with(o, s), kopt::UsageError);
+  o = base_options(t);
+  o.max_evaluations = 0;
+  EXPECT_THROW(run_with(o, s), kopt::UsageError);
+  o = base_options(t);
+  o.spec.clear();
+  EXPECT_THROW(run_with(o, s), kopt::UsageError);
+  EXPECT_TRUE(s->requests.empty());
+}
+
+TEST(AgentLoop, WithAGpuCandidatesAreCheckedAndTheBestIsWritten) {
+  TempDir t;  // the fake worker stands in for the GPU: every candidate "ok", 1 ms
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("get_device_properties", json::object())}));
+  json a = eval_args("faster.cu", "vadd_vec4", {{"grid", {"max(1, ceil_div(N / 4, 256))"}}, {"block", {256}}});
+  a["case_launch"] = {{"n1", {{"grid", {1}}, {"block", {32}}}}};
+  s->add(reply({call("evaluate_candidate", a)}));
+  s->add(reply({call("profile_candidate", a)}));
+  s->add(text("done"));
+  const RunOut r = run_with(base_options(t, /*gpu=*/true), s);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(verdicts(r), (std::vector<std::string>{"ok", "ok"}));
+  EXPECT_NE(tool_results(s->requests[1])[0].find("\"sm_count\""), std::string::npos);
+  const json fb = json::parse(tool_results(s->requests[2]).back());
+  EXPECT_EQ(fb["verdict"], "ok");
+  EXPECT_TRUE(fb.contains("geomean_ms"));
+  EXPECT_TRUE(fb.contains("cases"));
+  const json prof = json::parse(tool_results(s->requests[3]).back());
+  EXPECT_EQ(prof["available"], false) << prof.dump();
+  EXPECT_NE(prof["reason"].get<std::string>().find("profiling unavailable"), std::string::npos);
+  ASSERT_TRUE(stdfs::exists(r.dir / "best.cu"));
+  const std::string best = read(r.dir / "best.cu");
+  EXPECT_NE(best.find("// kopt:entry"), std::string::npos);
+  // The recorded kernel carries its launch, with the per-case override folded in.
+  const std::string k = read(r.dir / "candidates" / "0002" / "kernel.cu");
+  EXPECT_NE(k.find("// kopt:entry vadd_vec4"), std::string::npos);
+  EXPECT_NE(k.find("N == 1"), std::string::npos) << k;
+  EXPECT_TRUE(r.summary.contains("final_best"));
+}
+
+TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("propose_template",
+                     {{"source", read(kData + "template.cu")},
+                      {"entry", "vadd_tmpl"},
+                      {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
+                      {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
+                      {"constraints", {"BS * ITEMS <= 512"}}})}));
+  s->add(text("done"));
+  auto o = base_options(t);
+  o.strategy = "hybrid";
+  o.agent.template_evaluations = 4;
+  const RunOut r = run_with(o, s);
+  const auto& at = r.history["attempts"];
+  ASSERT_EQ(at.size(), 5u) << r.history.dump();  // the initial kernel + 4 of the 5 valid configurations
+  for (size_t i = 1; i < at.size(); ++i) {
+    EXPECT_EQ(at[i]["verdict"], "compiled");
+    EXPECT_EQ(at[i]["label"].get<std::string>().rfind("hybrid-1:", 0), 0u);
+    EXPECT_LE(at[i]["params"]["BS"].get<int>() * at[i]["params"]["ITEMS"].get<int>(), 512);
+  }
+  const json res = json::parse(tool_results(s->requests[1]).back());
+  EXPECT_EQ(res["valid_configurations"], 5);
+  EXPECT_EQ(res["evaluated"], 4);
+  EXPECT_EQ(r.summary["strategy"], "hybrid");
+}
+
+// ---------------------------------------------------------------------------
+// End to end: the real client against a fake OpenAI-compatible server
+
+class FakeServer {
+ public:
+  explicit FakeServer(std::vector<json> replies) : replies_(std::move(replies)) {
+    svr_.Post(R"(.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auth_.push_back(req.get_header_value("Authorization"));
+      bodies_.push_back(req.body);
+      if (next_ >= replies_.size()) {
+        res.status = 400;
+        res.set_content(R"({"error": {"message": "script exhausted", "type": "invalid_request_error"}})",
+                        "application/json");
+        return;
+      }
+      res.set_content(replies_[next_++].dump(), "application/json");
+    });
+    port_ = svr_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &set, nullptr);
+      svr_.listen_after_bind();
+    });
+    for (int i = 0; i < 500 && !svr_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ~FakeServer() {
+    svr_.stop();
+    thread_.join();
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  std::vector<std::string> auth() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return auth_;
+  }
+  std::vector<std::string> bodies() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bodies_;
+  }
+
+ private:
+  httplib::Server svr_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::vector<json> replies_;
+  size_t next_ = 0;
+  std::vector<std::string> auth_, bodies_;
+};
+
+json chat_tool_reply(const std::string& name, const json& args, int n) {
+  return {{"id", "chatcmpl-" + std::to_string(n)},
+          {"object", "chat.completion"},
+          {"created", 0},
+          {"model", "fake-model"},
+          {"choices",
+           {{{"index", 0},
+             {"message",
+              {{"role", "assistant"},
+               {"content", nullptr},
+               {"tool_calls",
+                {{{"id", "call_" + std::to_string(n)},
+                  {"type", "function"},
+                  {"function", {{"name", name}, {"arguments", args.dump()}}}}}}}},
+             {"finish_reason", "tool_calls"}}}},
+          {"usage", {{"prompt_tokens", 1000 + n}, {"completion_tokens", 200}, {"total_tokens", 1200 + n}}}};
+}
+
+json chat_text_reply(const std::string& text, int n) {
+  return {{"id", "chatcmpl-" + std::to_string(n)},
+          {"object", "chat.completion"},
+          {"created", 0},
+          {"model", "fake-model"},
+          {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", "stop"}}}},
+          {"usage", {{"prompt_tokens", 1000 + n}, {"completion_tokens", 20}, {"total_tokens", 1020 + n}}}};
+}
+
+kopt::opt::OptimizeOptions real_client_options(const TempDir& t, const FakeServer& srv) {
+  auto o = base_options(t);
+  o.agent.llm_base_url = srv.base_url();
+  o.agent.llm_api = "chat";
+  o.agent.llm_model = "fake-model";
+  o.agent.llm_timeout_s = 30;
+  return o;
+}
+
+void expect_no_key_anywhere(const stdfs::path& dir) {
+  for (const auto& e : stdfs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) {
+      EXPECT_EQ(read(e.path()).find(kSentinel), std::string::npos) << e.path();
+    }
+}
+
+TEST(AgentE2E, FailThenRepairThenFasterAgainstAFakeServer) {
+  TempDir t;
+  FakeServer srv({chat_tool_reply("evaluate_candidate", eval_args("broken.cu", "vadd_broken"), 1),
+                  chat_tool_reply("evaluate_candidate", eval_args("repaired.cu", "vadd_repaired"), 2),
+                  chat_tool_reply("evaluate_candidate",
+                                  eval_args("faster.cu", "vadd_vec4", {{"grid", {"max(1, ceil_div(N / 4, 256))", 1, 1}},
+                                                                       {"block", {256, 1, 1}}, {"shared_bytes", 0}}),
+                                  3),
+                  chat_text_reply("The vectorized kernel is the best I have.", 4)});
+  auto o = real_client_options(t, srv);
+  stdfs::path dir;
+  testing::internal::CaptureStdout();
+  const int code = kopt::opt::optimize(o, &dir);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(code, 77) << "no GPU: compiled only";
+  ASSERT_FALSE(dir.empty());
+  EXPECT_EQ(json::parse(out)["agent"]["calls"], 4) << "stdout is summary.json";
+
+  // The run folder: every attempt, the search's format.
+  for (const char* f : {"spec.json", "device.json", "run.json", "history.json", "summary.json", "heatmap.svg",
+                        "report.html", "agent/events.jsonl"})
+    EXPECT_TRUE(stdfs::exists(dir / f)) << f;
+  const json h = read_json(dir / "history.json");
+  ASSERT_EQ(h["attempts"].size(), 4u);
+  EXPECT_EQ(h["attempts"][0]["kind"], "initial");
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"agent-1", "compile_error"}, {"agent-2", "compiled"}, {"agent-3", "compiled"}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const json& a = h["attempts"][i + 1];
+    EXPECT_EQ(a["kind"], "candidate");
+    EXPECT_EQ(a["label"], want[i].first);
+    EXPECT_EQ(a["verdict"], want[i].second);
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%04d", a["index"].get<int>());
+    EXPECT_TRUE(stdfs::exists(dir / "candidates" / buf / "kernel.cu"));
+    EXPECT_TRUE(stdfs::exists(dir / "candidates" / buf / "result.json"));
+  }
+  EXPECT_NE(read(dir / "candidates" / "0002" / "compile.log").find("undeclared_value"), std::string::npos);
+
+  // The model saw the compile error and repaired it.
+  const auto bodies = srv.bodies();
+  ASSERT_EQ(bodies.size(), 4u);
+  EXPECT_NE(bodies[1].find("compile_error"), std::string::npos);
+  EXPECT_NE(bodies[1].find("undeclared_value"), std::string::npos) << "the compile log goes back to the model";
+  const json first = json::parse(bodies[0]);
+  EXPECT_EQ(first["model"], "fake-model");
+  EXPECT_NE(first.dump().find("vadd_reference"), std::string::npos) << "the prompt has the reference's source";
+  EXPECT_NE(first.dump().find("evaluate_candidate"), std::string::npos);
+
+  // Calls saved, the key sent to the server and written nowhere.
+  for (const auto& a : srv.auth()) EXPECT_EQ(a, "Bearer " + kSentinel);
+  EXPECT_EQ(count_calls(dir), 4);
+  for (int i = 1; i <= 4; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "call-%04d.json", i);
+    const json c = read_json(dir / "agent" / buf);
+    for (const char* k : {"request", "response", "usage", "attempts", "elapsed_s"}) EXPECT_TRUE(c.contains(k)) << buf << " " << k;
+  }
+  expect_no_key_anywhere(dir);
+
+  // Token usage per call and in total.
+  const json s = read_json(dir / "summary.json");
+  EXPECT_EQ(s["agent"]["calls"], 4);
+  EXPECT_EQ(s["agent"]["usage"]["total_tokens"], 1201 + 1202 + 1203 + 1024);
+  EXPECT_EQ(s["agent"]["per_call"].size(), 4u);
+  EXPECT_EQ(s["agent"]["stop_reason"], "model_finished");
+  EXPECT_EQ(s["counts"]["compiled"], 3);
+  EXPECT_EQ(s["counts"]["compile_error"], 1);
+  const json rj = read_json(dir / "run.json");
+  EXPECT_EQ(rj["strategy"], "agent");
+  // events.jsonl: one line per executed tool call.
+  std::istringstream ev(read(dir / "agent" / "events.jsonl"));
+  std::vector<json> lines;
+  for (std::string l; std::getline(ev, l);) lines.push_back(json::parse(l));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["tool"], "evaluate_candidate");
+  EXPECT_EQ(lines[0]["verdict"], "compile_error");
+  EXPECT_EQ(lines[2]["verdict"], "compiled");
+  EXPECT_EQ(lines[1]["id"], "call_2");
+}
+
+TEST(AgentE2E, FromADescriptionTheModelDraftsAValidatedWorkload) {
+  TempDir t;
+  json spec = read_json(kData + "vadd.json");
+  spec.erase("reference");
+  spec.erase("initial");
+  spec["reference"] = {{"kind", "kernel"}, {"entry", "vadd_reference"}};
+  spec["initial"] = {{"entry", "vadd_initial"}};
+  json bad = spec;
+  bad["signature"][0]["type"] = "float7";
+  const json sub_bad = {{"spec", bad},
+                        {"reference_source", read(kData + "reference.cu")},
+                        {"initial_source", read(kData + "initial.cu")}};
+  const json sub_ok = {{"spec", spec},
+                       {"reference_source", read(kData + "reference.cu")},
+                       {"initial_source", read(kData + "initial.cu")}};
+  FakeServer srv({chat_tool_reply("submit_workload", sub_bad, 1), chat_tool_reply("submit_workload", sub_ok, 2),
+                  chat_tool_reply("evaluate_candidate", eval_args("faster.cu", "vadd_vec4", {{"grid", {"max(1, ceil_div(N / 4, 256))"}}, {"block", {256}}}), 3),
+                  chat_text_reply("done", 4)});
+  auto o = real_client_options(t, srv);
+  o.spec.clear();
+  o.strategy.clear();  // --description alone means the agent
+  o.description = "Add two float vectors elementwise: C = A + B, N elements.";
+  stdfs::path dir;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  o.quiet = false;
+  const int code = kopt::opt::optimize(o, &dir);
+  testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 77);
+  ASSERT_FALSE(dir.empty());
+  EXPECT_NE(err.find("it is not an independent oracle"), std::string::npos) << err;
+
+  // The invalid draft's error went back to the model.
+  const auto bodies = srv.bodies();
+  ASSERT_EQ(bodies.size(), 4u);
+  EXPECT_NE(bodies[1].find("kopt.spec.108"), std::string::npos) << bodies[1].substr(0, 3000);
+  EXPECT_NE(json::parse(bodies[0]).dump().find("submit_workload"), std::string::npos);
+  EXPECT_EQ(json::parse(bodies[0]).dump().find("\"evaluate_candidate\""), std::string::npos)
+      << "drafting offers submit_workload, not the optimization tools";
+
+  // spec.generated.json validates, with its kernels beside it, and is the run's workload.
+  ASSERT_TRUE(stdfs::exists(dir / "spec.generated.json"));
+  EXPECT_TRUE(stdfs::exists(dir / "reference.cu"));
+  EXPECT_TRUE(stdfs::exists(dir / "initial.cu"));
+  const kopt::spec::Spec s = kopt::spec::load_spec(dir / "spec.generated.json");
+  EXPECT_EQ(s.reference.kernel.source, dir / "reference.cu");
+  EXPECT_EQ(kopt::spec::load_spec(dir / "spec.json").reference.kernel.source, dir / "reference.cu");
+  EXPECT_EQ(count_calls(dir), 4) << "the drafting calls moved into the run folder";
+  for (const auto& e : stdfs::directory_iterator(t.path / "results"))
+    EXPECT_EQ(e.path().filename().string().rfind("agent-draft-", 0), std::string::npos) << "no staging folder left";
+  const json h = read_json(dir / "history.json");
+  ASSERT_EQ(h["attempts"].size(), 2u);
+  EXPECT_EQ(h["attempts"][1]["label"], "agent-1");
+  EXPECT_EQ(h["attempts"][1]["verdict"], "compiled");
+  const json sum = read_json(dir / "summary.json");
+  EXPECT_NE(sum["agent"]["warning"].get<std::string>().find("not an independent oracle"), std::string::npos);
+  expect_no_key_anywhere(dir);
+  // The run resumes with its generated spec (run.json's hash matches the rewritten spec.json).
+  EXPECT_NO_THROW(kopt::run::RunStore::open(dir, ""));
+}
+
+TEST(AgentCli, UsageErrorsExitWith2) {
+  auto run = [](const std::string& args) {
+    const int st = std::system((std::string(KOPT_CLI) + " " + args + " >/dev/null 2>&1").c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  EXPECT_EQ(run("optimize --strategy agent --arch sm_90"), 2) << "neither --spec nor --description";
+  EXPECT_EQ(run("optimize --spec " + kData + "vadd.json --strategy agent --llm-tool-choice launch_rockets"), 2);
+  EXPECT_EQ(run("optimize --spec " + kData + "vadd.json --strategy agent --llm-api grpc"), 2);
+  EXPECT_EQ(run("optimize --description x --strategy random"), 2);
+}
+
+}  // namespace
