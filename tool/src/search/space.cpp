@@ -112,7 +112,21 @@ bool Space::valid(const Config& c, std::string* violated) const {
   for (const auto& e : constraints_) {
     if (!constraint_holds(e, vars, nullptr)) return fail(e.text());
   }
+  if (keep_ && !keep_(c)) return fail(keep_what_);
   return true;
+}
+
+Space Space::restricted_to(std::function<bool(const Config&)> keep, std::string what) const {
+  Space s = *this;
+  if (keep_) {
+    auto first = keep_;
+    s.keep_ = [first, keep = std::move(keep)](const Config& c) { return first(c) && keep(c); };
+    s.keep_what_ = keep_what_ + " or " + what;
+  } else {
+    s.keep_ = std::move(keep);
+    s.keep_what_ = std::move(what);
+  }
+  return s;
 }
 
 std::vector<Config> Space::enumerate_valid(uint64_t limit) const {
@@ -146,15 +160,27 @@ void Space::for_each_valid(const std::function<void(const std::vector<size_t>&)>
 
   // Pass 1: visit the valid configurations (the first violated constraint stops).
   bool any = false;
+  uint64_t unkept = 0;  // meet every constraint but not restricted_to()'s predicate
   do {
     bind();
     if (std::all_of(constraints_.begin(), constraints_.end(),
                     [&](const spec::Expr& e) { return constraint_holds(e, vars, nullptr); })) {
+      if (keep_) {
+        Config c;
+        for (size_t p = 0; p < params_.size(); ++p) c[params_[p].name] = params_[p].values[idx[p]];
+        if (!keep_(c)) {
+          ++unkept;
+          continue;  // (advance() runs: `continue` in do-while jumps to the condition)
+        }
+      }
       any = true;
       visit(idx);
     }
   } while (advance(idx, sizes));
   if (any) return;
+  if (unkept > 0)
+    throw SpecError("kopt.space.701", "none of the " + std::to_string(unkept) +
+                                          " configurations that satisfy every constraint is kept: " + keep_what_);
 
   // Pass 2 (error path only): how many configurations each constraint removes.
   std::vector<uint64_t> removed(constraints_.size(), 0);

@@ -36,6 +36,14 @@ class Space {
   const std::vector<spec::Expr>& constraints() const { return constraints_; }
   const spec::Bindings& constants() const { return constants_; }
 
+  /// A copy of this space in which a configuration is valid only when it
+  /// also satisfies `keep` (e.g. the replay of a recorded sweep keeps only
+  /// the recorded configurations). `keep` is called only for configurations
+  /// that meet every constraint; `what` describes it (valid()'s `violated`
+  /// for a configuration it rejects, e.g. "not in the record"). Restricting
+  /// a restricted space applies both predicates.
+  Space restricted_to(std::function<bool(const Config&)> keep, std::string what) const;
+
   /// Product of the value-list sizes (the unconstrained size).
   uint64_t cartesian_size() const;
 
@@ -77,6 +85,8 @@ class Space {
   std::vector<spec::TuningParam> params_;
   std::vector<spec::Expr> constraints_;
   spec::Bindings constants_;
+  std::function<bool(const Config&)> keep_;  // restricted_to(); empty: no restriction
+  std::string keep_what_;
 };
 
 template <typename Rng>

@@ -39,7 +39,10 @@ std::vector<std::string> strategy_names() {
 
 /// Small spaces: every configuration (64 evaluations cost little and leave
 /// no doubt). Larger ones: "surrogate", the quickest to come near the optimum
-/// in tests/unit/test_search.cpp (see strategy.h for the numbers' summary).
+/// in tests/unit/test_search.cpp (see strategy.h for the numbers' summary),
+/// and on the replayed SGEMM sweeps of tests/unit/test_search_replay.cpp
+/// (synthetic H200 model, 1744 configurations, 16 seeds: 24 evaluations on
+/// average to come within 5% of the best, against 183 for random sampling).
 std::string default_strategy(uint64_t valid_size) {
   return valid_size <= kExhaustiveUpTo ? "exhaustive" : "surrogate";
 }
