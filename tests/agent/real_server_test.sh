@@ -44,7 +44,7 @@ skip_or_fail() {
 }
 
 [ -x "$KOPT" ] || fail "kopt binary not found: $KOPT"
-[ -f "$SRC/templates/sgemm/sgemm.json" ] || fail "no templates/sgemm/sgemm.json under $SRC"
+[ -f "$SRC/tests/data/agent/vadd.json" ] || fail "no tests/data/agent/vadd.json under $SRC"
 [ -x "$PY" ] || skip_or_fail "no LLM server venv at $VENV"
 "$PY" -c 'import llama_cpp.server.app' >/dev/null 2>&1 ||
   skip_or_fail "llama-cpp-python[server] is not importable in $VENV"
@@ -114,7 +114,7 @@ say "server up in $(( $(date +%s) - t0 ))s: $(cat "$WORK/models.json")"
 RESULTS="$WORK/results"
 mkdir -p "$RESULTS" "$WORK/cwd"
 CMD=("$KOPT" optimize --strategy agent
-     --spec "$SRC/templates/sgemm/sgemm.json" --arch sm_90
+     --spec "$SRC/tests/data/agent/vadd.json" --arch sm_90
      --results-dir "$RESULTS" --max-iterations 2
      --llm-base-url "$BASE" --llm-model smollm2
      --llm-tool-choice evaluate_candidate)
