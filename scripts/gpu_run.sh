@@ -8,7 +8,8 @@
 # cpp-httplib; CI runs them); the CMake consumer test too (the example stage
 # covers it on the GPU).
 #
-# Usage (from the repository root): bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [example] [agent]
+# Usage (from the repository root):
+#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [agent]
 #   stages to run (default: test optimize bench example)
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 #   SWEEP_MINUTES (env): the time budget of the sweep stage (default 6)
@@ -126,6 +127,19 @@ if [[ " $STAGES " == *" agent "* ]]; then
   [ -n "$A" ] && mkdir -p "$LOGS/agent-run" && cp -r "$A"/*.json "$A/agent" "$LOGS/agent-run/" 2>/dev/null
 fi
 
+if [[ " $STAGES " == *" templates "* ]]; then
+  echo "== the other templates: kopt optimize on softmax and transpose (1.5 min each)"
+  for t in softmax transpose; do
+    rm -rf "$ROOT/results-$t"
+    "$K" optimize --spec "templates/$t/$t.json" --budget evals=200,minutes=1.5 --results-dir "$ROOT/results-$t" \
+         --cache-dir "$BUILD/kcache" >"$LOGS/$t.summary.json" 2>"$LOGS/$t.err"
+    echo "$t: optimize exit $?"; grep -E "^kopt: (initial|best|[0-9]+ candidate)" "$LOGS/$t.err" | tail -4
+  done
+  echo "-- the hostile suite with KOPT_HOST_COMPARE=1 (host comparator only, no on-GPU screen)"
+  KOPT_HOST_COMPARE=1 "$BUILD/tests/kopt_gpu_tests" --gtest_filter='HostileSuite.*' >"$LOGS/gpu_tests.host_compare.log" 2>&1
+  echo "exit $?"; grep -E "^\[  (PASSED|FAILED)|expect" "$LOGS/gpu_tests.host_compare.log" | tail -26
+fi
+
 if [[ " $STAGES " == *" example "* ]]; then
   echo "== example_project: configure, optimize_sgemm, build, ctest"
   EX="$ROOT/build-example"
@@ -138,4 +152,7 @@ if [[ " $STAGES " == *" example "* ]]; then
   ctest --test-dir "$EX" --output-on-failure >"$LOGS/example.ctest.log" 2>&1
   echo "example ctest exit $?"; grep -E "Test +#|tests passed|matmul " "$LOGS/example.ctest.log"
   cp example_project/sgemm.tuning.json "$OUT/sgemm.tuning.json" 2>/dev/null && echo "tuning cache written"
+  echo "-- a second build of optimize_sgemm with nothing changed (must not tune again)"
+  cmake --build "$EX" --target optimize_sgemm >"$LOGS/example.retune.log" 2>&1
+  echo "exit $?"; grep -cE "kopt generate|kopt: " "$LOGS/example.retune.log" | sed 's/^/kopt lines: /'; tail -2 "$LOGS/example.retune.log"
 fi

@@ -427,6 +427,26 @@ TEST(Report, SummaryAndSortableHistory) {
   EXPECT_NE(html.find("addEventListener('click'"), std::string::npos);
 }
 
+// The final interleaved re-timing may name another winner than the search's
+// fastest measurement: the report shows the re-timing's winner, its cuBLAS
+// ratio and the shape-specialised figures.
+TEST(Report, ShowsTheRetimedWinnerAndSpecialisation) {
+  auto h = sample_history();
+  h.push_back(attempt(8, "candidate", "BM=128", Verdict::ok, {1.1, 0.55, 0.26}));
+  json s = sample_summary();
+  s["attempts"] = h.size();
+  s["final_best"] = {{"index", 8}, {"label", "BM=128"}, {"params", {{"BM", 128}}}, {"geomean_ms", 0.52},
+                     {"speedup_vs_reference", 7.7}, {"speedup_vs_initial", 15.4}, {"ratio_to_cublas", 0.931}};
+  s["cublas_geomean_ms"] = 0.484;
+  s["specialization"] = {{"geomean_ms", 0.497}, {"ratio_to_cublas", 0.974},
+                         {"variants", json::array({json{{"variant", 0}}, json{{"variant", 1}}})}};
+  const std::string html = kopt::report::report_html(s, h, kopt::report::heatmap_svg(h, kCases), "// BM=128\n");
+  for (const char* want : {"#8 BM=128", "0.931", "0.974 of cuBLAS", "2 shape-specialised variant(s)", "0.52 ms"})
+    EXPECT_NE(html.find(want), std::string::npos) << want;
+  EXPECT_NE(html.find("<th>Best attempt</th><td>#8 BM=128"), std::string::npos)
+      << "the re-timing's winner, not the search-time best (#3)";
+}
+
 TEST(Report, WithoutABestAttempt) {
   std::vector<Attempt> h = {attempt(1, "candidate", "A", Verdict::timeout)};
   json s = sample_summary();

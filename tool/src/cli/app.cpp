@@ -80,6 +80,9 @@ int cmd_evaluate(const EvaluateOptions& o) {
   std::vector<std::string> kernel_files;  // per candidate, for the JSON output
   for (const auto& k : o.kernels)
     for (eval::Candidate c : eval::candidates_from_file(k)) {  // a generated file may hold several variants
+      if (c.label.find("(variant ") != std::string::npos && (!o.params.empty() || !o.entry.empty()))
+        throw UsageError("kopt.cli.007", k + " holds shape-specialised variants with their parameters baked in: "
+                                             "--params and --entry do not apply to it");
       if (!o.entry.empty()) c.entry = o.entry;
       for (const auto& [k, v] : parse_params(o.params)) c.params[k] = v;  // --params overrides kopt:param lines
       candidates.push_back(std::move(c));

@@ -58,6 +58,7 @@ std::vector<Candidate> candidates_from_file(const std::filesystem::path& file) {
     l.shared_bytes = a.shared_bytes ? *a.shared_bytes : spec::Expr::constant(0);
     c.launch = l;
     c.params = a.params;
+    c.options = whole.options;  // the file's kopt:options line (every variant shares them)
     out.push_back(std::move(c));
   }
   return out;

@@ -835,7 +835,9 @@ class Worker {
   static std::string signature_of(const CaseSpec& c) {
     std::string sig;
     for (const auto& a : c.args)
-      if (a.is_buffer) sig += a.name + ":" + std::to_string(a.count * static_cast<int64_t>(spec::dtype_size(a.dtype))) + ";";
+      if (a.is_buffer)
+        sig += a.name + ":" + spec::role_name(a.role) + ":" +
+               std::to_string(a.count * static_cast<int64_t>(spec::dtype_size(a.dtype))) + ";";
     return sig;
   }
 
@@ -926,7 +928,9 @@ class Worker {
   /// Compared on the GPU; synchronises the stream.
   int64_t device_first_difference(CUdeviceptr a, CUdeviceptr b, size_t bytes, size_t elem) {
     if (bytes == 0) return -1;
-    const bool words = bytes % 4 == 0 && a % 4 == 0 && b % 4 == 0;
+    // Words of 4 bytes for 4- and 8-byte elements (the reported element is
+    // then exact); bytes otherwise.
+    const bool words = elem % 4 == 0 && bytes % 4 == 0 && a % 4 == 0 && b % 4 == 0;
     long long n = static_cast<long long>(words ? bytes / 4 : bytes);
     static const unsigned long long kNone = ~0ull;
     CUdeviceptr first = stats_->get();
@@ -957,6 +961,12 @@ class Worker {
     } else if (tol.rel_l2) {
       return std::nullopt;
     }
+    // Sizes as the host path would check them; any mismatch goes to the host,
+    // which reports it.
+    const size_t want_bytes = static_cast<size_t>(a.count) * spec::dtype_size(a.dtype);
+    if (ref.device_outputs.at(a.name).bytes() != want_bytes) return std::nullopt;
+    if (allowed && ref.device_allowed.at(a.name).bytes() != static_cast<size_t>(a.count) * sizeof(double))
+      return std::nullopt;
     CUdeviceptr want = ref.device_outputs.at(a.name).get();
     CUdeviceptr stats = stats_->get();
     double atol = tol.atol, rtol = tol.rtol;

@@ -248,7 +248,8 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
       << "  c.variant = " << i << ";\n  return c;\n}\n}  // namespace variant" << i << "\n\n";
   }
   h << "/// Grid, block and dynamic shared memory of variant `v` for the given sizes.\n"
-    << "inline LaunchConfig launch_config_variant(int v, " << size_params() << ") {\n  switch (v) {\n";
+    << "inline LaunchConfig launch_config_variant(int v" << (sizes.empty() ? "" : ", ") << size_params()
+    << ") {\n  switch (v) {\n";
   for (size_t i = 1; i < n; ++i)
     h << "    case " << i << ": return variant" << i << "::launch_config(" << size_args() << ");\n";
   h << "    default: return variant0::launch_config(" << size_args() << ");\n  }\n}\n\n";
@@ -284,7 +285,8 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   }
   h << "/// Grid, block, dynamic shared memory and variant for the given problem sizes.\n"
     << "inline LaunchConfig launch_config(" << size_params() << ") {\n"
-    << "  return launch_config_variant(select_variant(" << size_args() << "), " << size_args() << ");\n}\n\n"
+    << "  return launch_config_variant(select_variant(" << size_args() << ")" << (sizes.empty() ? "" : ", ")
+    << size_args() << ");\n}\n\n"
     << "}  // namespace kopt_" << name << "\n";
 
   // Declarations live outside the namespace: the definitions are extern "C".
@@ -325,6 +327,11 @@ std::string combine_variants(const std::vector<KernelVariant>& variants) {
     for (const auto& [k, x] : ann.back().params) params.insert(k);
   }
   const size_t n = variants.size();
+  for (size_t i = 1; i < n; ++i)
+    if (ann[i].options != ann[0].options)
+      throw SpecError("kopt.gen.107", variants[i].origin + ": variant " + std::to_string(i) +
+                                          " has other compile options than variant 0; one file compiles all variants "
+                                          "with one set of options");
   std::ostringstream o;
   // Variant 0's annotations under its renamed entry, so that kopt evaluate /
   // kopt bench on this file check and time the best single configuration.
@@ -337,6 +344,11 @@ std::string combine_variants(const std::vector<KernelVariant>& variants) {
     << "// kopt:grid " << join(*a0.grid) << "\n"
     << "// kopt:block " << join(*a0.block) << "\n"
     << "// kopt:shared " << (a0.shared_bytes ? a0.shared_bytes->text() : std::string("0")) << "\n";
+  if (!a0.options.empty()) {
+    o << "// kopt:options";
+    for (const auto& opt : a0.options) o << " " << opt;
+    o << "\n";
+  }
   for (const auto& [k, v] : a0.params) o << "// kopt:param " << k << "=" << v << "\n";
   // #include lines move to the top: each variant body sits in a namespace.
   std::set<std::string> includes;

@@ -479,6 +479,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
       return v.empty() ? NAN : v[v.size() / 2];
     };
     double best_median = INFINITY;
+    winner = nullptr;  // only a candidate that passed its re-checks can win
     for (size_t i = 0; i < ranked.size(); ++i) {
       const double median = median_of(g[i]);
       nlohmann::json cases = nlohmann::json::object();
