@@ -891,7 +891,10 @@ class Worker {
   }
 
   /// Before each candidate launch: poison outputs, restore inouts, reset canaries.
-  void prepare(const CaseSpec& c, BufferSet& s) {
+  /// `reset_canaries` false: leave the canaries as they are, so that an
+  /// overrun in any of a series of launches (the timed ones) still shows at
+  /// the end.
+  void prepare(const CaseSpec& c, BufferSet& s, bool reset_canaries = true) {
     size_t pristine = 0;
     for (size_t i = 0; i < c.args.size(); ++i) {
       const ArgSpec& a = c.args[i];
@@ -902,7 +905,7 @@ class Worker {
       else if (a.role == spec::Role::inout)
         KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(b.ptr(), s.pristine[pristine++].get(), b.bytes(), stream_),
                       "restoring " + a.name);
-      b.reset_canaries(stream_);
+      if (reset_canaries) b.reset_canaries(stream_);
     }
   }
 
@@ -1092,13 +1095,17 @@ class Worker {
       if (*w != CUDA_SUCCESS) throw failure_from(*w, "case " + c.name + " (timing)");
       progress(rq.id, c.name, "time");
     };
+    if (guarded)
+      for (const auto& b : guarded->buffers)
+        if (b) b->reset_canaries(stream_);
     int awaited = -1;  // index of the last launch known to have finished
     for (int i = 0; i < total; ++i) {
       if (rq.timing.flush_l2)
         KOPT_CU_CHECK(driver_->cuMemsetD8Async(flush_->get(), static_cast<unsigned char>(i), flush_->bytes(), stream_),
                       "flushing L2");
       if (guarded) {
-        prepare(c, *guarded);
+        // Canaries are reset once before the loop and checked after it.
+        prepare(c, *guarded, /*reset_canaries=*/false);
         poison_shared();
       }
       KOPT_CU_CHECK(driver_->cuEventRecord(events_[2 * i], stream_), "event");
