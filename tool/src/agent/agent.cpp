@@ -283,21 +283,6 @@ std::string neutralise_annotations(const std::string& src) {
 // ---------------------------------------------------------------------------
 // Prompts
 
-const char* c_type(spec::DType t) {
-  switch (t) {
-    case spec::DType::f16: return "__half";
-    case spec::DType::bf16: return "__nv_bfloat16";
-    case spec::DType::f32: return "float";
-    case spec::DType::f64: return "double";
-    case spec::DType::i8: return "signed char";
-    case spec::DType::u8: return "unsigned char";
-    case spec::DType::i32: return "int";
-    case spec::DType::u32: return "unsigned int";
-    case spec::DType::i64: return "long long";
-    case spec::DType::u64: return "unsigned long long";
-  }
-  return "?";
-}
 
 std::string describe_workload(const spec::Spec& s) {
   std::ostringstream o;
@@ -306,10 +291,10 @@ std::string describe_workload(const spec::Spec& s) {
   o << "\nKernel parameters, in this order (buffers are device pointers):\n";
   for (const auto& p : s.signature) {
     if (p.is_buffer)
-      o << "  " << (p.role == spec::Role::input ? "const " : "") << c_type(p.dtype) << "* " << p.name << "  // "
+      o << "  " << (p.role == spec::Role::input ? "const " : "") << spec::dtype_c_type(p.dtype) << "* " << p.name << "  // "
         << spec::role_name(p.role) << ", " << p.count.text() << " elements\n";
     else
-      o << "  " << c_type(p.dtype) << " " << p.name << "  // scalar = "
+      o << "  " << spec::dtype_c_type(p.dtype) << " " << p.name << "  // scalar = "
         << (p.float_value ? fmt(*p.float_value, 17) : p.value.text()) << "\n";
   }
   std::set<std::string> sizes;
@@ -1153,15 +1138,7 @@ json Session::tool_evaluate(const json& a) {
 }
 
 spec::Bindings Session::device_constants() const {
-  const cuda::DeviceInfo* d = device_ ? &*device_ : nullptr;
-  if (!d)
-    return {{"MAX_SHARED_PER_BLOCK", 232448}, {"MAX_THREADS_PER_BLOCK", 1024}, {"REGS_PER_SM", 65536},
-            {"SM_COUNT", 132}, {"WARP_SIZE", 32}};
-  return {{"MAX_SHARED_PER_BLOCK", d->shared_per_block_optin_bytes},
-          {"MAX_THREADS_PER_BLOCK", d->max_threads_per_block},
-          {"REGS_PER_SM", d->regs_per_sm},
-          {"SM_COUNT", d->sm_count},
-          {"WARP_SIZE", d->warp_size}};
+  return opt::device_constants(device_ ? &*device_ : nullptr);
 }
 
 json Session::tool_template(const json& a) {

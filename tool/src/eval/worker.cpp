@@ -509,31 +509,28 @@ class Worker {
   }
 
   // ---- helpers ----
-  /// Waits for the stream with a deadline. Returns CUDA_SUCCESS, the kernel's
-  /// error, or nullopt on timeout.
-  std::optional<CUresult> wait(double timeout_ms) {
+  /// Polls `query` (cuStreamQuery or cuEventQuery) until it stops answering
+  /// CUDA_ERROR_NOT_READY or `timeout_ms` passes. Returns CUDA_SUCCESS, the
+  /// kernel's error, or nullopt on timeout.
+  template <typename Query>
+  static std::optional<CUresult> poll(Query query, double timeout_ms) {
     const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000));
     auto sleep = std::chrono::microseconds(20);
     while (true) {
-      CUresult r = driver_->cuStreamQuery(stream_);
+      CUresult r = query();
       if (r != CUDA_ERROR_NOT_READY) return r;
       if (Clock::now() > deadline) return std::nullopt;
       std::this_thread::sleep_for(sleep);
       sleep = std::min(sleep * 2, std::chrono::microseconds(200));
     }
   }
-
-  /// Waits for an event with a deadline (same results as wait()).
+  /// Waits for the worker's stream.
+  std::optional<CUresult> wait(double timeout_ms) {
+    return poll([&] { return driver_->cuStreamQuery(stream_); }, timeout_ms);
+  }
+  /// Waits for an event.
   std::optional<CUresult> wait_event(CUevent e, double timeout_ms) {
-    const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000));
-    auto sleep = std::chrono::microseconds(20);
-    while (true) {
-      CUresult r = driver_->cuEventQuery(e);
-      if (r != CUDA_ERROR_NOT_READY) return r;
-      if (Clock::now() > deadline) return std::nullopt;
-      std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, std::chrono::microseconds(200));
-    }
+    return poll([&] { return driver_->cuEventQuery(e); }, timeout_ms);
   }
 
   void sync_harness(const std::string& what) {

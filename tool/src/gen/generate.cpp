@@ -129,22 +129,6 @@ std::string gpu_label(const nlohmann::json& gpu) {
 
 }  // namespace
 
-/// The C type of a parameter in a kernel declaration.
-static std::string c_type(spec::DType t) {
-  switch (t) {
-    case spec::DType::f16: return "__half";
-    case spec::DType::bf16: return "__nv_bfloat16";
-    case spec::DType::f32: return "float";
-    case spec::DType::f64: return "double";
-    case spec::DType::i8: return "signed char";
-    case spec::DType::u8: return "unsigned char";
-    case spec::DType::i32: return "int";
-    case spec::DType::u32: return "unsigned int";
-    case spec::DType::i64: return "long long";
-    case spec::DType::u64: return "unsigned long long";
-  }
-  return "void";
-}
 
 namespace {
 
@@ -299,7 +283,7 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     h << "extern \"C\" __global__ void " << variant_entry(*ann[i].entry, i, n) << "(";
     for (size_t j = 0; j < spec.signature.size(); ++j) {
       const spec::Param& p = spec.signature[j];
-      h << (j ? ", " : "") << (p.is_buffer && p.role == spec::Role::input ? "const " : "") << c_type(p.dtype)
+      h << (j ? ", " : "") << (p.is_buffer && p.role == spec::Role::input ? "const " : "") << spec::dtype_c_type(p.dtype)
         << (p.is_buffer ? "* " : " ") << p.name;
     }
     h << ");\n";

@@ -37,8 +37,8 @@ std::string fmt(double v, int precision = 4) {
   return ss.str();
 }
 
-/// Device limits constraints may name. Without a GPU (compile-only), the
-/// values of an H100/H200 (sm_90) are assumed and said so.
+}  // namespace
+
 spec::Bindings device_constants(const cuda::DeviceInfo* d) {
   if (!d)
     return {{"MAX_SHARED_PER_BLOCK", 232448}, {"MAX_THREADS_PER_BLOCK", 1024}, {"REGS_PER_SM", 65536},
@@ -49,6 +49,8 @@ spec::Bindings device_constants(const cuda::DeviceInfo* d) {
           {"SM_COUNT", d->sm_count},
           {"WARP_SIZE", d->warp_size}};
 }
+
+namespace {
 
 /// Applies --reference, --initial-kernel, --input-cases, --template to the spec.
 spec::Spec load_and_override(const OptimizeOptions& o) {

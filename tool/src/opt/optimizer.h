@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "cuda/device.h"
 #include "spec/spec.h"
 
 namespace kopt::opt {
@@ -64,6 +65,11 @@ struct OptimizeOptions {
 /// Data (the summary) goes to stdout; progress to stderr.
 /// `run_dir`, when given, receives the run folder's path.
 int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir = nullptr);
+
+/// The device limits that tuning constraints may name (MAX_SHARED_PER_BLOCK,
+/// MAX_THREADS_PER_BLOCK, REGS_PER_SM, SM_COUNT, WARP_SIZE). Without a device
+/// (`d` null: compile-only) the values of an H100/H200 (sm_90) are assumed.
+spec::Bindings device_constants(const cuda::DeviceInfo* d);
 
 /// The spec as optimize() sees it: the file plus the --reference,
 /// --initial-kernel, --template and --input-cases overrides.

@@ -52,6 +52,21 @@ const DTypeInfo& info(DType t) {
 
 size_t dtype_size(DType t) { return info(t).size; }
 const char* dtype_name(DType t) { return info(t).name; }
+const char* dtype_c_type(DType t) {
+  switch (t) {
+    case DType::f16: return "__half";
+    case DType::bf16: return "__nv_bfloat16";
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i8: return "signed char";
+    case DType::u8: return "unsigned char";
+    case DType::i32: return "int";
+    case DType::u32: return "unsigned int";
+    case DType::i64: return "long long";
+    case DType::u64: return "unsigned long long";
+  }
+  return "void";  // unreachable: every enumerator is listed
+}
 bool dtype_is_float(DType t) { return info(t).is_float; }
 
 std::optional<DType> parse_dtype(const std::string& name) {

@@ -53,6 +53,10 @@ size_t dtype_size(DType t);
 /// Spec spelling: "half", "bfloat16", "float", "double", "int8", "uint8",
 /// "int32", "uint32", "int64", "uint64".
 const char* dtype_name(DType t);
+/// The CUDA C++ type of an element: "__half", "__nv_bfloat16", "float",
+/// "double", "signed char", "unsigned char", "int", "unsigned int",
+/// "long long", "unsigned long long".
+const char* dtype_c_type(DType t);
 /// Parses the spec spelling (also accepts "float32", "float64", "float16",
 /// "fp32", "fp16", "bf16", "int", "uint"). Returns nullopt if unknown.
 std::optional<DType> parse_dtype(const std::string& name);
