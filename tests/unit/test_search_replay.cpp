@@ -75,7 +75,10 @@ Record synthetic_record() {
 
 stdfs::path out_dir() {
   if (const char* d = std::getenv("KOPT_REPLAY_OUT_DIR"); d && *d) return d;
-  return stdfs::current_path();
+  // Beside the test binary (the build tree), whatever the working directory.
+  std::error_code ec;
+  const stdfs::path exe = stdfs::read_symlink("/proc/self/exe", ec);
+  return ec ? stdfs::current_path() : exe.parent_path();
 }
 
 /// Prints the table, writes the JSON, and checks the claims.
