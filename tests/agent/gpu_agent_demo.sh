@@ -3,6 +3,7 @@
 # the model proposes a vector-add kernel that does not compile, a repaired one,
 # then a faster (float4) one, and stops. Prints the run's history (verdicts and
 # real timings). Usage: tests/agent/gpu_agent_demo.sh KOPT RESULTS_DIR
+# KOPT_AGENT_EXTRA: more kopt options (e.g. "--arch sm_90" to try it without a GPU).
 set -euo pipefail
 KOPT="$1"; RESULTS="$2"
 HERE="$(cd "$(dirname "$0")" && pwd)"
