@@ -569,13 +569,7 @@ bool Session::draft() {
 }
 
 void Session::open_evaluator() {
-  eval::EvaluatorOptions eo;
-  eo.worker_argv = o_.worker_argv;
-  eo.cache_dir = o_.cache_dir;
-  eo.arch = o_.arch;
-  eo.time = true;
-  eo.time_reference = false;
-  ev_ = std::make_unique<eval::Evaluator>(*spec_, eo);
+  ev_ = std::make_unique<eval::Evaluator>(*spec_, opt::evaluator_options(o_));
   if (!compile_only_) {
     try {
       device_ = ev_->device();

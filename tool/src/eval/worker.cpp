@@ -127,8 +127,8 @@ extern "C" __global__ void kopt_screen_f32(const float* out, const float* ref, c
 
 // First index at which two buffers differ (words of 4 bytes, or bytes), by
 // atomicMin into *first (initialised to ~0 by the caller).
-extern "C" __global__ void kopt_first_diff_u32(const unsigned int* a, const unsigned int* b, long long n,
-                                               unsigned long long* first) {
+template <typename T>
+__device__ __forceinline__ void kopt_first_diff(const T* a, const T* b, long long n, unsigned long long* first) {
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
     if (a[i] != b[i]) {
@@ -136,14 +136,13 @@ extern "C" __global__ void kopt_first_diff_u32(const unsigned int* a, const unsi
       return;
     }
 }
+extern "C" __global__ void kopt_first_diff_u32(const unsigned int* a, const unsigned int* b, long long n,
+                                               unsigned long long* first) {
+  kopt_first_diff(a, b, n, first);
+}
 extern "C" __global__ void kopt_first_diff_u8(const unsigned char* a, const unsigned char* b, long long n,
                                               unsigned long long* first) {
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    if (a[i] != b[i]) {
-      atomicMin(first, (unsigned long long)i);
-      return;
-    }
+  kopt_first_diff(a, b, n, first);
 }
 )";
 

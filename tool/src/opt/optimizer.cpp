@@ -39,6 +39,16 @@ std::string fmt(double v, int precision = 4) {
 
 }  // namespace
 
+eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
+  eval::EvaluatorOptions eo;
+  eo.worker_argv = o.worker_argv;
+  eo.cache_dir = o.cache_dir;
+  eo.arch = o.arch;
+  eo.time = true;
+  eo.time_reference = false;  // timed once, beside the initial kernel
+  return eo;
+}
+
 spec::Bindings device_constants(const cuda::DeviceInfo* d) {
   if (!d)
     return {{"MAX_SHARED_PER_BLOCK", 232448}, {"MAX_THREADS_PER_BLOCK", 1024}, {"REGS_PER_SM", 65536},
@@ -214,13 +224,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     throw UsageError("kopt.opt.005",
                      "the budget is zero: give --budget evals=N and/or minutes=M (or --max-iterations N)");
 
-  eval::EvaluatorOptions eo;
-  eo.worker_argv = o.worker_argv;
-  eo.cache_dir = o.cache_dir;
-  eo.arch = o.arch;
-  eo.time = true;
-  eo.time_reference = false;
-  eval::Evaluator ev(s, eo);
+  eval::Evaluator ev(s, evaluator_options(o));
 
   // The device (or, without one, compile-only mode when --arch was given).
   std::optional<cuda::DeviceInfo> device;

@@ -21,6 +21,7 @@
 
 #include "agent/agent.h"
 #include "cuda/device.h"
+#include "eval/evaluator.h"
 #include "spec/spec.h"
 
 namespace kopt::opt {
@@ -65,6 +66,11 @@ struct OptimizeOptions {
 /// Data (the summary) goes to stdout; progress to stderr.
 /// `run_dir`, when given, receives the run folder's path.
 int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir = nullptr);
+
+/// How optimize() (and the agent) set up the evaluator: the worker command,
+/// the NVRTC cache, --arch; candidates timed, the reference not (it is timed
+/// once, beside the initial kernel).
+eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o);
 
 /// The device limits that tuning constraints may name (MAX_SHARED_PER_BLOCK,
 /// MAX_THREADS_PER_BLOCK, REGS_PER_SM, SM_COUNT, WARP_SIZE). Without a device
