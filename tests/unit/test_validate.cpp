@@ -69,7 +69,6 @@ TEST(Validate, PoisonedOutputIsRejected) {
   auto o = compare_allclose("C", out.data(), ref.data(), DType::f32, 2, tol(1, 1));
   EXPECT_FALSE(o.passed);
   EXPECT_EQ(o.failures, 2);
-  EXPECT_TRUE(kopt::eval::all_poison(out.data(), out.size()));
 }
 
 TEST(Validate, RelativeL2Bound) {
@@ -106,17 +105,6 @@ TEST(Validate, GemmBoundSeparatesFp32FromHalfRounding) {
   auto bad = floats({fp16like});
   EXPECT_TRUE(compare_bounded("C", good.data(), ref.data(), DType::f32, 1, {allowed}).passed);
   EXPECT_FALSE(compare_bounded("C", bad.data(), ref.data(), DType::f32, 1, {allowed}).passed);
-}
-
-TEST(Validate, FirstBitwiseDifference) {
-  auto a = floats({1, 2, 3});
-  auto b = floats({1, 2, 3});
-  EXPECT_EQ(kopt::eval::first_bitwise_difference(a, b, 4), -1);
-  b = floats({1, 2.0000002f, 3});
-  EXPECT_EQ(kopt::eval::first_bitwise_difference(a, b, 4), 1);
-  // -0.0 and 0.0 compare equal as numbers but not bitwise.
-  auto z = floats({0.0f}), nz = floats({-0.0f});
-  EXPECT_EQ(kopt::eval::first_bitwise_difference(z, nz, 4), 0);
 }
 
 }  // namespace

@@ -47,6 +47,9 @@ namespace kopt::cuda {
   X(cuMemFree)                                                         \
   X(cuMemcpyHtoD)                                                      \
   X(cuMemcpyDtoH)                                                      \
+  X(cuMemcpyDtoHAsync)                                                 \
+  X(cuMemAllocHost)                                                    \
+  X(cuMemFreeHost)                                                     \
   X(cuMemcpyDtoDAsync)                                                 \
   X(cuMemcpyHtoDAsync)                                                 \
   X(cuMemsetD8Async)                                                   \

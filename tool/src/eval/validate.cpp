@@ -2,7 +2,6 @@
 
 #include <cfloat>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 
 #include "spec/inputs.h"
@@ -96,22 +95,6 @@ double gemm_allowed_error(double factor, int64_t k, double sumsq, double ref) {
   const double u = std::ldexp(1.0, -24);  // unit roundoff of float32
   return factor * std::sqrt(static_cast<double>(k)) * u * std::sqrt(sumsq) + u * std::fabs(ref) +
          static_cast<double>(FLT_MIN);
-}
-
-int64_t first_bitwise_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
-                                 size_t elem) {
-  if (a.size() != b.size()) return 0;
-  for (size_t i = 0; i < a.size(); i += elem) {
-    if (std::memcmp(a.data() + i, b.data() + i, std::min(elem, a.size() - i)) != 0)
-      return static_cast<int64_t>(i / elem);
-  }
-  return -1;
-}
-
-bool all_poison(const uint8_t* data, size_t size) {
-  for (size_t i = 0; i < size; ++i)
-    if (data[i] != kPoisonByte) return false;
-  return true;
 }
 
 }  // namespace kopt::eval

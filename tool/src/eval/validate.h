@@ -47,12 +47,4 @@ CompareOutcome compare_bounded(const std::string& name, const uint8_t* out, cons
 /// from FP16/TF32-rounded products.
 double gemm_allowed_error(double factor, int64_t k, double sumsq, double ref);
 
-/// Index of the first differing element of two equally sized byte buffers
-/// (element size `elem`), or -1 when bitwise equal.
-int64_t first_bitwise_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
-                                 size_t elem);
-
-/// True if every byte equals kPoisonByte.
-bool all_poison(const uint8_t* data, size_t size);
-
 }  // namespace kopt::eval

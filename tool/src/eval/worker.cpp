@@ -2,6 +2,7 @@
 
 #include <cublas_v2.h>
 #include <dlfcn.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -287,20 +288,14 @@ class GuardedBuffer {
     const size_t h = std::min(head_, kHeadCheck);
     if (h) KOPT_CU_CHECK(drv.cuMemsetD8Async(ptr_ - h, kPoisonByte, h, s), "canary");
   }
-  /// True when both canaries still hold poison (after a synchronised launch).
-  bool canaries_intact() const {
-    const cuda::Driver& drv = cuda::driver();
-    Bytes buf(std::max(tail_, std::min(head_, kHeadCheck)));
-    if (tail_) {
-      KOPT_CU_CHECK(drv.cuMemcpyDtoH(buf.data(), ptr_ + bytes_, tail_), "reading canary");
-      if (!all_poison(buf.data(), tail_)) return false;
-    }
+  /// The canary regions, tail first: {address, bytes}; empty ones omitted.
+  /// Checked on the GPU against poison (Worker::collect).
+  std::vector<std::pair<CUdeviceptr, size_t>> canaries() const {
+    std::vector<std::pair<CUdeviceptr, size_t>> r;
+    if (tail_) r.emplace_back(ptr_ + bytes_, tail_);
     const size_t h = std::min(head_, kHeadCheck);
-    if (h) {
-      KOPT_CU_CHECK(drv.cuMemcpyDtoH(buf.data(), ptr_ - h, h), "reading canary");
-      if (!all_poison(buf.data(), h)) return false;
-    }
-    return true;
+    if (h) r.emplace_back(ptr_ - h, h);
+    return r;
   }
 
  private:
@@ -400,6 +395,7 @@ class Worker {
     const cuda::Driver* drv = driver_;
     if (!drv) return;
     for (auto& e : events_) KOPT_CU_CHECK_NOTHROW(drv->cuEventDestroy(e));
+    if (check_host_) KOPT_CU_CHECK_NOTHROW(drv->cuMemFreeHost(check_host_));
     for (auto& [path, mod] : modules_loaded_) KOPT_CU_CHECK_NOTHROW(drv->cuModuleUnload(mod));
     if (builtin_module_) KOPT_CU_CHECK_NOTHROW(drv->cuModuleUnload(builtin_module_));
     if (stream_) KOPT_CU_CHECK_NOTHROW(drv->cuStreamDestroy(stream_));
@@ -487,7 +483,9 @@ class Worker {
                   "kopt_first_diff_u32");
     KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff8_fn_, builtin_module_, "kopt_first_diff_u8"),
                   "kopt_first_diff_u8");
-    stats_ = std::make_unique<DeviceMemory>(4 * sizeof(unsigned long long));
+    // Poison to compare canaries with (enqueue_difference).
+    poison_ref_ = std::make_unique<DeviceMemory>(GuardedBuffer::kHeadCheck);
+    KOPT_CU_CHECK(drv.cuMemsetD8Async(poison_ref_->get(), kPoisonByte, poison_ref_->bytes(), stream_), "poison");
     size_t free_bytes = 0, total_bytes = 0;
     KOPT_CU_CHECK(drv.cuMemGetInfo(&free_bytes, &total_bytes), "device memory");
     pool_limit_bytes_ = total_bytes / 8;
@@ -510,17 +508,27 @@ class Worker {
   // ---- helpers ----
   /// Polls `query` (cuStreamQuery or cuEventQuery) until it stops answering
   /// CUDA_ERROR_NOT_READY or `timeout_ms` passes. Returns CUDA_SUCCESS, the
-  /// kernel's error, or nullopt on timeout.
+  /// kernel's error, or nullopt on timeout. Spins (yielding the core) for the
+  /// first 2 ms, then sleeps 10 to 100 us between queries: most waits are for
+  /// a launch of a millisecond or two, and every microsecond slept past its
+  /// end is GPU time lost between a candidate's launches.
   template <typename Query>
   static std::optional<CUresult> poll(Query query, double timeout_ms) {
-    const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000));
-    auto sleep = std::chrono::microseconds(20);
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000));
+    const auto spin_until = start + std::chrono::milliseconds(2);
+    auto sleep = std::chrono::microseconds(10);
     while (true) {
       CUresult r = query();
       if (r != CUDA_ERROR_NOT_READY) return r;
-      if (Clock::now() > deadline) return std::nullopt;
+      const auto now = Clock::now();
+      if (now > deadline) return std::nullopt;
+      if (now < spin_until) {
+        std::this_thread::yield();
+        continue;
+      }
       std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, std::chrono::microseconds(200));
+      sleep = std::min(sleep * 2, std::chrono::microseconds(100));
     }
   }
   /// Waits for the worker's stream.
@@ -906,53 +914,95 @@ class Worker {
   }
 
   /// One checked launch: every check passes, or CandidateFailure is thrown.
+  /// `run1`: per argument index, the device copy of run 1's output to compare
+  /// with bit for bit (the determinism check of repeated runs); may be empty.
   void checked_launch(const EvalRequest& rq, Kernel& k, const CaseSpec& c, BufferSet& s, const HostInputs& in,
-                      const ReferenceData& ref, const std::string& when) {
+                      const ReferenceData& ref, const std::string& when,
+                      const std::map<size_t, CUdeviceptr>& run1 = {}) {
     prepare(c, s);
     poison_shared();
     CUresult r = launch(k, c, c.launch, pointers(s), rq.gemm);
     if (r != CUDA_SUCCESS) throw failure_from(r, "case " + c.name + " (" + when + ")");
-    auto w = wait(rq.timing.launch_timeout_ms);
-    if (!w)
-      throw CandidateFailure{Verdict::timeout,
-                             "case " + c.name + " (" + when + "): the launch did not finish within " +
-                                 std::to_string(static_cast<int64_t>(rq.timing.launch_timeout_ms)) + " ms",
-                             "", true};
-    if (*w != CUDA_SUCCESS) throw failure_from(*w, "case " + c.name + " (" + when + ")");
-    collect(c, s, in, ref, when);
+    collect(rq, c, s, in, ref, when, run1);
   }
 
-  /// Index of the first differing element (of `elem` bytes) of two device
-  /// buffers of `bytes` bytes each, or -1 when they are bitwise equal.
-  /// Compared on the GPU; synchronises the stream.
-  int64_t device_first_difference(CUdeviceptr a, CUdeviceptr b, size_t bytes, size_t elem) {
-    if (bytes == 0) return -1;
+  // ---- checks, batched: one wait per checked launch ----
+  //
+  // Every check of a launch is queued on the stream behind it as a small
+  // kernel writing into its own slot of check_dev_ (4 x u64, initialised to
+  // {0, 0, 0, ~0}: kopt_screen_f32's layout; a buffer comparison's first
+  // differing index lands in word 3). One asynchronous copy brings all slots
+  // to pinned host memory, and one wait covers the launch and its checks.
+  // (A synchronous round trip per check, a dozen per launch, cost an SGEMM
+  // candidate 56 ms of checking on an H200; batched, 28 ms.)
+  static constexpr size_t kSlotWords = 4;
+
+  struct PendingDiff {
+    size_t slot = 0;
+    bool words = false;  // compared as 4-byte words (else bytes)
+    size_t elem = 1;     // element size, for the reported index
+  };
+
+  /// Makes room for `slots` check slots. Call only with nothing of a
+  /// candidate's in flight (it may synchronise).
+  void reserve_check_slots(size_t slots) {
+    if (check_dev_ && check_dev_->bytes() >= slots * kSlotWords * sizeof(unsigned long long)) return;
+    sync_harness("growing the check slots");
+    if (check_host_) KOPT_CU_CHECK_NOTHROW(driver_->cuMemFreeHost(check_host_));
+    check_host_ = nullptr;
+    const size_t bytes = slots * kSlotWords * sizeof(unsigned long long);
+    check_dev_ = std::make_unique<DeviceMemory>(bytes);
+    void* host = nullptr;
+    KOPT_CU_CHECK(driver_->cuMemAllocHost(&host, bytes), "pinned host memory for check results");
+    check_host_ = static_cast<unsigned long long*>(host);
+    check_init_.assign(slots * kSlotWords, 0);
+    for (size_t i = kSlotWords - 1; i < check_init_.size(); i += kSlotWords) check_init_[i] = ~0ull;
+  }
+  /// Slots a collect() of case `c` may use: canaries (2), an input comparison
+  /// or an output screen, and a determinism comparison per buffer.
+  static size_t check_slots_for(const CaseSpec& c) { return c.args.size() * 4 + 1; }
+
+  size_t next_slot(size_t* used) {
+    if (*used * kSlotWords >= check_init_.size())
+      throw std::logic_error("worker: more checks than reserved slots");  // check_slots_for is wrong
+    return (*used)++;
+  }
+  CUdeviceptr slot_ptr(size_t slot) const {
+    return check_dev_->get() + slot * kSlotWords * sizeof(unsigned long long);
+  }
+
+  /// Queues the comparison of two device buffers of `bytes` bytes each
+  /// (elements of `elem` bytes); difference_at() reads it after the wait.
+  PendingDiff enqueue_difference(CUdeviceptr a, CUdeviceptr b, size_t bytes, size_t elem, size_t* used) {
+    PendingDiff p;
+    p.slot = next_slot(used);
+    p.elem = elem;
     // Words of 4 bytes for 4- and 8-byte elements (the reported element is
     // then exact); bytes otherwise.
-    const bool words = elem % 4 == 0 && bytes % 4 == 0 && a % 4 == 0 && b % 4 == 0;
-    long long n = static_cast<long long>(words ? bytes / 4 : bytes);
-    static const unsigned long long kNone = ~0ull;
-    CUdeviceptr first = stats_->get();
-    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(first, &kNone, sizeof kNone, stream_), "buffer comparison");
+    p.words = elem % 4 == 0 && bytes % 4 == 0 && a % 4 == 0 && b % 4 == 0;
+    if (bytes == 0) return p;  // the slot keeps "no difference"
+    long long n = static_cast<long long>(p.words ? bytes / 4 : bytes);
+    CUdeviceptr first = slot_ptr(p.slot) + (kSlotWords - 1) * sizeof(unsigned long long);
     void* args[] = {&a, &b, &n, &first};
     const auto blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, info_.sm_count * 8LL));
-    KOPT_CU_CHECK(driver_->cuLaunchKernel(words ? diff32_fn_ : diff8_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args,
+    KOPT_CU_CHECK(driver_->cuLaunchKernel(p.words ? diff32_fn_ : diff8_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args,
                                           nullptr),
                   "buffer comparison");
-    sync_harness("comparing buffers");
-    unsigned long long got = 0;
-    KOPT_CU_CHECK(driver_->cuMemcpyDtoH(&got, first, sizeof got), "buffer comparison");
-    if (got == kNone) return -1;
-    return static_cast<int64_t>((words ? got * 4 : got) / elem);
+    return p;
+  }
+  /// Index of the first differing element, or -1 when the buffers were equal.
+  int64_t difference_at(const PendingDiff& p) const {
+    const unsigned long long got = check_host_[p.slot * kSlotWords + kSlotWords - 1];
+    if (got == ~0ull) return -1;
+    return static_cast<int64_t>((p.words ? got * 4 : got) / p.elem);
   }
 
-  /// The on-GPU screen of a float32 output (kopt_screen_f32). Returns the
-  /// outcome when every element passes; nullopt when an element fails or the
-  /// screen does not apply (other dtypes, a rel_l2 tolerance, or
-  /// KOPT_HOST_COMPARE=1 in the environment): the host comparator then
-  /// decides, and words the failure.
-  std::optional<CompareOutcome> screen(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
-                                       const spec::Tolerance& tol) {
+  /// Queues the on-GPU screen of a float32 output (kopt_screen_f32) and
+  /// returns its slot; nullopt when the screen does not apply (other dtypes,
+  /// a rel_l2 tolerance, or KOPT_HOST_COMPARE=1 in the environment): the host
+  /// comparator then decides.
+  std::optional<size_t> enqueue_screen(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
+                                       const spec::Tolerance& tol, size_t* used) {
     if (host_compare_only_ || a.dtype != spec::DType::f32) return std::nullopt;
     CUdeviceptr allowed = 0;
     if (tol.kind == spec::Tolerance::Kind::gemm) {
@@ -966,19 +1016,21 @@ class Worker {
     if (ref.device_outputs.at(a.name).bytes() != want_bytes) return std::nullopt;
     if (allowed && ref.device_allowed.at(a.name).bytes() != static_cast<size_t>(a.count) * sizeof(double))
       return std::nullopt;
+    const size_t slot = next_slot(used);
     CUdeviceptr want = ref.device_outputs.at(a.name).get();
-    CUdeviceptr stats = stats_->get();
+    CUdeviceptr stats = slot_ptr(slot);
     double atol = tol.atol, rtol = tol.rtol;
     long long n = a.count;
-    const unsigned long long init[4] = {0, 0, 0, ~0ull};
-    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(stats, init, sizeof init, stream_), "output screen");
     void* args[] = {&out, &want, &allowed, &atol, &rtol, &n, &stats};
     const auto blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, info_.sm_count * 8LL));
     KOPT_CU_CHECK(driver_->cuLaunchKernel(screen_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr),
                   "output screen");
-    sync_harness("screening an output");
-    unsigned long long got[4] = {};
-    KOPT_CU_CHECK(driver_->cuMemcpyDtoH(got, stats, sizeof got), "output screen");
+    return slot;
+  }
+  /// The screen's outcome when every element passed; nullopt when one failed
+  /// (the host comparator then finds and words the failure).
+  std::optional<CompareOutcome> screen_outcome(size_t slot) const {
+    const unsigned long long* got = check_host_ + slot * kSlotWords;
     if (got[0] != 0) return std::nullopt;
     CompareOutcome o;
     std::memcpy(&o.max_abs_error, &got[1], sizeof(double));
@@ -986,22 +1038,63 @@ class Worker {
     return o;
   }
 
-  /// Runs every check on the outputs of a synchronised launch: canaries,
-  /// inputs unchanged (bitwise, on the GPU), outputs within tolerance (the
-  /// on-GPU screen, else the host comparator).
-  void collect(const CaseSpec& c, BufferSet& s, const HostInputs& in, const ReferenceData& ref,
-               const std::string& when) {
+  /// Checks the outputs of the launch last queued on the stream: canaries,
+  /// inputs unchanged (bitwise), outputs within tolerance (the on-GPU screen,
+  /// else the host comparator), and outputs equal to run 1's where `run1`
+  /// names them. Queues every check, then waits once (the launch timeout);
+  /// failures are reported in that order, buffer by buffer.
+  void collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, const HostInputs& in,
+               const ReferenceData& ref, const std::string& when, const std::map<size_t, CUdeviceptr>& run1 = {}) {
     const std::string where = "case " + c.name + " (" + when + ")";
+    size_t used = 0;
+    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(check_dev_->get(), check_init_.data(),
+                                             check_init_.size() * sizeof(unsigned long long), stream_),
+                  "check slots");
+    struct BufferChecks {
+      std::vector<PendingDiff> canaries;
+      std::optional<PendingDiff> input;        // inputs: unchanged?
+      std::optional<size_t> screen;            // outputs and inouts: on-GPU screen slot
+      std::optional<PendingDiff> determinism;  // equal to run 1's output?
+    };
+    std::vector<BufferChecks> checks(c.args.size());
     for (size_t i = 0; i < c.args.size(); ++i) {
       const ArgSpec& a = c.args[i];
       if (!a.is_buffer) continue;
       GuardedBuffer& b = *s.buffers[i];
-      if (!b.canaries_intact())
-        throw CandidateFailure{Verdict::out_of_bounds,
-                               where + ": the kernel wrote outside buffer " + a.name + " (canary bytes changed)",
-                               "", false};
+      for (const auto& [ptr, bytes] : b.canaries())
+        checks[i].canaries.push_back(enqueue_difference(ptr, poison_ref_->get(), bytes, 1, &used));
       if (a.role == spec::Role::input) {
-        int64_t d = device_first_difference(b.ptr(), in.device.at(a.name).get(), b.bytes(), spec::dtype_size(a.dtype));
+        checks[i].input =
+            enqueue_difference(b.ptr(), in.device.at(a.name).get(), b.bytes(), spec::dtype_size(a.dtype), &used);
+        continue;
+      }
+      checks[i].screen = enqueue_screen(b.ptr(), ref, a, tolerance_of(c, a), &used);
+      auto r1 = run1.find(i);
+      if (r1 != run1.end())
+        checks[i].determinism = enqueue_difference(r1->second, b.ptr(), b.bytes(), spec::dtype_size(a.dtype), &used);
+    }
+    if (used)
+      KOPT_CU_CHECK(driver_->cuMemcpyDtoHAsync(check_host_, check_dev_->get(),
+                                               used * kSlotWords * sizeof(unsigned long long), stream_),
+                    "reading check results");
+    auto w = wait(rq.timing.launch_timeout_ms);
+    if (!w)
+      throw CandidateFailure{Verdict::timeout,
+                             where + ": the launch did not finish within " +
+                                 std::to_string(static_cast<int64_t>(rq.timing.launch_timeout_ms)) + " ms",
+                             "", true};
+    if (*w != CUDA_SUCCESS) throw failure_from(*w, where);
+
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const ArgSpec& a = c.args[i];
+      if (!a.is_buffer) continue;
+      for (const PendingDiff& p : checks[i].canaries)
+        if (difference_at(p) >= 0)
+          throw CandidateFailure{Verdict::out_of_bounds,
+                                 where + ": the kernel wrote outside buffer " + a.name + " (canary bytes changed)",
+                                 "", false};
+      if (checks[i].input) {
+        const int64_t d = difference_at(*checks[i].input);
         if (d >= 0)
           throw CandidateFailure{Verdict::wrong_result,
                                  where + ": the kernel modified its input " + a.name + " (first at element " +
@@ -1013,9 +1106,9 @@ class Worker {
       const ArgSpec& a = c.args[i];
       if (!a.is_buffer || a.role == spec::Role::input) continue;
       GuardedBuffer& b = *s.buffers[i];
-      auto tol_it = c.tolerance.find(a.name);
-      spec::Tolerance tol = tol_it != c.tolerance.end() ? tol_it->second : spec::Tolerance{};
-      std::optional<CompareOutcome> o = screen(b.ptr(), ref, a, tol);
+      const spec::Tolerance tol = tolerance_of(c, a);
+      std::optional<CompareOutcome> o;
+      if (checks[i].screen) o = screen_outcome(*checks[i].screen);
       if (!o) {
         const Bytes& want = ref.outputs.at(a.name);
         Bytes got(b.bytes());
@@ -1036,6 +1129,20 @@ class Worker {
       }
       if (!o->passed) throw CandidateFailure{Verdict::wrong_result, where + ": " + o->reason, "", false};
     }
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      if (!checks[i].determinism) continue;
+      const int64_t d = difference_at(*checks[i].determinism);
+      if (d >= 0)
+        throw CandidateFailure{Verdict::nondeterministic,
+                               where + ": differs from run 1 at " + c.args[i].name + "[" + std::to_string(d) +
+                                   "] on the same inputs (a race?)",
+                               "", false};
+    }
+  }
+
+  static spec::Tolerance tolerance_of(const CaseSpec& c, const ArgSpec& a) {
+    auto it = c.tolerance.find(a.name);
+    return it != c.tolerance.end() ? it->second : spec::Tolerance{};
   }
 
   /// A device scratch buffer of at least `bytes`, kept between candidates.
@@ -1167,6 +1274,9 @@ class Worker {
       current_case_result(c);
     }
     const int trials = rq.reference_is_golden ? 1 : checks.trials;
+    size_t slots = 0;
+    for (const auto& c : rq.cases) slots = std::max(slots, check_slots_for(c));
+    reserve_check_slots(slots);
     // Buffers of the last trial of each performance case are kept for timing.
     const auto t_check = Clock::now();
     std::map<std::string, BufferSet*> timing_sets;
@@ -1185,25 +1295,21 @@ class Worker {
         const int repeats = trial == 1 ? checks.repeats : 1;
         for (int rep = 0; rep < repeats; ++rep) {
           const std::string when = "trial " + std::to_string(trial) + (repeats > 1 ? ", run " + std::to_string(rep + 1) : "");
-          checked_launch(rq, cand, c, *set, in, rd, when);
-          if (repeats == 1) continue;
-          for (size_t i = 0; i < c.args.size(); ++i) {
-            const ArgSpec& a = c.args[i];
-            if (!a.is_buffer || a.role == spec::Role::input) continue;
-            const GuardedBuffer& b = *set->buffers[i];
-            DeviceMemory& first = scratch(c.name + "#" + a.name, b.bytes());
-            if (rep == 0) {  // run 1's outputs, kept on the device
-              KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(first.get(), b.ptr(), b.bytes(), stream_), "keeping run 1");
-              continue;
+          // Repeats: run 1's outputs are kept on the device, and every later
+          // run must match them bit for bit. (Scratch is sized before the
+          // launch: growing it synchronises.)
+          std::map<size_t, CUdeviceptr> keep, run1;
+          if (repeats > 1)
+            for (size_t i = 0; i < c.args.size(); ++i) {
+              const ArgSpec& a = c.args[i];
+              if (!a.is_buffer || a.role == spec::Role::input) continue;
+              DeviceMemory& first = scratch(c.name + "#" + a.name, set->buffers[i]->bytes());
+              (rep == 0 ? keep : run1)[i] = first.get();
             }
-            const std::string& name = a.name;
-            int64_t d = device_first_difference(first.get(), b.ptr(), b.bytes(), spec::dtype_size(a.dtype));
-            if (d >= 0)
-              throw CandidateFailure{Verdict::nondeterministic,
-                                     "case " + c.name + ": run " + std::to_string(rep + 1) + " differs from run 1 at " +
-                                         name + "[" + std::to_string(d) + "] on the same inputs (a race?)",
-                                     "", false};
-          }
+          checked_launch(rq, cand, c, *set, in, rd, when, run1);
+          for (const auto& [i, dst] : keep)
+            KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(dst, set->buffers[i]->ptr(), set->buffers[i]->bytes(), stream_),
+                          "keeping run 1");
         }
       }
       current_case_result(c).passed = true;
@@ -1222,7 +1328,7 @@ class Worker {
       const ReferenceData& rd = reference_for(rq, ref ? &*ref : nullptr, c, trials, in);
       auto samples = time_launches(rq, cand, c, c.launch, pointers(set), &set);
       // The timed launches' output (the last one) must still be right.
-      collect(c, set, in, rd, "after timing");
+      collect(rq, c, set, in, rd, "after timing");
       CaseResult& cr = current_case_result(c);
       cr.latency = latency_stats(samples);
       cr.latency->raw_ms = samples;
@@ -1272,7 +1378,10 @@ class Worker {
   std::map<std::string, HostInputs> inputs_;
   std::map<std::string, ReferenceData> references_;
   CUfunction screen_fn_ = nullptr, diff32_fn_ = nullptr, diff8_fn_ = nullptr;
-  std::unique_ptr<DeviceMemory> stats_;        // 4 x u64 for the screen and diff kernels
+  std::unique_ptr<DeviceMemory> check_dev_;    // check slots (reserve_check_slots)
+  unsigned long long* check_host_ = nullptr;   // their pinned host mirror
+  std::vector<unsigned long long> check_init_;  // their initial values
+  std::unique_ptr<DeviceMemory> poison_ref_;   // kHeadCheck bytes of poison
   std::map<std::string, std::unique_ptr<BufferSet>> pool_;  // case#slot -> buffers kept between candidates
   size_t pool_bytes_ = 0, pool_limit_bytes_ = 0;
   std::map<std::string, DeviceMemory> scratch_;  // case#output -> run 1's outputs (determinism check)
@@ -1291,6 +1400,9 @@ int run_worker(const WorkerOptions& options) {
   int protocol_fd = ::dup(1);
   if (protocol_fd < 0) return 3;
   ::dup2(2, 1);
+  // Sleeps of the stream polls (Worker::poll) end within a microsecond of
+  // their time rather than the default 50 us timer slack later.
+  ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   try {
     Worker w(options.device, protocol_fd);
     return w.loop();
