@@ -83,6 +83,12 @@ TEST(OptimizeE2E, WritesACompleteRunFolder) {
   EXPECT_EQ(s["format_version"], 1);
   ASSERT_TRUE(s.contains("final_best"));
   EXPECT_EQ(s["budget_used"]["evaluations"], 4);
+  // The GPU idle time of the pipelined search loop is visible.
+  const json& t = s["tuner"];
+  for (const char* k : {"host_gap_ms", "worker_other_ms"}) {
+    ASSERT_TRUE(t.contains(k) && t[k].is_number()) << k << ": " << t.dump();
+    EXPECT_GE(t[k].get<double>(), 0.0) << k;
+  }
   std::ifstream best(r / "best.cu");
   std::stringstream ss;
   ss << best.rdbuf();

@@ -475,3 +475,144 @@ TEST_F(SupervisorTest, DestructorKillsAWorkerIgnoringShutdown) {
   EXPECT_LT(ms, 2500);
   EXPECT_TRUE(process_gone(pid));
 }
+
+// --- The split API: submit() / await_reply(), begin_evaluate() / finish_evaluate().
+
+namespace {
+
+nlohmann::json evaluate_message(const std::string& label, int64_t id) {
+  nlohmann::json msg = request(label, id).to_json();
+  msg["op"] = "evaluate";
+  return msg;
+}
+
+}  // namespace
+
+TEST_F(SupervisorTest, SubmitThenAwaitGivesWhatRoundtripGives) {
+  Supervisor sup(options());
+  Result failure;
+  auto whole = sup.roundtrip(evaluate_message("ok:2.5", 3), &failure);
+  ASSERT_TRUE(whole.has_value()) << failure.detail;
+  EXPECT_FALSE(sup.pending());
+  ASSERT_TRUE(sup.submit(evaluate_message("ok:2.5", 3), &failure)) << failure.detail;
+  EXPECT_TRUE(sup.pending());
+  auto split = sup.await_reply(&failure);
+  ASSERT_TRUE(split.has_value()) << failure.detail;
+  EXPECT_FALSE(sup.pending());
+  EXPECT_EQ(*split, *whole);
+  EXPECT_EQ((*split)["reply"], "result");
+
+  // Likewise evaluate() and its halves.
+  const Result r1 = sup.evaluate(request("ok:2.5", 4));
+  sup.begin_evaluate(request("ok:2.5", 4));
+  EXPECT_TRUE(sup.pending());
+  const Result r2 = sup.finish_evaluate();
+  EXPECT_FALSE(sup.pending());
+  EXPECT_EQ(r2.verdict, Verdict::ok) << r2.detail;
+  EXPECT_EQ(r2.to_json(), r1.to_json());
+  EXPECT_EQ(sup.workers_started(), 1);
+}
+
+TEST_F(SupervisorTest, SplitFailuresAreTheSameVerdicts) {
+  auto o = options();
+  o.silence_timeout = 300ms;
+  Supervisor sup(o);
+  sup.begin_evaluate(request("crash", 1));
+  Result crash = sup.finish_evaluate();
+  EXPECT_EQ(crash.verdict, Verdict::worker_crash);
+  EXPECT_TRUE(contains(crash.detail, "SIGSEGV")) << crash.detail;
+  sup.begin_evaluate(request("wrong_id", 2));
+  Result wrong = sup.finish_evaluate();
+  EXPECT_TRUE(contains(wrong.detail, "protocol error: reply for another request")) << wrong.detail;
+  sup.begin_evaluate(request("hang", 3));
+  EXPECT_EQ(sup.finish_evaluate().verdict, Verdict::timeout);
+  EXPECT_FALSE(sup.pending());
+  EXPECT_EQ(sup.evaluate(request("ok", 4)).verdict, Verdict::ok);
+}
+
+TEST_F(SupervisorTest, OnlyOneRequestCanBePending) {
+  Supervisor sup(options());
+  Result failure;
+  ASSERT_TRUE(sup.submit(evaluate_message("ok", 1), &failure)) << failure.detail;
+  EXPECT_THROW(sup.submit(evaluate_message("ok", 2), &failure), std::logic_error);
+  EXPECT_THROW(sup.roundtrip(evaluate_message("ok", 2), &failure), std::logic_error);
+  EXPECT_THROW(sup.begin_evaluate(request("ok", 2)), std::logic_error);
+  EXPECT_THROW(sup.evaluate(request("ok", 2)), std::logic_error);
+  // The request sent first is untouched: its reply is still collected.
+  auto reply = sup.await_reply(&failure);
+  ASSERT_TRUE(reply.has_value()) << failure.detail;
+  EXPECT_EQ((*reply)["id"], 1);
+
+  sup.begin_evaluate(request("ok", 3));
+  EXPECT_THROW(sup.begin_evaluate(request("ok", 4)), std::logic_error);
+  EXPECT_THROW(sup.submit(evaluate_message("ok", 4), &failure), std::logic_error);
+  // A request of begin_evaluate() is collected by finish_evaluate() only.
+  EXPECT_THROW(sup.await_reply(&failure), std::logic_error);
+  Result r = sup.finish_evaluate();
+  EXPECT_EQ(r.verdict, Verdict::ok) << r.detail;
+  EXPECT_EQ(sup.workers_started(), 1);
+}
+
+TEST_F(SupervisorTest, AwaitWithoutSubmitIsALogicError) {
+  Supervisor sup(options());
+  Result failure;
+  EXPECT_THROW(sup.await_reply(&failure), std::logic_error);
+  EXPECT_THROW(sup.finish_evaluate(), std::logic_error);
+  ASSERT_TRUE(sup.submit(evaluate_message("ok", 1), &failure)) << failure.detail;
+  EXPECT_TRUE(sup.await_reply(&failure).has_value()) << failure.detail;
+  EXPECT_THROW(sup.await_reply(&failure), std::logic_error);  // collected already
+  EXPECT_THROW(sup.finish_evaluate(), std::logic_error);
+  EXPECT_EQ(sup.workers_started(), 1);  // a logic error costs no worker
+}
+
+TEST_F(SupervisorTest, WatchdogClocksStartAtTheSend) {
+  auto o = options();
+  o.silence_timeout = 300ms;
+  Supervisor sup(o);
+  sup.hello();
+  // A reply that arrived while the caller was busy past the deadline is read,
+  // not taken for silence.
+  sup.begin_evaluate(request("ok", 1));
+  std::this_thread::sleep_for(500ms);
+  Result late = sup.finish_evaluate();
+  EXPECT_EQ(late.verdict, Verdict::ok) << late.detail;
+  EXPECT_EQ(sup.workers_started(), 1);
+  // A hang is counted from the send: awaiting late does not restart the clock.
+  sup.begin_evaluate(request("hang", 2));
+  std::this_thread::sleep_for(500ms);
+  auto t0 = Clock::now();
+  Result hang = sup.finish_evaluate();
+  EXPECT_EQ(hang.verdict, Verdict::timeout);
+  EXPECT_TRUE(contains(hang.detail, "no reply from the worker for 300 ms")) << hang.detail;
+  EXPECT_LT(ms_since(t0), 200);
+}
+
+TEST_F(SupervisorTest, ProgressExceptionInAwaitLeavesNothingPending) {
+  auto o = options();
+  bool throw_now = true;
+  o.on_progress = [&](const nlohmann::json&) {
+    if (throw_now) throw std::runtime_error("stop");
+  };
+  Supervisor sup(o);
+  sup.begin_evaluate(request("ok", 1));
+  EXPECT_THROW(sup.finish_evaluate(), std::runtime_error);
+  EXPECT_FALSE(sup.pending());
+  EXPECT_EQ(sup.worker_pid(), -1);
+  throw_now = false;
+  Result failure;
+  ASSERT_TRUE(sup.submit(evaluate_message("ok", 2), &failure)) << failure.detail;
+  EXPECT_TRUE(sup.await_reply(&failure).has_value()) << failure.detail;
+  EXPECT_EQ(sup.workers_started(), 2);
+}
+
+TEST_F(SupervisorTest, DestroyedWithARequestPending) {
+  pid_t pid;
+  auto t0 = Clock::now();
+  {
+    Supervisor sup(options());
+    sup.begin_evaluate(request("hang", 1));
+    pid = sup.worker_pid();
+  }
+  EXPECT_LT(ms_since(t0), 2500);
+  EXPECT_TRUE(process_gone(pid));
+}

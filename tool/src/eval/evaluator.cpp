@@ -1,6 +1,7 @@
 #include "eval/evaluator.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "spec/annotations.h"
 #include "util/error.h"
@@ -240,24 +241,44 @@ Result Evaluator::evaluate(const Candidate& cand, std::optional<bool> time_refer
 
 Result Evaluator::run(const Candidate& cand, const cuda::CompileResult& compiled,
                       std::optional<bool> time_reference) {
-  Result res;
+  start(cand, compiled, time_reference);
+  return finish();
+}
+
+void Evaluator::start(const Candidate& cand, const cuda::CompileResult& compiled,
+                      std::optional<bool> time_reference) {
+  if (started_)
+    throw std::logic_error("Evaluator::start: a candidate is started already; call finish() first");
+  Started st;
+  st.compile_log = compiled.log;
+  st.compile_ms = compiled.compile_ms;
+  st.compile_cache_hit = compiled.cache_hit;
   if (!compiled.ok) {
+    Result res;
     res.verdict = Verdict::compile_error;
     res.error_name = compiled.error_name;
     res.detail = "compilation failed (" + compiled.error_name + ")";
-    res.compile_log = compiled.log;
-    res.compile_ms = compiled.compile_ms;
-    res.compile_cache_hit = compiled.cache_hit;
-    return res;
+    st.done = std::move(res);
+    started_ = std::move(st);
+    return;
   }
   const std::string cubin = cuda::store_cubin(opt_.cache_dir, compiled).string();
   EvalRequest rq = build_request(cand, compiled, cubin);
   if (time_reference) rq.time_reference = *time_reference && !rq.reference_is_golden;
   device();  // start the worker (throws NoDeviceError)
-  res = supervisor_->evaluate(rq);
-  res.compile_log = compiled.log;
-  res.compile_ms = compiled.compile_ms;
-  res.compile_cache_hit = compiled.cache_hit;
+  supervisor_->begin_evaluate(rq);  // throws only when no worker starts: nothing started then
+  started_ = std::move(st);
+}
+
+Result Evaluator::finish() {
+  if (!started_)
+    throw std::logic_error("Evaluator::finish: no candidate is started (call start() first)");
+  Started st = std::move(*started_);
+  started_.reset();
+  Result res = st.done ? std::move(*st.done) : supervisor_->finish_evaluate();
+  res.compile_log = std::move(st.compile_log);
+  res.compile_ms = st.compile_ms;
+  res.compile_cache_hit = st.compile_cache_hit;
   return res;
 }
 

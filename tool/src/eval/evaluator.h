@@ -68,8 +68,30 @@ class Evaluator {
 
   /// Checks and times an already compiled candidate on the GPU.
   /// `time_reference` overrides the option for this call.
+  /// Same as start() then finish().
   Result run(const Candidate& c, const cuda::CompileResult& compiled,
              std::optional<bool> time_reference = std::nullopt);
+
+  /// The first half of run(): sends the candidate to the worker and returns
+  /// while the GPU checks and times it, so that the caller can do host work
+  /// meanwhile (Supervisor::begin_evaluate; the watchdog clocks start here).
+  /// A candidate that failed to compile needs no worker: its compile_error
+  /// Result is kept for finish(). finish() must come next: a second start()
+  /// first throws std::logic_error. Otherwise throws as run() does (spec
+  /// errors, NoDeviceError, a worker that cannot be started), and nothing is
+  /// then started.
+  void start(const Candidate& c, const cuda::CompileResult& compiled,
+             std::optional<bool> time_reference = std::nullopt);
+
+  /// The second half of run(): waits for the result of the candidate start()
+  /// sent and returns it as run() does (every failure of the candidate is a
+  /// verdict; compile_log, compile_ms and compile_cache_hit filled in).
+  /// Afterwards nothing is started, however it ended. Throws std::logic_error
+  /// without a start() before it.
+  Result finish();
+
+  /// True between start() and finish().
+  bool started() const { return started_.has_value(); }
 
   /// Compiles, checks and times one candidate. Bad candidates are verdicts;
   /// throws only for spec errors (kopt.spec.*), a missing device (NoDeviceError)
@@ -100,6 +122,15 @@ class Evaluator {
   std::string arch_;  // resolved once by arch(); read by compile() on any thread
   std::optional<std::pair<std::string, std::string>> reference_cubin_;  // path, lowered entry
   int64_t next_id_ = 1;
+  /// What start() leaves for finish(): the compile outcome to report, and the
+  /// Result itself when no worker was needed (a compile error).
+  struct Started {
+    std::string compile_log;
+    double compile_ms = 0;
+    bool compile_cache_hit = false;
+    std::optional<Result> done;
+  };
+  std::optional<Started> started_;
 };
 
 /// Resolves a launch for one case: evaluates grid/block/shared expressions with

@@ -39,6 +39,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -506,7 +507,9 @@ std::optional<std::string> Supervisor::read_line(Clock::time_point deadline, boo
       *eof = true;
       return std::nullopt;
     }
-    if (Clock::now() >= deadline) return std::nullopt;
+    // Polled even once the deadline has passed (poll_ms is 0 then): a reply
+    // that is already waiting is read, not taken for silence. That matters
+    // when the caller of submit() awaits the reply late.
     pollfd pfd{from_worker_, POLLIN, 0};
     int r = ::poll(&pfd, 1, poll_ms(deadline));
     if (r < 0) {
@@ -514,7 +517,10 @@ std::optional<std::string> Supervisor::read_line(Clock::time_point deadline, boo
       *eof = true;
       return std::nullopt;
     }
-    if (r == 0) continue;  // the deadline check above decides
+    if (r == 0) {
+      if (Clock::now() >= deadline) return std::nullopt;
+      continue;  // woken early (rounding): poll again for the rest
+    }
     char chunk[1 << 16];
     ssize_t n = ::read(from_worker_, chunk, sizeof chunk);
     if (n > 0) {
@@ -645,6 +651,17 @@ void Supervisor::ensure_worker() {
 std::optional<json> Supervisor::roundtrip(const json& request, Result* failure) {
   Result scratch;
   if (!failure) failure = &scratch;
+  if (!submit(request, failure)) return std::nullopt;
+  return await_reply(failure);
+}
+
+bool Supervisor::submit(const json& request, Result* failure) {
+  if (pending_ || evaluating_)
+    throw std::logic_error(
+        "Supervisor::submit: a request is pending already; collect its reply with await_reply() "
+        "(or finish_evaluate()) before sending another");
+  Result scratch;
+  if (!failure) failure = &scratch;
   ensure_worker();
   const std::string line = dump_json(request);
   if (!send_line(line)) {
@@ -656,15 +673,39 @@ std::optional<json> Supervisor::roundtrip(const json& request, Result* failure) 
       int status = reap(milliseconds(0));
       *failure = crash_result("could not send the request to a fresh worker (" +
                               describe_status(status) + ")");
-      return std::nullopt;
+      return false;
     }
   }
 
-  const bool has_id = request.is_object() && request.contains("id");
-  const json want_id = has_id ? request["id"] : json();
-  const auto total_deadline = opt_.total_timeout.count() > 0 ? after(opt_.total_timeout)
-                                                             : Clock::time_point::max();
-  auto silence_deadline = after(opt_.silence_timeout);
+  // The watchdogs count from the send: the worker is at work from now on,
+  // whatever the caller does before it awaits the reply.
+  Pending p;
+  p.has_id = request.is_object() && request.contains("id");
+  p.id = p.has_id ? request["id"] : json();
+  p.total_deadline = opt_.total_timeout.count() > 0 ? after(opt_.total_timeout)
+                                                     : Clock::time_point::max();
+  p.silence_deadline = after(opt_.silence_timeout);
+  pending_ = std::move(p);
+  return true;
+}
+
+std::optional<json> Supervisor::await_reply(Result* failure) {
+  if (evaluating_)
+    throw std::logic_error(
+        "Supervisor::await_reply: the pending request was sent by begin_evaluate(); collect it "
+        "with finish_evaluate()");
+  if (!pending_)
+    throw std::logic_error("Supervisor::await_reply: no request is pending (call submit() first)");
+  // However this call ends (reply, failure or exception), the request is over.
+  const Pending p = std::move(*pending_);
+  pending_.reset();
+  Result scratch;
+  if (!failure) failure = &scratch;
+
+  const bool has_id = p.has_id;
+  const json& want_id = p.id;
+  const auto total_deadline = p.total_deadline;
+  auto silence_deadline = p.silence_deadline;
   std::string last_case, last_phase;
 
   auto protocol_error = [&](const std::string& what) {
@@ -754,10 +795,34 @@ std::optional<json> Supervisor::roundtrip(const json& request, Result* failure) 
 }
 
 Result Supervisor::evaluate(const EvalRequest& request) {
+  begin_evaluate(request);
+  return finish_evaluate();
+}
+
+void Supervisor::begin_evaluate(const EvalRequest& request) {
+  if (pending_ || evaluating_)
+    throw std::logic_error(
+        "Supervisor::begin_evaluate: a request is pending already; collect it with "
+        "finish_evaluate() (or await_reply()) before sending another");
   json msg = request.to_json();
   msg["op"] = "evaluate";
   Result failure;
-  auto reply = roundtrip(msg, &failure);
+  const bool sent = submit(msg, &failure);  // may throw: then nothing is pending
+  evaluating_ = true;
+  if (!sent) send_failure_ = std::move(failure);
+}
+
+Result Supervisor::finish_evaluate() {
+  if (!evaluating_)
+    throw std::logic_error("Supervisor::finish_evaluate: no evaluation is pending (call begin_evaluate() first)");
+  evaluating_ = false;
+  if (send_failure_) {
+    Result failure = std::move(*send_failure_);
+    send_failure_.reset();
+    return failure;
+  }
+  Result failure;
+  auto reply = await_reply(&failure);
   if (!reply) return failure;
 
   bool healthy = false;

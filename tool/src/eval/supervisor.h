@@ -45,7 +45,8 @@ struct SupervisorOptions {
 /// SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG): a tool killed
 /// by a CI timeout does not leave workers holding the GPU.
 ///
-/// Error ids thrown by hello() / evaluate():
+/// Error ids thrown by hello() / evaluate() (and by the calls that start a
+/// worker like it: begin_evaluate(), submit(), roundtrip()):
 ///   kopt.worker.001  the worker cannot be executed (exec failed, or it exited
 ///                    with code 127 before answering: missing shared libraries)
 ///   kopt.worker.002  the worker answered hello with ok:false (other than no device)
@@ -56,7 +57,7 @@ struct SupervisorOptions {
 class Supervisor {
  public:
   explicit Supervisor(SupervisorOptions options);
-  ~Supervisor();  // shuts the worker down (SIGKILL after a short grace period)
+  ~Supervisor();  // shuts the worker down (SIGKILL after a short grace period), busy or not
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
@@ -71,7 +72,26 @@ class Supervisor {
   /// SIGKILL), a dead worker Verdict::worker_crash (or runtime_error when the
   /// worker said why first), and the next call starts a fresh worker.
   /// Throws EnvironmentError only when a worker cannot be started at all.
+  /// Same as begin_evaluate() then finish_evaluate().
   Result evaluate(const EvalRequest& request);
+
+  /// The first half of evaluate(), for callers that keep the GPU busy while
+  /// they do host work: sends the request (see submit()) and returns without
+  /// waiting for the result. finish_evaluate() must come next; no other
+  /// request can be sent before it. A request that cannot be sent even to a
+  /// fresh worker is not an exception: finish_evaluate() returns its
+  /// Verdict::worker_crash. The watchdog clocks start when the request is
+  /// sent, here (see submit()).
+  /// Throws as evaluate() does when no worker can be started (nothing is then
+  /// pending), and std::logic_error when a request is pending already.
+  void begin_evaluate(const EvalRequest& request);
+
+  /// The second half of evaluate(): waits for the result of the request that
+  /// begin_evaluate() sent, turning every failure into a verdict as evaluate()
+  /// does. Afterwards nothing is pending, however it ended (an exception from
+  /// on_progress propagates, as from evaluate()). Throws std::logic_error when
+  /// begin_evaluate() did not come first.
+  Result finish_evaluate();
 
   /// Lower level, for tests and other ops: sends `request` (adds nothing) and
   /// returns the first reply whose "reply" is "result" (progress replies are
@@ -80,7 +100,36 @@ class Supervisor {
   /// if none is running. When `request` has an "id", every reply must carry
   /// the same id, else it is a protocol error. An exception thrown by
   /// on_progress propagates, after the worker (now out of step) was killed.
+  /// Same as submit() then await_reply().
   std::optional<nlohmann::json> roundtrip(const nlohmann::json& request, Result* failure);
+
+  /// The send half of roundtrip(): starts a worker (and says hello) if none is
+  /// running, sends `request` (adds nothing) and returns true; the request is
+  /// then pending until await_reply(). A worker that does not take the whole
+  /// request (it died, or stopped reading its stdin) ran no candidate code for
+  /// it, so the request is sent once more, to a fresh worker; if that fails
+  /// too, returns false with *failure set (Verdict::worker_crash) and nothing
+  /// pending. The silence and total watchdog clocks start here, once the
+  /// request is sent: the worker works while the caller does, and time the
+  /// caller takes before await_reply() counts against both (a reply that is
+  /// already waiting when a deadline has passed is still read, not taken for
+  /// silence). Throws EnvironmentError / NoDeviceError when no worker can be
+  /// started (see hello(); nothing is then pending), std::logic_error when a
+  /// request is pending already (at most one can be).
+  bool submit(const nlohmann::json& request, Result* failure);
+
+  /// The receive half of roundtrip(): waits for the reply to the request that
+  /// submit() sent, with the deadlines set there, and returns it, or nullopt
+  /// with *failure set on timeout, worker death, a protocol error or an error
+  /// reply (the worker is then killed and the next submit() starts a fresh
+  /// one). Afterwards nothing is pending, however it ended; an exception from
+  /// on_progress propagates as from roundtrip(). Throws std::logic_error when
+  /// no request is pending, or when the pending one belongs to
+  /// begin_evaluate() (finish_evaluate() collects that one).
+  std::optional<nlohmann::json> await_reply(Result* failure);
+
+  /// True from a submit() or begin_evaluate() until the call that collects it.
+  bool pending() const { return pending_.has_value() || evaluating_; }
 
   /// Number of worker processes started so far (for tests and statistics).
   int workers_started() const { return workers_started_; }
@@ -108,7 +157,20 @@ class Supervisor {
   /// one line, printable); empty when there is no log.
   std::string log_tail() const;
 
+  /// A request that submit() sent and await_reply() has not collected yet.
+  struct Pending {
+    bool has_id = false;
+    nlohmann::json id;  // every reply must carry it when has_id
+    std::chrono::steady_clock::time_point total_deadline;
+    std::chrono::steady_clock::time_point silence_deadline;
+  };
+
   SupervisorOptions opt_;
+  std::optional<Pending> pending_;
+  /// Between begin_evaluate() and finish_evaluate(); send_failure_ holds the
+  /// verdict when the request could not be sent (nothing is pending then).
+  bool evaluating_ = false;
+  std::optional<Result> send_failure_;
   long long log_offset_ = 0;  // size of worker_log when the current worker started
   pid_t pid_ = -1;
   int to_worker_ = -1;    // write end of the worker's stdin

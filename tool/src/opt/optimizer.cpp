@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <exception>
 #include <future>
 #include <iomanip>
 #include <iostream>
@@ -363,10 +364,17 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   std::vector<double> compile_ms;
   int cache_hits = 0, compiles = 0, compiles_ready = 0;
   double compile_wait_ms = 0, check_ms = 0, timing_ms = 0;
+  // GPU idle time caused by the loop, and the worker's time outside checking
+  // and timing (see the summary's tuner block).
+  double host_gap_ms = 0, worker_other_ms = 0;
+  // When the last result from the worker arrived, while no request has been
+  // sent since: the GPU has been idle from then on.
+  std::optional<Clock::time_point> gpu_idle_since;
   const auto t_search = Clock::now();
   bool exhausted = false;
 
-  while (!stop->fulfilled()) {
+  // Proposes candidates and queues their compiles, up to `prefetch` ahead.
+  auto refill = [&] {
     while (!exhausted && inflight.size() < prefetch) {
       auto cfg = strategy->next();
       if (!cfg) {
@@ -379,7 +387,17 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
       auto fut = pool.submit([&ev, c] { return ev.compile(c); });
       inflight.push_back({std::move(c), std::move(fut)});
     }
-    if (inflight.empty()) break;
+  };
+  // The candidate the worker is evaluating (or, for a compile error, the one
+  // whose verdict is waiting in ev), from ev.start() to ev.finish().
+  struct Running {
+    eval::Candidate candidate;
+    bool on_worker = false;  // compiled, hence sent to the worker
+    Clock::time_point started;
+  };
+  // Takes the next queued candidate, waits for its compile and sends it to
+  // the worker.
+  auto start_next = [&]() -> Running {
     InFlight job = std::move(inflight.front());
     inflight.pop_front();
     // Overlap check: was this compile done before the GPU loop needed it?
@@ -390,17 +408,67 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     ++compiles;
     cache_hits += compiled.cache_hit;
     if (!compiled.cache_hit) compile_ms.push_back(compiled.compile_ms);
-    eval::Result r = ev.run(job.candidate, compiled, false);
+    Running running{std::move(job.candidate), compiled.ok, Clock::now()};
+    // A compile error sends nothing: the GPU stays idle, and the gap goes on
+    // until a request does go out.
+    if (running.on_worker && gpu_idle_since) {
+      host_gap_ms += std::chrono::duration<double, std::milli>(running.started - *gpu_idle_since).count();
+      gpu_idle_since.reset();
+    }
+    ev.start(running.candidate, compiled, false);
+    return running;
+  };
+
+  // Pipelined: as soon as candidate N's result has arrived, candidate N+1 is
+  // sent to the worker, and only then is N recorded, observed and reported,
+  // while the GPU evaluates N+1 (recording fsyncs several files and the
+  // strategy may refit a model: tens of ms that would otherwise idle the
+  // GPU). The strategy proposes up to `prefetch` candidates ahead anyway, so
+  // proposing N+1 before observing N changes nothing that matters.
+  // Durability: a kill -9 can now lose two candidates, the one being
+  // evaluated and the one whose result is being recorded (before, only the
+  // one being evaluated). Nothing recorded is lost, and --resume works as
+  // before: the lost ones were never recorded, so it may propose them again.
+  refill();
+  std::optional<Running> current;
+  if (!stop->fulfilled() && !inflight.empty()) current = start_next();
+  while (current) {
+    eval::Result r = ev.finish();
+    const auto t_result = Clock::now();
+    if (current->on_worker) {
+      gpu_idle_since = t_result;
+      // Wall time of the request minus what the worker reports checking and
+      // timing: module load, request and result transfer, a hang's timeout,
+      // and any time the result waited for the previous candidate's
+      // bookkeeping (when that takes longer than the GPU work).
+      const double wall_ms = std::chrono::duration<double, std::milli>(t_result - current->started).count();
+      worker_other_ms += std::max(0.0, wall_ms - r.check_ms - r.timing_ms);
+    }
     with_reference(r);
     gpu_measured_ms += measured_ms(r);
     check_ms += r.check_ms;
     timing_ms += r.timing_ms;
     const bool ok = r.verdict == eval::Verdict::ok;
-    search::Observation ob{job.candidate.params, ok, r.geomean_ms.value_or(0)};
-    const auto& a = record("candidate", job.candidate.label, job.candidate, r);
-    strategy->observe(ob);
+    search::Observation ob{current->candidate.params, ok, r.geomean_ms.value_or(0)};
     stop->update(ob);
     ++evaluated;
+
+    // Keep the GPU busy: the next candidate goes out before N's bookkeeping.
+    // Should that throw (a spec error in its launch, a worker that cannot be
+    // started), N is still recorded first, as it was before pipelining.
+    std::optional<Running> next;
+    std::exception_ptr start_failed;
+    if (!stop->fulfilled()) {
+      try {
+        if (inflight.empty()) refill();
+        if (!inflight.empty()) next = start_next();
+      } catch (...) {
+        start_failed = std::current_exception();
+      }
+    }
+
+    const auto& a = record("candidate", current->candidate.label, current->candidate, r);
+    strategy->observe(ob);
 
     const run::Attempt* best = store->best();
     const double mins = minutes_since(t_search);
@@ -421,6 +489,10 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     }
     line << " | " << stop->status();
     progress.line(line.str());
+    if (start_failed) std::rethrow_exception(start_failed);
+
+    if (next) refill();
+    current = std::move(next);
   }
   progress.done();
   // Compiles still queued are abandoned (their results are cached for a later run).
@@ -566,7 +638,15 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
         {"compile_wait_ms", compile_wait_ms},
         // Worker wall time checking and in the timed loops, summed.
         {"worker_check_ms", check_ms},
-        {"worker_timing_ms", timing_ms}}},
+        {"worker_timing_ms", timing_ms},
+        // GPU idle time caused by the loop: host time from a result arriving
+        // to the next request being sent (waiting for its compile included),
+        // summed. The pipelined loop keeps it to picking the next candidate.
+        {"host_gap_ms", host_gap_ms},
+        // Per candidate sent to the worker, the wall time from the request to
+        // its result minus worker_check_ms and worker_timing_ms: module load,
+        // request/result transfer, worker restarts and timeouts, summed.
+        {"worker_other_ms", worker_other_ms}}},
       {"retime", retime}};
   if (reference_geomean) extra["reference_geomean_ms"] = *reference_geomean;
   if (initial_geomean) extra["initial_geomean_ms"] = *initial_geomean;
