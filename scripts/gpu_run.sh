@@ -70,6 +70,22 @@ print("final best:", fb.get("label"), "geomean", fb.get("geomean_ms"), "ms",
       "| x initial", fb.get("speedup_vs_initial"), "| x reference", fb.get("speedup_vs_reference"),
       "| / cuBLAS", fb.get("ratio_to_cublas"))
 print("tuner:", json.dumps(s.get("tuner")), "| counts:", json.dumps(s.get("counts")))
+# Per candidate (medians over the search): wall time between results, the
+# worker's checking and timed loops, and the measured launches themselves.
+import glob, os, statistics
+cand = []
+for f in sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "candidates", "*", "result.json"))):
+    a = json.load(open(f))
+    if a.get("kind") == "candidate": cand.append(a)
+t = [a.get("seconds_since_start", 0) for a in cand]
+walls = [1000 * (b - a) for a, b in zip(t, t[1:])]
+def med(v): return round(statistics.median(v), 1) if v else None
+checks = [a.get("check_ms", 0) for a in cand]
+timing = [a.get("timing_ms", 0) for a in cand]
+measured = [sum(c["latency"]["mean_ms"] * c["latency"]["samples"] for c in a.get("cases", []) if c.get("latency"))
+            for a in cand]
+print("per candidate (median ms): wall", med(walls), "| check", med(checks), "| timed loops", med(timing),
+      "| measured launches", med(measured))
 sp = s.get("specialization")
 if sp:
     print("specialised: geomean", sp.get("geomean_ms"), "ms, / cuBLAS", sp.get("ratio_to_cublas"),
