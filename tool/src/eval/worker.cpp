@@ -946,24 +946,29 @@ class Worker {
   /// Makes room for `slots` check slots. Call only with nothing of a
   /// candidate's in flight (it may synchronise).
   void reserve_check_slots(size_t slots) {
-    if (check_dev_ && check_dev_->bytes() >= slots * kSlotWords * sizeof(unsigned long long)) return;
+    const size_t words = slots * kSlotWords;
+    if (check_dev_ && check_words_ >= words) return;
     sync_harness("growing the check slots");
     if (check_host_) KOPT_CU_CHECK_NOTHROW(driver_->cuMemFreeHost(check_host_));
-    check_host_ = nullptr;
-    const size_t bytes = slots * kSlotWords * sizeof(unsigned long long);
-    check_dev_ = std::make_unique<DeviceMemory>(bytes);
+    check_host_ = check_init_ = nullptr;
+    check_words_ = 0;
+    check_dev_ = std::make_unique<DeviceMemory>(words * sizeof(unsigned long long));
+    // One pinned block: the results read back, then the initial values
+    // (pinned too, so that uploading them never waits for the stream).
     void* host = nullptr;
-    KOPT_CU_CHECK(driver_->cuMemAllocHost(&host, bytes), "pinned host memory for check results");
+    KOPT_CU_CHECK(driver_->cuMemAllocHost(&host, 2 * words * sizeof(unsigned long long)),
+                  "pinned host memory for check results");
     check_host_ = static_cast<unsigned long long*>(host);
-    check_init_.assign(slots * kSlotWords, 0);
-    for (size_t i = kSlotWords - 1; i < check_init_.size(); i += kSlotWords) check_init_[i] = ~0ull;
+    check_init_ = check_host_ + words;
+    for (size_t i = 0; i < words; ++i) check_init_[i] = i % kSlotWords == kSlotWords - 1 ? ~0ull : 0;
+    check_words_ = words;
   }
   /// Slots a collect() of case `c` may use: canaries (2), an input comparison
   /// or an output screen, and a determinism comparison per buffer.
   static size_t check_slots_for(const CaseSpec& c) { return c.args.size() * 4 + 1; }
 
   size_t next_slot(size_t* used) {
-    if (*used * kSlotWords >= check_init_.size())
+    if (*used * kSlotWords >= check_words_)
       throw std::logic_error("worker: more checks than reserved slots");  // check_slots_for is wrong
     return (*used)++;
   }
@@ -1038,6 +1043,32 @@ class Worker {
     return o;
   }
 
+  /// Waits for the stream behind a candidate's launch; its hang or its
+  /// asynchronous error is the candidate's failure.
+  void await_candidate(double timeout_ms, const std::string& where) {
+    auto w = wait(timeout_ms);
+    if (!w)
+      throw CandidateFailure{Verdict::timeout,
+                             where + ": the launch and its checks did not finish within " +
+                                 std::to_string(static_cast<int64_t>(timeout_ms)) + " ms",
+                             "", true};
+    if (*w != CUDA_SUCCESS) throw failure_from(*w, where);
+  }
+  /// Runs `enqueue`, driver calls queued behind a candidate's launch. Any of
+  /// them can return the candidate's own asynchronous error (a trap, an
+  /// illegal address) before the wait sees it; the stream then reports it
+  /// too, and the failure is the candidate's. A failure the stream does not
+  /// explain is the harness's and propagates.
+  template <typename Enqueue>
+  void behind_candidate(double timeout_ms, const std::string& where, Enqueue&& enqueue) {
+    try {
+      enqueue();
+    } catch (const EnvironmentError&) {
+      await_candidate(timeout_ms, where);
+      throw;
+    }
+  }
+
   /// Checks the outputs of the launch last queued on the stream: canaries,
   /// inputs unchanged (bitwise), outputs within tolerance (the on-GPU screen,
   /// else the host comparator), and outputs equal to run 1's where `run1`
@@ -1046,10 +1077,6 @@ class Worker {
   void collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, const HostInputs& in,
                const ReferenceData& ref, const std::string& when, const std::map<size_t, CUdeviceptr>& run1 = {}) {
     const std::string where = "case " + c.name + " (" + when + ")";
-    size_t used = 0;
-    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(check_dev_->get(), check_init_.data(),
-                                             check_init_.size() * sizeof(unsigned long long), stream_),
-                  "check slots");
     struct BufferChecks {
       std::vector<PendingDiff> canaries;
       std::optional<PendingDiff> input;        // inputs: unchanged?
@@ -1057,33 +1084,37 @@ class Worker {
       std::optional<PendingDiff> determinism;  // equal to run 1's output?
     };
     std::vector<BufferChecks> checks(c.args.size());
-    for (size_t i = 0; i < c.args.size(); ++i) {
-      const ArgSpec& a = c.args[i];
-      if (!a.is_buffer) continue;
-      GuardedBuffer& b = *s.buffers[i];
-      for (const auto& [ptr, bytes] : b.canaries())
-        checks[i].canaries.push_back(enqueue_difference(ptr, poison_ref_->get(), bytes, 1, &used));
-      if (a.role == spec::Role::input) {
-        checks[i].input =
-            enqueue_difference(b.ptr(), in.device.at(a.name).get(), b.bytes(), spec::dtype_size(a.dtype), &used);
-        continue;
+    behind_candidate(rq.timing.launch_timeout_ms, where, [&] {
+      size_t used = 0;
+      KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(check_dev_->get(), check_init_,
+                                               check_words_ * sizeof(unsigned long long), stream_),
+                    "check slots");
+      // The poison the canaries are compared with, renewed in case a wild
+      // write of the candidate landed there.
+      KOPT_CU_CHECK(driver_->cuMemsetD8Async(poison_ref_->get(), kPoisonByte, poison_ref_->bytes(), stream_), "poison");
+      for (size_t i = 0; i < c.args.size(); ++i) {
+        const ArgSpec& a = c.args[i];
+        if (!a.is_buffer) continue;
+        GuardedBuffer& b = *s.buffers[i];
+        for (const auto& [ptr, bytes] : b.canaries())
+          checks[i].canaries.push_back(enqueue_difference(ptr, poison_ref_->get(), bytes, 1, &used));
+        if (a.role == spec::Role::input) {
+          checks[i].input =
+              enqueue_difference(b.ptr(), in.device.at(a.name).get(), b.bytes(), spec::dtype_size(a.dtype), &used);
+          continue;
+        }
+        checks[i].screen = enqueue_screen(b.ptr(), ref, a, tolerance_of(c, a), &used);
+        auto r1 = run1.find(i);
+        if (r1 != run1.end())
+          checks[i].determinism =
+              enqueue_difference(r1->second, b.ptr(), b.bytes(), spec::dtype_size(a.dtype), &used);
       }
-      checks[i].screen = enqueue_screen(b.ptr(), ref, a, tolerance_of(c, a), &used);
-      auto r1 = run1.find(i);
-      if (r1 != run1.end())
-        checks[i].determinism = enqueue_difference(r1->second, b.ptr(), b.bytes(), spec::dtype_size(a.dtype), &used);
-    }
-    if (used)
-      KOPT_CU_CHECK(driver_->cuMemcpyDtoHAsync(check_host_, check_dev_->get(),
-                                               used * kSlotWords * sizeof(unsigned long long), stream_),
-                    "reading check results");
-    auto w = wait(rq.timing.launch_timeout_ms);
-    if (!w)
-      throw CandidateFailure{Verdict::timeout,
-                             where + ": the launch did not finish within " +
-                                 std::to_string(static_cast<int64_t>(rq.timing.launch_timeout_ms)) + " ms",
-                             "", true};
-    if (*w != CUDA_SUCCESS) throw failure_from(*w, where);
+      if (used)
+        KOPT_CU_CHECK(driver_->cuMemcpyDtoHAsync(check_host_, check_dev_->get(),
+                                                 used * kSlotWords * sizeof(unsigned long long), stream_),
+                      "reading check results");
+    });
+    await_candidate(rq.timing.launch_timeout_ms, where);
 
     for (size_t i = 0; i < c.args.size(); ++i) {
       const ArgSpec& a = c.args[i];
@@ -1202,25 +1233,29 @@ class Worker {
       for (const auto& b : guarded->buffers)
         if (b) b->reset_canaries(stream_);
     int awaited = -1;  // index of the last launch known to have finished
-    for (int i = 0; i < total; ++i) {
-      if (rq.timing.flush_l2)
-        KOPT_CU_CHECK(driver_->cuMemsetD8Async(flush_->get(), static_cast<unsigned char>(i), flush_->bytes(), stream_),
-                      "flushing L2");
-      if (guarded) {
-        // Canaries are reset once before the loop and checked after it.
-        prepare(c, *guarded, /*reset_canaries=*/false);
-        poison_shared();
+    // Up to two batches of launches are in flight while the host enqueues.
+    behind_candidate(rq.timing.launch_timeout_ms * 2 * batch, "case " + c.name + " (timing)", [&] {
+      for (int i = 0; i < total; ++i) {
+        if (rq.timing.flush_l2)
+          KOPT_CU_CHECK(
+              driver_->cuMemsetD8Async(flush_->get(), static_cast<unsigned char>(i), flush_->bytes(), stream_),
+              "flushing L2");
+        if (guarded) {
+          // Canaries are reset once before the loop and checked after it.
+          prepare(c, *guarded, /*reset_canaries=*/false);
+          poison_shared();
+        }
+        KOPT_CU_CHECK(driver_->cuEventRecord(events_[2 * i], stream_), "event");
+        CUresult r = launch(k, c, d, ptrs, rq.gemm);
+        if (r != CUDA_SUCCESS) throw failure_from(r, "case " + c.name + " (timing)");
+        KOPT_CU_CHECK(driver_->cuEventRecord(events_[2 * i + 1], stream_), "event");
+        if ((i + 1) % batch == 0 && i + 1 > batch) {
+          // Batch [i+1-batch, i] is enqueued: wait for the one before it.
+          await(i - batch, batch);
+          awaited = i - batch;
+        }
       }
-      KOPT_CU_CHECK(driver_->cuEventRecord(events_[2 * i], stream_), "event");
-      CUresult r = launch(k, c, d, ptrs, rq.gemm);
-      if (r != CUDA_SUCCESS) throw failure_from(r, "case " + c.name + " (timing)");
-      KOPT_CU_CHECK(driver_->cuEventRecord(events_[2 * i + 1], stream_), "event");
-      if ((i + 1) % batch == 0 && i + 1 > batch) {
-        // Batch [i+1-batch, i] is enqueued: wait for the one before it.
-        await(i - batch, batch);
-        awaited = i - batch;
-      }
-    }
+    });
     await(total - 1, std::max(total - 1 - awaited, 1));
     std::vector<double> ms;
     for (int i = rq.timing.warmup; i < total; ++i) {
@@ -1380,7 +1415,8 @@ class Worker {
   CUfunction screen_fn_ = nullptr, diff32_fn_ = nullptr, diff8_fn_ = nullptr;
   std::unique_ptr<DeviceMemory> check_dev_;    // check slots (reserve_check_slots)
   unsigned long long* check_host_ = nullptr;   // their pinned host mirror
-  std::vector<unsigned long long> check_init_;  // their initial values
+  unsigned long long* check_init_ = nullptr;   // their initial values (same pinned block)
+  size_t check_words_ = 0;                     // u64 words of check_dev_
   std::unique_ptr<DeviceMemory> poison_ref_;   // kHeadCheck bytes of poison
   std::map<std::string, std::unique_ptr<BufferSet>> pool_;  // case#slot -> buffers kept between candidates
   size_t pool_bytes_ = 0, pool_limit_bytes_ = 0;
