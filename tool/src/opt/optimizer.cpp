@@ -429,9 +429,11 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   // evaluated and the one whose result is being recorded (before, only the
   // one being evaluated). Nothing recorded is lost, and --resume works as
   // before: the lost ones were never recorded, so it may propose them again.
-  refill();
   std::optional<Running> current;
-  if (!stop->fulfilled() && !inflight.empty()) current = start_next();
+  if (!stop->fulfilled()) {  // a resumed run may have met its budget already
+    refill();
+    if (!inflight.empty()) current = start_next();
+  }
   while (current) {
     eval::Result r = ev.finish();
     const auto t_result = Clock::now();
@@ -640,12 +642,15 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
         {"worker_check_ms", check_ms},
         {"worker_timing_ms", timing_ms},
         // GPU idle time caused by the loop: host time from a result arriving
-        // to the next request being sent (waiting for its compile included),
-        // summed. The pipelined loop keeps it to picking the next candidate.
+        // to the start of the next request (waiting for its compile
+        // included), summed. The pipelined loop keeps it to picking the next
+        // candidate.
         {"host_gap_ms", host_gap_ms},
-        // Per candidate sent to the worker, the wall time from the request to
-        // its result minus worker_check_ms and worker_timing_ms: module load,
-        // request/result transfer, worker restarts and timeouts, summed.
+        // Per candidate sent to the worker, the wall time from the start of
+        // its request to its result minus worker_check_ms and
+        // worker_timing_ms, summed: preparing and sending the request, module
+        // load, the result's transfer, worker restarts and timeouts, and any
+        // bookkeeping of the previous candidate that outlasted the GPU work.
         {"worker_other_ms", worker_other_ms}}},
       {"retime", retime}};
   if (reference_geomean) extra["reference_geomean_ms"] = *reference_geomean;
