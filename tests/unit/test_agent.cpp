@@ -309,6 +309,32 @@ TEST(AgentNcu, ParsesTheDetailsCsv) {
   EXPECT_TRUE(kopt::agent::parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM\n").is_null());
 }
 
+TEST(AgentNcu, ParsesRealNsightCompute2025Output) {
+  // What `kopt optimize --strategy agent` got from profile_candidate on an
+  // H200 (ncu with rule columns: metric rows end with a trailing comma, rule
+  // rows have no metric): the kopt evaluate JSON first, then the CSV.
+  const json j = kopt::agent::parse_ncu_csv(
+      read(std::string(KOPT_TEST_DATA_DIR) + "/ncu/h200_vadd_vec4_details.txt"));
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["kernel"], "vadd_vec4");
+  const json& m = j["metrics"];
+  EXPECT_DOUBLE_EQ(m["GPU Speed Of Light Throughput: DRAM Throughput [%]"].get<double>(), 59.94);
+  EXPECT_DOUBLE_EQ(m["GPU Speed Of Light Throughput: Duration [ns]"].get<double>(), 12768);
+  EXPECT_DOUBLE_EQ(m["Launch Statistics: Registers Per Thread [register/thread]"].get<double>(), 32);
+  EXPECT_DOUBLE_EQ(m["Occupancy: Achieved Occupancy [%]"].get<double>(), 77.06);
+  EXPECT_EQ(m["Launch Statistics: Function Cache Configuration"], "CachePreferNone");
+  for (const auto& [key, value] : m.items()) EXPECT_FALSE(key.empty() || key.back() == ' ') << key;
+  ASSERT_TRUE(j.contains("rules"));
+  bool occupancy_rule = false;
+  for (const auto& r : j["rules"])
+    if (r["rule"] == "AchievedOccupancy") {
+      occupancy_rule = true;
+      EXPECT_EQ(r["section"], "Occupancy");
+      EXPECT_NE(r["description"].get<std::string>().find("achieved occupancy"), std::string::npos);
+    }
+  EXPECT_TRUE(occupancy_rule);
+}
+
 // ---------------------------------------------------------------------------
 // The loop, with the test double
 

@@ -1355,7 +1355,11 @@ json Session::tool_profile(const json& a) {
     if (!ec && self.filename() == "kopt") kopt = self;
   }
   if (kopt.empty()) return {{"available", false}, {"reason", "profiling unavailable: the kopt executable is unknown"}};
-  std::vector<std::string> argv = {ncu, "--target-processes", "all", "--kernel-name-base", "function", "-k", c.entry,
+  // --clock-control none: measure the card at the clocks it runs at; ncu's
+  // default would lock them to base for the profile, a settings change on a
+  // GPU others may share.
+  std::vector<std::string> argv = {ncu, "--target-processes", "all", "--clock-control", "none",
+                                   "--kernel-name-base", "function", "-k", c.entry,
                                    "-c", "1", "--section", "SpeedOfLight", "--section", "Occupancy", "--section",
                                    "LaunchStats", "--csv", "--page", "details",
                                    kopt.string(), "evaluate", "--spec", (store_->dir() / "spec.json").string(),
@@ -1730,8 +1734,10 @@ json parse_ncu_csv(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> header;
   int i_id = -1, i_kernel = -1, i_section = -1, i_name = -1, i_unit = -1, i_value = -1;
+  int i_rule = -1, i_rule_type = -1, i_rule_text = -1, i_speedup_type = -1, i_speedup = -1;
   std::string first_id, kernel;
   json metrics = json::object();
+  json rules = json::array();
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] != '"') continue;
     auto f = split(line);
@@ -1749,15 +1755,36 @@ json parse_ncu_csv(const std::string& text) {
       i_name = find("Metric Name");
       i_unit = find("Metric Unit");
       i_value = find("Metric Value");
+      i_rule = find("Rule Name");
+      i_rule_type = find("Rule Type");
+      i_rule_text = find("Rule Description");
+      i_speedup_type = find("Estimated Speedup Type");
+      i_speedup = find("Estimated Speedup");
       continue;
     }
-    if (f.size() != header.size()) continue;
+    // Metric rows leave the trailing rule columns out (ncu 2025 ends them
+    // with "value",); rule rows leave the metric columns empty.
+    if (f.size() > header.size() || static_cast<int>(f.size()) <= i_value) continue;
+    f.resize(header.size());
     const std::string id = i_id >= 0 ? f[i_id] : "";
     if (first_id.empty()) {
       first_id = id.empty() ? "-" : id;
       if (i_kernel >= 0) kernel = f[i_kernel];
     } else if (!id.empty() && id != first_id) {
       break;  // the first kernel only
+    }
+    if (f[i_name].empty()) {
+      if (i_rule >= 0 && !f[i_rule].empty()) {
+        json r = {{"section", i_section >= 0 ? f[i_section] : ""}, {"rule", f[i_rule]}};
+        if (i_rule_type >= 0) r["type"] = f[i_rule_type];
+        if (i_rule_text >= 0) r["description"] = f[i_rule_text];
+        if (i_speedup >= 0 && !f[i_speedup].empty()) {
+          r["estimated_speedup"] = f[i_speedup];
+          if (i_speedup_type >= 0) r["estimated_speedup_type"] = f[i_speedup_type];
+        }
+        rules.push_back(std::move(r));
+      }
+      continue;
     }
     std::string key = (i_section >= 0 && !f[i_section].empty() ? f[i_section] + ": " : std::string()) + f[i_name];
     if (i_unit >= 0 && !f[i_unit].empty()) key += " [" + f[i_unit] + "]";
@@ -1773,7 +1800,9 @@ json parse_ncu_csv(const std::string& text) {
       metrics[key] = v;
   }
   if (metrics.empty()) return nullptr;
-  return {{"kernel", kernel}, {"metrics", metrics}};
+  json out = {{"kernel", kernel}, {"metrics", metrics}};
+  if (!rules.empty()) out["rules"] = rules;
+  return out;
 }
 
 int optimize(const opt::OptimizeOptions& o, stdfs::path* run_dir) {

@@ -100,8 +100,11 @@ bool trim_for_context(std::vector<Message>& messages, size_t keep_head = 2);
 const std::vector<std::pair<std::string, std::string>>& optimization_notes();
 
 /// Parses the CSV that `ncu --csv --page details` prints into
-/// {"kernel": name, "metrics": {"<section>: <metric> [unit]": value}}; the
-/// first kernel only. Returns null when no metric row is found.
+/// {"kernel": name, "metrics": {"<section>: <metric> [unit]": value},
+///  "rules": [{"section", "rule", "type", "description", "estimated_speedup",
+///  "estimated_speedup_type"}]} (numbers with thousands separators become
+/// numbers; "rules" only when ncu gave rule results, as Nsight Compute 2025
+/// does); the first kernel only. Returns null when no metric row is found.
 nlohmann::json parse_ncu_csv(const std::string& text);
 
 }  // namespace kopt::agent
