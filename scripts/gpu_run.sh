@@ -138,7 +138,7 @@ if [[ " $STAGES " == *" agent "* ]]; then
   echo "== agent: the agent loop against a scripted OpenAI-compatible server, real checks and timings"
   rm -rf "$ROOT/results-agent"
   bash tests/agent/gpu_agent_demo.sh "$K" "$ROOT/results-agent" >"$LOGS/agent.log" 2>&1
-  echo "agent demo exit $?"; tail -12 "$LOGS/agent.log"
+  echo "agent demo exit $?"; tail -14 "$LOGS/agent.log"
   A="$(ls -d "$ROOT"/results-agent/run-* 2>/dev/null | tail -1)"
   [ -n "$A" ] && mkdir -p "$LOGS/agent-run" && cp -r "$A"/*.json "$A/agent" "$LOGS/agent-run/" 2>/dev/null
 fi
