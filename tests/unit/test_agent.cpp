@@ -30,11 +30,14 @@
 #include "opt/optimizer.h"
 #include "run/store.h"
 #include "spec/spec.h"
+#include "temp_dir.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace {
 
 namespace stdfs = std::filesystem;
+using kopt::test::TempDir;
 using kopt::agent::ChatRequest;
 using kopt::agent::ChatResponse;
 using kopt::agent::LlmConfig;
@@ -47,24 +50,8 @@ using nlohmann::json;
 const std::string kSentinel = "sk-AGENT-SENTINEL-5b9e0c7d13";
 const std::string kData = std::string(KOPT_TEST_DATA_DIR) + "/agent/";
 
-std::string read(const stdfs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-json read_json(const stdfs::path& p) { return json::parse(read(p)); }
+json read_json(const stdfs::path& p) { return json::parse(kopt::fs::read_file(p)); }
 
-struct TempDir {
-  stdfs::path path;
-  TempDir() {
-    path = stdfs::temp_directory_path() /
-           ("kopt-agent-" + std::to_string(::getpid()) + "-" +
-            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    stdfs::create_directories(path);
-  }
-  ~TempDir() { stdfs::remove_all(path); }
-};
 
 // ---------------------------------------------------------------------------
 // Scripted replies
@@ -104,7 +91,7 @@ ChatResponse text(const std::string& t) { return reply({}, t); }
 json launch256() { return {{"grid", {"ceil_div(N, 256)", 1, 1}}, {"block", {256, 1, 1}}, {"shared_bytes", 0}}; }
 
 json eval_args(const std::string& file, const std::string& entry, json launch = launch256()) {
-  return {{"source", read(kData + file)}, {"entry", entry}, {"launch", launch}};
+  return {{"source", kopt::fs::read_file(kData + file)}, {"entry", entry}, {"launch", launch}};
 }
 
 /// What the test double does on each request: returns a reply or throws.
@@ -150,14 +137,14 @@ kopt::opt::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
   o.spec = kData + "vadd.json";
   o.strategy = "agent";
   o.arch = "sm_90";
-  o.results_dir = t.path / "results";
-  o.cache_dir = t.path / "cache";
+  o.results_dir = t.path() / "results";
+  o.cache_dir = t.path() / "cache";
   o.worker_argv = {KOPT_FAKE_WORKER};
   if (!gpu) o.worker_argv.push_back("--no-device");
   o.quiet = true;
   o.max_evaluations = 10;
   o.agent.api_key = kSentinel;
-  o.agent.dotenv = t.path / "no.env";
+  o.agent.dotenv = t.path() / "no.env";
   o.agent.llm_base_url = "http://127.0.0.1:9/v1";  // never contacted by the test double
   o.agent.kopt_exe = KOPT_CLI;
   return o;
@@ -177,7 +164,8 @@ RunOut run_with(kopt::opt::OptimizeOptions o, std::shared_ptr<Script> script) {
   if (!r.dir.empty()) {
     r.summary = read_json(r.dir / "summary.json");
     r.history = read_json(r.dir / "history.json");
-    r.events = read(r.dir / "agent" / "events.jsonl");
+    const stdfs::path events = r.dir / "agent" / "events.jsonl";
+    if (stdfs::exists(events)) r.events = kopt::fs::read_file(events);
   }
   return r;
 }
@@ -314,7 +302,7 @@ TEST(AgentNcu, ParsesRealNsightCompute2025Output) {
   // H200 (ncu with rule columns: metric rows end with a trailing comma, rule
   // rows have no metric): the kopt evaluate JSON first, then the CSV.
   const json j = kopt::agent::parse_ncu_csv(
-      read(std::string(KOPT_TEST_DATA_DIR) + "/ncu/h200_vadd_vec4_details.txt"));
+      kopt::fs::read_file(std::string(KOPT_TEST_DATA_DIR) + "/ncu/h200_vadd_vec4_details.txt"));
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j["kernel"], "vadd_vec4");
   const json& m = j["metrics"];
@@ -587,10 +575,10 @@ TEST(AgentLoop, WithAGpuCandidatesAreCheckedAndTheBestIsWritten) {
   EXPECT_EQ(prof["available"], false) << prof.dump();
   EXPECT_NE(prof["reason"].get<std::string>().find("profiling unavailable"), std::string::npos);
   ASSERT_TRUE(stdfs::exists(r.dir / "best.cu"));
-  const std::string best = read(r.dir / "best.cu");
+  const std::string best = kopt::fs::read_file(r.dir / "best.cu");
   EXPECT_NE(best.find("// kopt:entry"), std::string::npos);
   // The recorded kernel carries its launch, with the per-case override folded in.
-  const std::string k = read(r.dir / "candidates" / "0002" / "kernel.cu");
+  const std::string k = kopt::fs::read_file(r.dir / "candidates" / "0002" / "kernel.cu");
   EXPECT_NE(k.find("// kopt:entry vadd_vec4"), std::string::npos);
   EXPECT_NE(k.find("N == 1"), std::string::npos) << k;
   EXPECT_TRUE(r.summary.contains("final_best"));
@@ -600,7 +588,7 @@ TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
   TempDir t;
   auto s = std::make_shared<Script>();
   s->add(reply({call("propose_template",
-                     {{"source", read(kData + "template.cu")},
+                     {{"source", kopt::fs::read_file(kData + "template.cu")},
                       {"entry", "vadd_tmpl"},
                       {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
                       {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
@@ -714,7 +702,7 @@ kopt::opt::OptimizeOptions real_client_options(const TempDir& t, const FakeServe
 void expect_no_key_anywhere(const stdfs::path& dir) {
   for (const auto& e : stdfs::recursive_directory_iterator(dir))
     if (e.is_regular_file()) {
-      EXPECT_EQ(read(e.path()).find(kSentinel), std::string::npos) << e.path();
+      EXPECT_EQ(kopt::fs::read_file(e.path()).find(kSentinel), std::string::npos) << e.path();
     }
 }
 
@@ -755,7 +743,7 @@ TEST(AgentE2E, FailThenRepairThenFasterAgainstAFakeServer) {
     EXPECT_TRUE(stdfs::exists(dir / "candidates" / buf / "kernel.cu"));
     EXPECT_TRUE(stdfs::exists(dir / "candidates" / buf / "result.json"));
   }
-  EXPECT_NE(read(dir / "candidates" / "0002" / "compile.log").find("undeclared_value"), std::string::npos);
+  EXPECT_NE(kopt::fs::read_file(dir / "candidates" / "0002" / "compile.log").find("undeclared_value"), std::string::npos);
 
   // The model saw the compile error and repaired it.
   const auto bodies = srv.bodies();
@@ -789,7 +777,7 @@ TEST(AgentE2E, FailThenRepairThenFasterAgainstAFakeServer) {
   const json rj = read_json(dir / "run.json");
   EXPECT_EQ(rj["strategy"], "agent");
   // events.jsonl: one line per executed tool call.
-  std::istringstream ev(read(dir / "agent" / "events.jsonl"));
+  std::istringstream ev(kopt::fs::read_file(dir / "agent" / "events.jsonl"));
   std::vector<json> lines;
   for (std::string l; std::getline(ev, l);) lines.push_back(json::parse(l));
   ASSERT_EQ(lines.size(), 3u);
@@ -809,11 +797,11 @@ TEST(AgentE2E, FromADescriptionTheModelDraftsAValidatedWorkload) {
   json bad = spec;
   bad["signature"][0]["type"] = "float7";
   const json sub_bad = {{"spec", bad},
-                        {"reference_source", read(kData + "reference.cu")},
-                        {"initial_source", read(kData + "initial.cu")}};
+                        {"reference_source", kopt::fs::read_file(kData + "reference.cu")},
+                        {"initial_source", kopt::fs::read_file(kData + "initial.cu")}};
   const json sub_ok = {{"spec", spec},
-                       {"reference_source", read(kData + "reference.cu")},
-                       {"initial_source", read(kData + "initial.cu")}};
+                       {"reference_source", kopt::fs::read_file(kData + "reference.cu")},
+                       {"initial_source", kopt::fs::read_file(kData + "initial.cu")}};
   FakeServer srv({chat_tool_reply("submit_workload", sub_bad, 1), chat_tool_reply("submit_workload", sub_ok, 2),
                   chat_tool_reply("evaluate_candidate", eval_args("faster.cu", "vadd_vec4", {{"grid", {"max(1, ceil_div(N / 4, 256))"}}, {"block", {256}}}), 3),
                   chat_text_reply("done", 4)});
@@ -848,7 +836,7 @@ TEST(AgentE2E, FromADescriptionTheModelDraftsAValidatedWorkload) {
   EXPECT_EQ(s.reference.kernel.source, dir / "reference.cu");
   EXPECT_EQ(kopt::spec::load_spec(dir / "spec.json").reference.kernel.source, dir / "reference.cu");
   EXPECT_EQ(count_calls(dir), 4) << "the drafting calls moved into the run folder";
-  for (const auto& e : stdfs::directory_iterator(t.path / "results"))
+  for (const auto& e : stdfs::directory_iterator(t.path() / "results"))
     EXPECT_EQ(e.path().filename().string().rfind("agent-draft-", 0), std::string::npos) << "no staging folder left";
   const json h = read_json(dir / "history.json");
   ASSERT_EQ(h["attempts"].size(), 2u);

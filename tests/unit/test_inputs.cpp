@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -15,12 +14,14 @@
 #include <vector>
 
 #include "spec/inputs.h"
+#include "temp_dir.h"
 #include "util/error.h"
 
 namespace kopt::spec {
 namespace {
 
 namespace stdfs = std::filesystem;
+using kopt::test::TempDir;
 
 void expect_error(const std::function<void()>& f, const std::string& id,
                   const std::vector<std::string>& needles) {
@@ -64,26 +65,6 @@ Generator uniform(double lo, double hi) {
 
 const DType kAllTypes[] = {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i8,
                            DType::u8,  DType::i32,  DType::u32, DType::i64, DType::u64};
-
-/// A fresh folder under the system temp folder, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = stdfs::temp_directory_path() /
-            ("kopt_inputs_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    stdfs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    stdfs::remove_all(path_, ec);
-  }
-  const stdfs::path& path() const { return path_; }
-  stdfs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  stdfs::path path_;
-};
 
 void write_bytes(const stdfs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary);

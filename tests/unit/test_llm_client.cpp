@@ -27,6 +27,7 @@
 #include "agent/llm.h"
 #include "agent/llm_wire.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace stdfs = std::filesystem;
 using kopt::agent::ChatRequest;
@@ -47,12 +48,7 @@ namespace {
 const std::string kSentinel = "sk-SENTINEL-7f3a9c21d4e8b6";
 
 std::string fixture(const std::string& name) {
-  const std::string path = std::string(KOPT_TEST_DATA_DIR) + "/llm/" + name;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("missing fixture " + path);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return kopt::fs::read_file(std::string(KOPT_TEST_DATA_DIR) + "/llm/" + name);
 }
 
 // ---------------------------------------------------------------------------

@@ -11,31 +11,24 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.h"
+#include "util/fs.h"
+
 namespace {
 
 namespace fsys = std::filesystem;
+using kopt::test::TempDir;
 using nlohmann::json;
 
 const std::string kSpec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
 
-struct Dir {
-  fsys::path path;
-  Dir() {
-    path = fsys::temp_directory_path() / ("kopt-e2e-" + std::to_string(::getpid()) + "-" +
-                                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fsys::create_directories(path);
-  }
-  ~Dir() { fsys::remove_all(path); }
-};
-
-std::string optimize_cmd(const Dir& d, const std::string& extra) {
+std::string optimize_cmd(const TempDir& d, const std::string& extra) {
   return std::string(KOPT_CLI) + " optimize --spec " + kSpec + " --arch sm_90 --quiet --top 2 --retime-rounds 1" +
-         " --results-dir " + (d.path / "results").string() + " --cache-dir " + (d.path / "cache").string() +
+         " --results-dir " + (d.path() / "results").string() + " --cache-dir " + (d.path() / "cache").string() +
          " --worker-command " + KOPT_FAKE_WORKER + " " + extra;
 }
 
@@ -71,9 +64,9 @@ json checked_history(const fsys::path& run) {
 }
 
 TEST(OptimizeE2E, WritesACompleteRunFolder) {
-  Dir d;
+  TempDir d;
   ASSERT_EQ(run(optimize_cmd(d, "--budget evals=4")), 0);
-  const fsys::path r = d.path / "results" / "run-001";
+  const fsys::path r = d.path() / "results" / "run-001";
   for (const char* f : {"spec.json", "device.json", "run.json", "history.json", "summary.json", "best.cu",
                         "heatmap.svg", "report.html"})
     EXPECT_TRUE(fsys::exists(r / f)) << f;
@@ -89,29 +82,27 @@ TEST(OptimizeE2E, WritesACompleteRunFolder) {
     ASSERT_TRUE(t.contains(k) && t[k].is_number()) << k << ": " << t.dump();
     EXPECT_GE(t[k].get<double>(), 0.0) << k;
   }
-  std::ifstream best(r / "best.cu");
-  std::stringstream ss;
-  ss << best.rdbuf();
-  EXPECT_NE(ss.str().find("// kopt:entry "), std::string::npos);
+  const std::string best = kopt::fs::read_file(r / "best.cu");
+  EXPECT_NE(best.find("// kopt:entry "), std::string::npos);
   // The fake worker's latencies make some candidate beat the initial kernel.
   EXPECT_NE(s["final_best"]["label"].get<std::string>().find('='), std::string::npos) << s["final_best"].dump();
-  EXPECT_NE(ss.str().find("// kopt:param TILE="), std::string::npos);
+  EXPECT_NE(best.find("// kopt:param TILE="), std::string::npos);
 }
 
 TEST(OptimizeE2E, ResumeEvaluatesOnlyWhatIsMissing) {
-  Dir d;
+  TempDir d;
   ASSERT_EQ(run(optimize_cmd(d, "--budget evals=3")), 0);
-  const fsys::path r = d.path / "results" / "run-001";
+  const fsys::path r = d.path() / "results" / "run-001";
   ASSERT_EQ(checked_history(r)["attempts"].size(), 4u);
   ASSERT_EQ(run(optimize_cmd(d, "--budget evals=6 --resume " + r.string())), 0);
   EXPECT_EQ(checked_history(r)["attempts"].size(), 7u);  // 3 more candidates, initial not redone
-  EXPECT_FALSE(fsys::exists(d.path / "results" / "run-002"));
+  EXPECT_FALSE(fsys::exists(d.path() / "results" / "run-002"));
 }
 
 TEST(OptimizeE2E, ResumeRefusesAnotherSpecAndChangesNothing) {
-  Dir d;
+  TempDir d;
   ASSERT_EQ(run(optimize_cmd(d, "--budget evals=2")), 0);
-  const fsys::path r = d.path / "results" / "run-001";
+  const fsys::path r = d.path() / "results" / "run-001";
   const std::string before = read_json(r / "history.json").dump();
   const std::string other = std::string(KOPT_CLI) + " optimize --spec " + KOPT_SOURCE_DIR +
                             "/templates/softmax/softmax.json --arch sm_90 --quiet --budget evals=2 --resume " +
@@ -121,13 +112,13 @@ TEST(OptimizeE2E, ResumeRefusesAnotherSpecAndChangesNothing) {
 }
 
 TEST(OptimizeE2E, ZeroBudgetIsAUsageError) {
-  Dir d;
+  TempDir d;
   EXPECT_EQ(run(optimize_cmd(d, "--budget evals=0")), 2);
-  EXPECT_FALSE(fsys::exists(d.path / "results" / "run-001"));
+  EXPECT_FALSE(fsys::exists(d.path() / "results" / "run-001"));
 }
 
 TEST(OptimizeE2E, ResumeAfterKill9) {
-  Dir d;
+  TempDir d;
   // A slow "GPU" so the run is surely mid-way when it is killed.
   const std::string cmd = "KOPT_FAKE_EVAL_MS=150 " + optimize_cmd(d, "--budget evals=40");
   const pid_t pid = ::fork();
@@ -138,7 +129,7 @@ TEST(OptimizeE2E, ResumeAfterKill9) {
     ::_exit(127);
   }
   ::setpgid(pid, pid);
-  const fsys::path r = d.path / "results" / "run-001";
+  const fsys::path r = d.path() / "results" / "run-001";
   // Wait until a few attempts are recorded, then kill everything at once.
   for (int i = 0; i < 600; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -164,30 +155,23 @@ TEST(OptimizeE2E, ResumeAfterKill9) {
   EXPECT_TRUE(fsys::exists(r / "best.cu"));
 }
 
-std::string slurp(const fsys::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(OptimizeE2E, CompilationOverlapsEvaluation) {
-  Dir d;
+  TempDir d;
   // Each evaluation keeps the fake GPU busy 3 s, several times one NVRTC
   // compile of the transpose template: with the compile pool working ahead,
   // every compile but the first is finished before the GPU loop needs it.
   ASSERT_EQ(run("KOPT_FAKE_EVAL_MS=3000 " + optimize_cmd(d, "--budget evals=4")), 0);
-  const json t = read_json(d.path / "results" / "run-001" / "summary.json")["tuner"];
+  const json t = read_json(d.path() / "results" / "run-001" / "summary.json")["tuner"];
   EXPECT_GE(t["compiles_ready_when_needed"].get<int>(), 3) << t.dump();
   EXPECT_GE(t["compile_wait_ms"].get<double>(), 0.0);
 }
 
 TEST(OptimizeE2E, ShapeSpecialisationWritesVariants) {
-  Dir d;
+  TempDir d;
   // The fake worker's latencies differ per (configuration, case), so
   // different configurations win different performance cases.
   ASSERT_EQ(run(optimize_cmd(d, "--budget evals=12")), 0);
-  const fsys::path r = d.path / "results" / "run-001";
+  const fsys::path r = d.path() / "results" / "run-001";
   const json s = read_json(r / "summary.json");
   ASSERT_TRUE(s.contains("specialization")) << s.dump(1);
   const json& sp = s["specialization"];
@@ -202,9 +186,9 @@ TEST(OptimizeE2E, ShapeSpecialisationWritesVariants) {
   EXPECT_LT(sp["geomean_ms"].get<double>(), sp["single_geomean_ms"].get<double>());
 
   // --no-specialize: one configuration, no variants.
-  Dir d2;
+  TempDir d2;
   ASSERT_EQ(run(optimize_cmd(d2, "--budget evals=12 --no-specialize")), 0);
-  const fsys::path r2 = d2.path / "results" / "run-001";
+  const fsys::path r2 = d2.path() / "results" / "run-001";
   EXPECT_FALSE(read_json(r2 / "summary.json").contains("specialization"));
   EXPECT_FALSE(fsys::exists(r2 / "variants"));
 }
@@ -213,9 +197,9 @@ TEST(OptimizeE2E, ShapeSpecialisationWritesVariants) {
 // the generated .cu and launch header compiled and linked by nvcc the way a
 // user's build does.
 TEST(OptimizeE2E, GeneratedVariantsCompileWithNvcc) {
-  Dir d;
+  TempDir d;
   ASSERT_EQ(run(optimize_cmd(d, "--budget evals=12")), 0);
-  const fsys::path r = d.path / "results" / "run-001";
+  const fsys::path r = d.path() / "results" / "run-001";
   const json s = read_json(r / "summary.json");
   ASSERT_TRUE(s.contains("specialization"));
   const json& sp = s["specialization"];
@@ -224,7 +208,7 @@ TEST(OptimizeE2E, GeneratedVariantsCompileWithNvcc) {
     json shapes = json::array();
     for (const auto& [name, c] : sp["cases"].items())
       if (c["variant"] == v["variant"]) shapes.push_back(c["sizes"]);
-    variants.push_back({{"label", v["label"]}, {"kernel_source", slurp(r / v["file"].get<std::string>())},
+    variants.push_back({{"label", v["label"]}, {"kernel_source", kopt::fs::read_file(r / v["file"].get<std::string>())},
                         {"shapes", shapes}});
   }
   const json cache = {{"format_version", 1},
@@ -235,20 +219,20 @@ TEST(OptimizeE2E, GeneratedVariantsCompileWithNvcc) {
                          {"kernel_source", variants[0]["kernel_source"]},
                          {"variants", variants}}}}};
   {
-    std::ofstream out(d.path / "cache.json");
+    std::ofstream out(d.path() / "cache.json");
     out << cache.dump(2);
   }
-  const fsys::path gen = d.path / "gen";
+  const fsys::path gen = d.path() / "gen";
   ASSERT_EQ(run(std::string(KOPT_CLI) + " generate --spec " + kSpec + " --name tr --out-dir " + gen.string() +
-                " --cache-file " + (d.path / "cache.json").string() + " --no-tune"),
+                " --cache-file " + (d.path() / "cache.json").string() + " --no-tune"),
             0);
-  const std::string header = slurp(gen / "tr_launch.h");
+  const std::string header = kopt::fs::read_file(gen / "tr_launch.h");
   EXPECT_NE(header.find("constexpr int kVariants = " + std::to_string(variants.size()) + ";"), std::string::npos);
-  const std::string cu = slurp(gen / "tr.cu");
+  const std::string cu = kopt::fs::read_file(gen / "tr.cu");
   EXPECT_NE(cu.find("// kopt:entry "), std::string::npos);
 
   // kopt evaluate on the generated file checks every variant (compile-only here).
-  const fsys::path ev = d.path / "evaluate.json";
+  const fsys::path ev = d.path() / "evaluate.json";
   run(std::string(KOPT_CLI) + " evaluate --spec " + kSpec + " --kernel " + (gen / "tr.cu").string() +
       " --arch sm_90 --json " + ev.string());
   const json results = read_json(ev);

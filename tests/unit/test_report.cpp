@@ -14,10 +14,12 @@
 
 #include "report/report.h"
 #include "run/store.h"
+#include "temp_dir.h"
 #include "util/fs.h"
 #include "util/json.h"
 
 namespace stdfs = std::filesystem;
+using kopt::test::TempDir;
 using kopt::eval::CaseResult;
 using kopt::eval::LatencyStats;
 using kopt::eval::Verdict;
@@ -201,23 +203,6 @@ bool valid_utf8(const std::string& s) {
   }
   return true;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (stdfs::temp_directory_path() / "kopt-report-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    stdfs::remove_all(path_, ec);
-  }
-  const stdfs::path& path() const { return path_; }
-
- private:
-  stdfs::path path_;
-};
 
 }  // namespace
 

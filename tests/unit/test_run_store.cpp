@@ -21,10 +21,12 @@
 #include "run/store.h"
 #include "spec/annotations.h"
 #include "util/error.h"
+#include "temp_dir.h"
 #include "util/fs.h"
 #include "util/json.h"
 
 namespace stdfs = std::filesystem;
+using kopt::test::TempDir;
 using kopt::eval::CaseResult;
 using kopt::eval::LatencyStats;
 using kopt::eval::Result;
@@ -35,23 +37,6 @@ using kopt::run::RunStore;
 using nlohmann::json;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (stdfs::temp_directory_path() / "kopt-store-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    stdfs::remove_all(path_, ec);
-  }
-  const stdfs::path& path() const { return path_; }
-
- private:
-  stdfs::path path_;
-};
 
 json spec_json(const std::string& name = "sgemm") {
   return json{{"format_version", 1},
