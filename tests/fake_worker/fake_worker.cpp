@@ -45,14 +45,14 @@
 
 #include "cuda/device.h"
 #include "eval/protocol.h"
-#include "eval/result.h"
+#include "model/result.h"
 #include "util/error.h"
 #include "util/json.h"
 
 using nlohmann::json;
 using kopt::eval::EvalRequest;
-using kopt::eval::Result;
-using kopt::eval::Verdict;
+using kopt::model::Result;
+using kopt::model::Verdict;
 
 namespace {
 
@@ -91,7 +91,7 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
   res.detail = "fake worker";
   std::vector<double> medians;
   for (const auto& c : r.cases) {
-    kopt::eval::CaseResult cr;
+    kopt::model::CaseResult cr;
     cr.name = c.name;
     cr.role = kopt::spec::case_role_name(c.role);
     cr.passed = true;
@@ -99,12 +99,12 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
       const double t =
           per_case ? 0.5 + static_cast<double>(std::hash<std::string>{}(r.candidate.label + "#" + c.name) % 1000) / 1000.0
                    : ms;
-      cr.latency = kopt::eval::latency_stats({t, t, t});
+      cr.latency = kopt::model::latency_stats({t, t, t});
       medians.push_back(t);
     }
     res.cases.push_back(cr);
   }
-  res.geomean_ms = medians.empty() ? ms : kopt::eval::geomean(medians);
+  res.geomean_ms = medians.empty() ? ms : kopt::model::geomean(medians);
   res.compile_ms = 0.5;
   return res;
 }
@@ -216,7 +216,7 @@ void evaluate(const json& req, size_t line_size) {
 // An H200-like device (so that constraints on device limits behave as on the
 // real one), marked as fake.
 json fake_device() {
-  kopt::cuda::DeviceInfo d;
+  kopt::model::DeviceInfo d;
   d.name = "fake device (kopt_fake_worker)";
   d.cc_major = 9;
   d.cc_minor = 0;

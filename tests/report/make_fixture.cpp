@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "eval/result.h"
+#include "model/result.h"
 #include "report/report.h"
 #include "run/store.h"
 
 namespace stdfs = std::filesystem;
-using kopt::eval::CaseResult;
-using kopt::eval::Verdict;
-using kopt::run::Attempt;
+using kopt::model::CaseResult;
+using kopt::model::Verdict;
+using kopt::model::Attempt;
 
 namespace {
 
@@ -69,7 +69,7 @@ Attempt make(const std::string& kind, const std::string& label, std::map<std::st
     r.name = kCases[c];
     r.role = "performance";
     r.passed = true;
-    kopt::eval::LatencyStats st;
+    kopt::model::LatencyStats st;
     st.median_ms = kReferenceMs[c] / s;
     st.mean_ms = st.median_ms * 1.01;
     st.min_ms = st.median_ms * 0.99;
@@ -80,7 +80,7 @@ Attempt make(const std::string& kind, const std::string& label, std::map<std::st
     ms.push_back(st.median_ms);
     a.result.cases.push_back(r);
   }
-  a.result.geomean_ms = kopt::eval::geomean(ms);
+  a.result.geomean_ms = kopt::model::geomean(ms);
   return a;
 }
 

@@ -20,10 +20,10 @@
 
 namespace stdfs = std::filesystem;
 using kopt::test::TempDir;
-using kopt::eval::CaseResult;
-using kopt::eval::LatencyStats;
-using kopt::eval::Verdict;
-using kopt::run::Attempt;
+using kopt::model::CaseResult;
+using kopt::model::LatencyStats;
+using kopt::model::Verdict;
+using kopt::model::Attempt;
 using nlohmann::json;
 
 namespace {
@@ -69,7 +69,7 @@ Attempt attempt(int index, const std::string& kind, const std::string& label, Ve
     }
     a.result.cases.push_back(c);
   }
-  if (!ok.empty()) a.result.geomean_ms = kopt::eval::geomean(ok);
+  if (!ok.empty()) a.result.geomean_ms = kopt::model::geomean(ok);
   a.seconds_since_start = index;
   return a;
 }

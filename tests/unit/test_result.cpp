@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "eval/protocol.h"
-#include "eval/result.h"
+#include "model/result.h"
 #include "util/error.h"
 #include "util/json.h"
 

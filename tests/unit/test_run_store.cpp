@@ -27,11 +27,11 @@
 
 namespace stdfs = std::filesystem;
 using kopt::test::TempDir;
-using kopt::eval::CaseResult;
-using kopt::eval::LatencyStats;
-using kopt::eval::Result;
-using kopt::eval::Verdict;
-using kopt::run::Attempt;
+using kopt::model::CaseResult;
+using kopt::model::LatencyStats;
+using kopt::model::Result;
+using kopt::model::Verdict;
+using kopt::model::Attempt;
 using kopt::run::RunInfo;
 using kopt::run::RunStore;
 using nlohmann::json;
@@ -98,9 +98,9 @@ Attempt make_attempt(const std::string& kind, const std::string& label,
       a.result.cases.push_back(c);
       ok.push_back(medians[i]);
     }
-    if (!ok.empty()) a.result.geomean_ms = kopt::eval::geomean(ok);
+    if (!ok.empty()) a.result.geomean_ms = kopt::model::geomean(ok);
   } else {
-    a.result.detail = std::string(kopt::eval::verdict_name(verdict)) + " in " + label;
+    a.result.detail = std::string(kopt::model::verdict_name(verdict)) + " in " + label;
     a.result.failed_case = "small";
   }
   a.seconds_since_start = 1.5 * (a.index + 1);

@@ -467,18 +467,18 @@ class Session {
   json tool_fetch(const json& a) const;
   json tool_submit(const json& a);
 
-  eval::Candidate candidate_from_args(const json& a, const std::string& label, bool validate_launch,
+  spec::Candidate candidate_from_args(const json& a, const std::string& label, bool validate_launch,
                                       const std::map<std::string, int64_t>& extra_params = {});
   void validate_launch(const spec::Launch& l, const std::map<std::string, int64_t>& params) const;
-  const run::Attempt& evaluate_and_record(const eval::Candidate& c, const std::string& kind);
-  eval::Result compile_only_result(const cuda::CompileResult& cr) const;
-  json feedback(const run::Attempt& a) const;
+  const model::Attempt& evaluate_and_record(const spec::Candidate& c, const std::string& kind);
+  model::Result compile_only_result(const cuda::CompileResult& cr) const;
+  json feedback(const model::Attempt& a) const;
   json budget_left() const;
   void count_failure(bool failed, json& result);
   spec::Bindings device_constants() const;
   std::string device_text() const;
   std::string optimize_prompt() const;
-  std::pair<std::string, spec::Launch> entry_and_launch(const run::Attempt& a) const;
+  std::pair<std::string, spec::Launch> entry_and_launch(const model::Attempt& a) const;
 
   const opt::OptimizeOptions& o_;
   const AgentOptions& ao_;
@@ -503,12 +503,12 @@ class Session {
 
   std::optional<spec::Spec> spec_;
   std::unique_ptr<eval::Evaluator> ev_;
-  std::optional<cuda::DeviceInfo> device_;
+  std::optional<model::DeviceInfo> device_;
   std::string arch_, no_device_;
   bool compile_only_ = false;
   std::optional<run::RunStore> store_;
   std::optional<double> reference_geomean_, initial_geomean_;
-  std::vector<eval::CaseResult> reference_cases_;
+  std::vector<model::CaseResult> reference_cases_;
   std::map<int, std::pair<std::string, spec::Launch>> launches_;
   int agent_count_ = 0, template_count_ = 0, profile_count_ = 0;
 
@@ -552,7 +552,7 @@ bool Session::draft() {
   {
     eval::Supervisor sup(so);
     try {
-      device_ = cuda::DeviceInfo::from_json(sup.hello().at("device"));
+      device_ = model::DeviceInfo::from_json(sup.hello().at("device"));
     } catch (const NoDeviceError& e) {
       if (o_.arch.empty()) throw;
       compile_only_ = true;
@@ -639,13 +639,13 @@ void Session::evaluate_initial() {
   for (const auto& a : store_->history()) {
     if (a.kind == "initial") {
       if (a.result.reference_geomean_ms) reference_geomean_ = a.result.reference_geomean_ms;
-      if (a.result.verdict == eval::Verdict::ok) initial_geomean_ = a.result.geomean_ms;
+      if (a.result.verdict == model::Verdict::ok) initial_geomean_ = a.result.geomean_ms;
       reference_cases_ = a.result.cases;
       return;
     }
   }
   if (!spec_->initial) return;
-  eval::Candidate c = eval::candidate_from_file(spec_->initial->source);
+  spec::Candidate c = eval::candidate_from_file(spec_->initial->source);
   c.label = "initial: " + spec_->initial->source.filename().string();
   if (c.entry.empty()) c.entry = spec_->initial->entry;
   if (!c.launch) c.launch = spec_->initial->launch ? *spec_->initial->launch : spec_->launch;
@@ -654,9 +654,9 @@ void Session::evaluate_initial() {
   if (!o_.quiet)
     std::cerr << "kopt: " << (compile_only_ ? "compiling" : "evaluating") << " the initial kernel"
               << (compile_only_ ? "" : " and timing the reference") << "\n";
-  const run::Attempt& a = evaluate_and_record(c, "initial");
+  const model::Attempt& a = evaluate_and_record(c, "initial");
   if (a.result.reference_geomean_ms) reference_geomean_ = a.result.reference_geomean_ms;
-  if (a.result.verdict == eval::Verdict::ok) initial_geomean_ = a.result.geomean_ms;
+  if (a.result.verdict == model::Verdict::ok) initial_geomean_ = a.result.geomean_ms;
   reference_cases_ = a.result.cases;
 }
 
@@ -673,15 +673,15 @@ std::string Session::optimize_prompt() const {
        "keeping it exactly as correct as the reference allows.\n\n"
     << describe_workload(*spec_) << "\n"
     << describe_reference(*spec_) << "\n";
-  const run::Attempt* best = store_->best();
-  const run::Attempt* cur = best;
+  const model::Attempt* best = store_->best();
+  const model::Attempt* cur = best;
   if (!cur)
     for (const auto& a : store_->history())
       if (a.kind == "initial") cur = &a;
   if (cur) {
     const auto [entry, launch] = entry_and_launch(*cur);
     o << (best ? "The current best kernel" : "The initial kernel") << " (" << cur->label << ", entry " << entry
-      << ", " << launch_text(launch) << "; " << eval::verdict_name(cur->result.verdict);
+      << ", " << launch_text(launch) << "; " << model::verdict_name(cur->result.verdict);
     if (cur->result.geomean_ms) o << ", geomean " << fmt(*cur->result.geomean_ms) << " ms";
     if (reference_geomean_) o << "; the reference's geomean is " << fmt(*reference_geomean_) << " ms";
     o << "):\n```cuda\n" << clip(cur->source, 16000) << "\n```\n\n";
@@ -922,7 +922,7 @@ void Session::validate_launch(const spec::Launch& l, const std::map<std::string,
   }
 }
 
-eval::Candidate Session::candidate_from_args(const json& a, const std::string& label, bool validate,
+spec::Candidate Session::candidate_from_args(const json& a, const std::string& label, bool validate,
                                              const std::map<std::string, int64_t>& extra_params) {
   if (!a.is_object()) throw ToolFailure("the arguments must be a JSON object");
   auto src = a.find("source");
@@ -935,7 +935,7 @@ eval::Candidate Session::candidate_from_args(const json& a, const std::string& l
   } catch (const Error& e) {
     throw ToolFailure(std::string("the source's kopt: annotation lines: ") + e.what());
   }
-  eval::Candidate c;
+  spec::Candidate c;
   c.label = label;
   c.source_name = "kernel.cu";
   if (auto e = a.find("entry"); e != a.end() && !e->is_null()) {
@@ -1009,9 +1009,9 @@ eval::Candidate Session::candidate_from_args(const json& a, const std::string& l
   return c;
 }
 
-eval::Result Session::compile_only_result(const cuda::CompileResult& cr) const {
-  eval::Result r;
-  r.verdict = cr.ok ? eval::Verdict::compiled : eval::Verdict::compile_error;
+model::Result Session::compile_only_result(const cuda::CompileResult& cr) const {
+  model::Result r;
+  r.verdict = cr.ok ? model::Verdict::compiled : model::Verdict::compile_error;
   r.detail = cr.ok ? "compiled for " + arch_ + "; not checked or timed (no GPU)"
                    : "compilation failed (" + cr.error_name + ")";
   r.error_name = cr.ok ? "" : cr.error_name;
@@ -1021,9 +1021,9 @@ eval::Result Session::compile_only_result(const cuda::CompileResult& cr) const {
   return r;
 }
 
-const run::Attempt& Session::evaluate_and_record(const eval::Candidate& c, const std::string& kind) {
+const model::Attempt& Session::evaluate_and_record(const spec::Candidate& c, const std::string& kind) {
   cuda::CompileResult cr = ev_->compile(c);
-  eval::Result r;
+  model::Result r;
   if (compile_only_) {
     r = compile_only_result(cr);
   } else {
@@ -1038,7 +1038,7 @@ const run::Attempt& Session::evaluate_and_record(const eval::Candidate& c, const
       }
     }
   }
-  run::Attempt a;
+  model::Attempt a;
   a.kind = kind;
   a.label = c.label;
   a.params = c.params;
@@ -1047,10 +1047,10 @@ const run::Attempt& Session::evaluate_and_record(const eval::Candidate& c, const
   a.result = std::move(r);
   a.seconds_since_start = seconds_since(t0_);
   store_->record(a);
-  const run::Attempt& rec = store_->history().back();
+  const model::Attempt& rec = store_->history().back();
   launches_[rec.index] = {c.entry, c.launch ? *c.launch : spec_->launch};
   if (!o_.quiet) {
-    std::cerr << "kopt: [" << rec.index << "] " << rec.label << ": " << eval::verdict_name(rec.result.verdict);
+    std::cerr << "kopt: [" << rec.index << "] " << rec.label << ": " << model::verdict_name(rec.result.verdict);
     if (rec.result.geomean_ms) std::cerr << ", geomean " << fmt(*rec.result.geomean_ms) << " ms";
     else if (!rec.result.detail.empty()) std::cerr << " - " << clip(rec.result.detail, 160);
     std::cerr << "\n";
@@ -1071,9 +1071,9 @@ json Session::budget_left() const {
   return b;
 }
 
-json Session::feedback(const run::Attempt& a) const {
-  const eval::Result& r = a.result;
-  json j = {{"attempt", a.index}, {"label", a.label}, {"verdict", eval::verdict_name(r.verdict)}};
+json Session::feedback(const model::Attempt& a) const {
+  const model::Result& r = a.result;
+  json j = {{"attempt", a.index}, {"label", a.label}, {"verdict", model::verdict_name(r.verdict)}};
   if (!r.detail.empty()) j["detail"] = clip(r.detail, 2000);
   if (!r.failed_case.empty()) j["failed_case"] = r.failed_case;
   if (!r.error_name.empty()) j["error_name"] = r.error_name;
@@ -1082,7 +1082,7 @@ json Session::feedback(const run::Attempt& a) const {
     json cases = json::array();
     for (const auto& c : r.cases) {
       json x = {{"name", c.name}, {"role", c.role}, {"passed", c.passed}};
-      if (c.max_error_ratio != 0 || !c.passed) x["max_error_ratio"] = eval::json_io::from_double(c.max_error_ratio);
+      if (c.max_error_ratio != 0 || !c.passed) x["max_error_ratio"] = model::json_io::from_double(c.max_error_ratio);
       if (c.latency) x["median_ms"] = c.latency->median_ms;
       if (c.reference_latency) x["reference_median_ms"] = c.reference_latency->median_ms;
       cases.push_back(std::move(x));
@@ -1092,7 +1092,7 @@ json Session::feedback(const run::Attempt& a) const {
   if (r.geomean_ms) j["geomean_ms"] = *r.geomean_ms;
   if (r.speedup) j["speedup_vs_reference"] = *r.speedup;
   if (initial_geomean_ && r.geomean_ms) j["speedup_vs_initial"] = *initial_geomean_ / *r.geomean_ms;
-  if (const run::Attempt* b = store_->best()) {
+  if (const model::Attempt* b = store_->best()) {
     j["best_so_far"] = {{"attempt", b->index}, {"label", b->label}, {"geomean_ms", *b->result.geomean_ms}};
     j["is_new_best"] = b->index == a.index;
   }
@@ -1121,12 +1121,12 @@ json Session::tool_evaluate(const json& a) {
     stop("time_budget", "the time budget of " + fmt(max_minutes_) + " min is spent");
     throw ToolFailure("the time budget is spent");
   }
-  eval::Candidate c = candidate_from_args(a, "agent-" + std::to_string(agent_count_ + 1), true);
+  spec::Candidate c = candidate_from_args(a, "agent-" + std::to_string(agent_count_ + 1), true);
   ++agent_count_;
   ++evaluations_;
-  const run::Attempt& at = evaluate_and_record(c, "candidate");
+  const model::Attempt& at = evaluate_and_record(c, "candidate");
   json r = feedback(at);
-  const bool failed = at.result.verdict != eval::Verdict::ok && at.result.verdict != eval::Verdict::compiled;
+  const bool failed = at.result.verdict != model::Verdict::ok && at.result.verdict != model::Verdict::compiled;
   count_failure(failed, r);
   return r;
 }
@@ -1180,7 +1180,7 @@ json Session::tool_template(const json& a) {
   auto strategy = search::make_strategy(strategy_name);
   strategy->initialize(*space, o_.seed + static_cast<uint64_t>(t));
   // The template itself: launch checked per configuration.
-  eval::Candidate base = candidate_from_args(a, "hybrid-" + std::to_string(t), false, valid.front());
+  spec::Candidate base = candidate_from_args(a, "hybrid-" + std::to_string(t), false, valid.front());
   json results = json::array();
   int n = 0, passed = 0;
   std::optional<std::pair<double, json>> best;
@@ -1188,7 +1188,7 @@ json Session::tool_template(const json& a) {
     auto cfg = strategy->next();
     if (!cfg) break;
     ++n;
-    eval::Candidate c = base;
+    spec::Candidate c = base;
     for (const auto& [k, v] : *cfg) c.params[k] = v;
     c.label = "hybrid-" + std::to_string(t) + ":" + search::config_key(*cfg);
     json row = {{"params", *cfg}};
@@ -1201,16 +1201,16 @@ json Session::tool_template(const json& a) {
       results.push_back(row);
       continue;
     }
-    const run::Attempt& at = evaluate_and_record(c, "candidate");
+    const model::Attempt& at = evaluate_and_record(c, "candidate");
     ++template_evaluations_;
-    const bool good = at.result.verdict == eval::Verdict::ok || at.result.verdict == eval::Verdict::compiled;
+    const bool good = at.result.verdict == model::Verdict::ok || at.result.verdict == model::Verdict::compiled;
     passed += good;
     strategy->observe({*cfg, good, at.result.geomean_ms.value_or(1.0)});
     row["attempt"] = at.index;
-    row["verdict"] = eval::verdict_name(at.result.verdict);
+    row["verdict"] = model::verdict_name(at.result.verdict);
     if (!good) {
       row["detail"] = clip(at.result.detail, 300);
-      if (at.result.verdict == eval::Verdict::compile_error) row["compile_log"] = clip(at.result.compile_log, 1500);
+      if (at.result.verdict == model::Verdict::compile_error) row["compile_log"] = clip(at.result.compile_log, 1500);
     }
     if (at.result.geomean_ms) {
       row["geomean_ms"] = *at.result.geomean_ms;
@@ -1232,7 +1232,7 @@ json Session::tool_template(const json& a) {
             {"results", results}};
   r["verdict"] = passed ? (compile_only_ ? "compiled" : "ok") : "failed";
   if (best) r["best"] = best->second;
-  if (const run::Attempt* b = store_->best())
+  if (const model::Attempt* b = store_->best())
     r["best_so_far"] = {{"attempt", b->index}, {"label", b->label}, {"geomean_ms", *b->result.geomean_ms}};
   if (compile_only_) r["note"] = "no GPU on this machine: configurations were compiled only, not checked or timed";
   count_failure(passed == 0, r);
@@ -1241,19 +1241,19 @@ json Session::tool_template(const json& a) {
 
 json Session::tool_history() const {
   json list = json::array();
-  const auto& h = store_ ? store_->history() : std::vector<run::Attempt>{};
+  const auto& h = store_ ? store_->history() : std::vector<model::Attempt>{};
   const size_t from = h.size() > 60 ? h.size() - 60 : 0;
   for (size_t i = from; i < h.size(); ++i) {
     const auto& a = h[i];
-    json j = {{"attempt", a.index}, {"kind", a.kind}, {"label", a.label}, {"verdict", eval::verdict_name(a.result.verdict)}};
-    if (!a.result.detail.empty() && a.result.verdict != eval::Verdict::ok) j["detail"] = clip(a.result.detail, 160);
+    json j = {{"attempt", a.index}, {"kind", a.kind}, {"label", a.label}, {"verdict", model::verdict_name(a.result.verdict)}};
+    if (!a.result.detail.empty() && a.result.verdict != model::Verdict::ok) j["detail"] = clip(a.result.detail, 160);
     if (a.result.geomean_ms) j["geomean_ms"] = *a.result.geomean_ms;
     if (a.result.speedup) j["speedup_vs_reference"] = *a.result.speedup;
     if (!a.params.empty()) j["params"] = a.params;
     list.push_back(std::move(j));
   }
   json r = {{"attempts", list}, {"total", h.size()}};
-  const run::Attempt* b = store_ ? store_->best() : nullptr;
+  const model::Attempt* b = store_ ? store_->best() : nullptr;
   r["best_attempt"] = b ? json(b->index) : json(nullptr);
   if (reference_geomean_) r["reference_geomean_ms"] = *reference_geomean_;
   return r;
@@ -1335,7 +1335,7 @@ json Session::tool_profile(const json& a) {
   if (ncu.empty())
     return {{"available", false},
             {"reason", "profiling unavailable: Nsight Compute (ncu) is not installed (not in PATH nor /usr/local/cuda/bin)"}};
-  eval::Candidate c = candidate_from_args(a, "profile", true);
+  spec::Candidate c = candidate_from_args(a, "profile", true);
   std::string case_name;
   if (auto cj = a.find("case"); cj != a.end() && cj->is_string()) case_name = cj->get<std::string>();
   if (case_name.empty()) {
@@ -1440,7 +1440,7 @@ json Session::tool_submit(const json& a) {
   eval::Evaluator ev(s, eo);
   ev.arch();
   auto kernel_candidate = [](const spec::KernelSource& k, const spec::Launch& dflt, const char* label) {
-    eval::Candidate c;
+    spec::Candidate c;
     c.label = label;
     c.source = fs::read_file(k.source);
     c.source_name = k.source.filename().string();
@@ -1452,21 +1452,21 @@ json Session::tool_submit(const json& a) {
   };
   json checks = json::object();
   if (s.reference.kind == spec::Reference::Kind::kernel) {
-    eval::Candidate rc = kernel_candidate(s.reference.kernel, s.launch, "reference");
+    spec::Candidate rc = kernel_candidate(s.reference.kernel, s.launch, "reference");
     cuda::CompileResult cr = ev.compile(rc);
     if (!cr.ok)
       throw ToolFailure("the reference kernel does not compile (" + cr.error_name + "):\n" + clip(cr.log, 6000));
     checks["reference"] = "compiled";
     if (!compile_only_) {
-      eval::Result r = ev.run(rc, cr, false);
-      if (r.verdict != eval::Verdict::ok)
+      model::Result r = ev.run(rc, cr, false);
+      if (r.verdict != model::Verdict::ok)
         throw ToolFailure("the reference kernel failed when checked against itself: " +
-                          std::string(eval::verdict_name(r.verdict)) + " - " + clip(r.detail, 2000));
+                          std::string(model::verdict_name(r.verdict)) + " - " + clip(r.detail, 2000));
       checks["reference"] = "ran and passed its self-check";
     }
   }
   if (s.initial) {
-    eval::Candidate ic = kernel_candidate(*s.initial, s.launch, "initial");
+    spec::Candidate ic = kernel_candidate(*s.initial, s.launch, "initial");
     cuda::CompileResult cr = ev.compile(ic);
     if (!cr.ok) throw ToolFailure("the initial kernel does not compile (" + cr.error_name + "):\n" + clip(cr.log, 6000));
     checks["initial"] = "compiled";
@@ -1481,7 +1481,7 @@ json Session::tool_submit(const json& a) {
           {"next", "optimization starts now"}};
 }
 
-std::pair<std::string, spec::Launch> Session::entry_and_launch(const run::Attempt& a) const {
+std::pair<std::string, spec::Launch> Session::entry_and_launch(const model::Attempt& a) const {
   if (auto it = launches_.find(a.index); it != launches_.end()) return it->second;
   std::string entry = spec_->initial ? spec_->initial->entry : "";
   spec::Launch l = spec_->initial && spec_->initial->launch ? *spec_->initial->launch : spec_->launch;
@@ -1501,7 +1501,7 @@ std::pair<std::string, spec::Launch> Session::entry_and_launch(const run::Attemp
 }
 
 int Session::finish() {
-  const run::Attempt* best = store_->best();
+  const model::Attempt* best = store_->best();
   json agent = {{"calls", calls_},
                 {"model_turns", turns_},
                 {"tool_calls", tool_calls_},

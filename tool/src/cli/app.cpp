@@ -76,10 +76,10 @@ struct EvaluateOptions {
 
 int cmd_evaluate(const EvaluateOptions& o) {
   const spec::Spec spec = spec::load_spec(o.spec);
-  std::vector<eval::Candidate> candidates;
+  std::vector<spec::Candidate> candidates;
   std::vector<std::string> kernel_files;  // per candidate, for the JSON output
   for (const auto& k : o.kernels)
-    for (eval::Candidate c : eval::candidates_from_file(k)) {  // a generated file may hold several variants
+    for (spec::Candidate c : eval::candidates_from_file(k)) {  // a generated file may hold several variants
       if (c.label.find("(variant ") != std::string::npos && (!o.params.empty() || !o.entry.empty()))
         throw UsageError("kopt.cli.007", k + " holds shape-specialised variants with their parameters baked in: "
                                              "--params and --entry do not apply to it");
@@ -89,7 +89,7 @@ int cmd_evaluate(const EvaluateOptions& o) {
       kernel_files.push_back(k);
     }
   if (candidates.empty() && spec.initial) {
-    eval::Candidate c = eval::candidate_from_file(spec.initial->source);
+    spec::Candidate c = eval::candidate_from_file(spec.initial->source);
     if (c.entry.empty()) c.entry = spec.initial->entry;
     for (const auto& [k, v] : parse_params(o.params)) c.params[k] = v;  // --params overrides kopt:param lines
     candidates.push_back(std::move(c));
@@ -130,15 +130,15 @@ int cmd_evaluate(const EvaluateOptions& o) {
     }
     if (compiled && !no_device) {
       try {
-        eval::Result res = ev.run(c, *compiled);
+        model::Result res = ev.run(c, *compiled);
         r = res.to_json();
-        all_ok = all_ok && res.verdict == eval::Verdict::ok;
+        all_ok = all_ok && res.verdict == model::Verdict::ok;
         if (!o.quiet) {
           if (tty) std::cerr << "\r\033[K";
-          std::cerr << tag << ": " << eval::verdict_name(res.verdict);
+          std::cerr << tag << ": " << model::verdict_name(res.verdict);
           if (res.geomean_ms) std::cerr << ", geomean " << *res.geomean_ms << " ms";
           if (res.speedup) std::cerr << ", " << *res.speedup << "x the reference";
-          if (res.verdict != eval::Verdict::ok) std::cerr << " - " << res.detail;
+          if (res.verdict != model::Verdict::ok) std::cerr << " - " << res.detail;
           std::cerr << "\n";
         }
       } catch (const NoDeviceError& e) {

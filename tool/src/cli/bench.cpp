@@ -20,13 +20,13 @@ int run_bench(const BenchOptions& o) {
   eo.time = true;
   eo.time_reference = true;
   eval::Evaluator ev(s, eo);
-  const cuda::DeviceInfo& device = ev.device();  // NoDeviceError -> 77 at the caller
+  const model::DeviceInfo& device = ev.device();  // NoDeviceError -> 77 at the caller
 
-  eval::Candidate c = eval::candidate_from_file(o.kernel);
+  spec::Candidate c = eval::candidate_from_file(o.kernel);
   if (c.entry.empty() && s.initial) c.entry = s.initial->entry;
-  const eval::Result r = ev.evaluate(c);
-  if (r.verdict != eval::Verdict::ok) {
-    std::cerr << "kopt bench: the kernel was rejected: " << eval::verdict_name(r.verdict) << " - " << r.detail << "\n";
+  const model::Result r = ev.evaluate(c);
+  if (r.verdict != model::Verdict::ok) {
+    std::cerr << "kopt bench: the kernel was rejected: " << model::verdict_name(r.verdict) << " - " << r.detail << "\n";
     return 1;
   }
 
@@ -41,7 +41,7 @@ int run_bench(const BenchOptions& o) {
   benchmark::AddCustomContext("gpu", device.name);
   benchmark::AddCustomContext("kernel", o.kernel);
   for (const auto& cr : r.cases) {
-    auto add = [&](const std::string& who, const eval::LatencyStats& lat) {
+    auto add = [&](const std::string& who, const model::LatencyStats& lat) {
       const std::vector<double> samples = lat.raw_ms;
       if (samples.empty()) return;
       benchmark::RegisterBenchmark((who + "/" + cr.name).c_str(),

@@ -99,10 +99,10 @@ Evaluator::Evaluator(const spec::Spec& spec, EvaluatorOptions options)
   supervisor_ = std::make_unique<Supervisor>(so);
 }
 
-const cuda::DeviceInfo& Evaluator::device() {
+const model::DeviceInfo& Evaluator::device() {
   if (!device_) {
     nlohmann::json hello = supervisor_->hello();
-    device_ = cuda::DeviceInfo::from_json(hello.at("device"));
+    device_ = model::DeviceInfo::from_json(hello.at("device"));
   }
   return *device_;
 }

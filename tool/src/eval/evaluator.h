@@ -15,22 +15,14 @@
 #include "cuda/device.h"
 #include "cuda/nvrtc.h"
 #include "eval/protocol.h"
-#include "eval/result.h"
 #include "eval/supervisor.h"
+#include "spec/candidate.h"
 #include "spec/spec.h"
 
 namespace kopt::eval {
 
-/// A candidate kernel as the optimizer or the CLI has it.
-struct Candidate {
-  std::string label = "candidate";
-  std::string source;                     // CUDA C++ source
-  std::string source_name = "kernel.cu";  // for compiler messages
-  std::string entry;                      // empty: from annotations, else the spec's initial
-  std::optional<spec::Launch> launch;     // empty: annotations, else spec.initial, else spec.launch
-  std::vector<std::string> options;       // extra NVRTC options
-  std::map<std::string, int64_t> params;  // tuning parameters: -D defines and expression names
-};
+using spec::Candidate;
+
 
 /// Reads a .cu file into a Candidate, applying its kopt: annotations.
 /// Throws SpecError on unreadable files or bad annotations.
@@ -58,7 +50,7 @@ class Evaluator {
   Evaluator(const spec::Spec& spec, EvaluatorOptions options);
 
   /// Starts a worker and returns the device; throws NoDeviceError (exit 77).
-  const cuda::DeviceInfo& device();
+  const model::DeviceInfo& device();
   /// The architecture candidates are compiled for (options.arch or the device's).
   std::string arch();
 
@@ -118,7 +110,7 @@ class Evaluator {
   EvaluatorOptions opt_;
   std::unique_ptr<cuda::Compiler> compiler_;
   std::unique_ptr<Supervisor> supervisor_;
-  std::optional<cuda::DeviceInfo> device_;
+  std::optional<model::DeviceInfo> device_;
   std::string arch_;  // resolved once by arch(); read by compile() on any thread
   std::optional<std::pair<std::string, std::string>> reference_cubin_;  // path, lowered entry
   int64_t next_id_ = 1;

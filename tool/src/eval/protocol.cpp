@@ -10,7 +10,6 @@
 
 #include <exception>
 
-#include "eval/result.h"
 #include "util/error.h"
 
 namespace kopt::eval {

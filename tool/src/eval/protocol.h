@@ -40,9 +40,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/result.h"
 #include "spec/spec.h"
 
 namespace kopt::eval {
+
+// The result types are plain data (model/result.h); eval's code names them unqualified.
+using model::CaseResult;
+using model::geomean;
+using model::latency_stats;
+using model::LatencyStats;
+using model::parse_verdict;
+using model::Result;
+using model::Verdict;
+using model::verdict_name;
+namespace json_io = model::json_io;
+
 
 /// Launch configuration resolved for one case.
 struct LaunchDims {

@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/protocol.h"
-#include "eval/result.h"
 
 namespace kopt::eval {
 

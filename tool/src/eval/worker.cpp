@@ -21,7 +21,6 @@
 #include "cuda/driver.h"
 #include "cuda/nvrtc.h"
 #include "eval/protocol.h"
-#include "eval/result.h"
 #include "eval/validate.h"
 #include "spec/inputs.h"
 #include "util/error.h"
@@ -1398,7 +1397,7 @@ class Worker {
   int device_ordinal_;
   int out_fd_;
   const cuda::Driver* driver_ = nullptr;
-  cuda::DeviceInfo info_;
+  model::DeviceInfo info_;
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;

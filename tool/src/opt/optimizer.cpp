@@ -50,7 +50,7 @@ eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
   return eo;
 }
 
-spec::Bindings device_constants(const cuda::DeviceInfo* d) {
+spec::Bindings device_constants(const model::DeviceInfo* d) {
   if (!d)
     return {{"MAX_SHARED_PER_BLOCK", 232448}, {"MAX_THREADS_PER_BLOCK", 1024}, {"REGS_PER_SM", 65536},
             {"SM_COUNT", 132}, {"WARP_SIZE", 32}};
@@ -105,8 +105,8 @@ spec::Spec load_and_override(const OptimizeOptions& o) {
 }
 
 /// The template as a candidate: its source, entry and launch; params are set per config.
-eval::Candidate template_candidate(const spec::Spec& s) {
-  eval::Candidate c = eval::candidate_from_file(s.template_kernel->source);
+spec::Candidate template_candidate(const spec::Spec& s) {
+  spec::Candidate c = eval::candidate_from_file(s.template_kernel->source);
   if (!s.template_kernel->entry.empty()) c.entry = s.template_kernel->entry;
   if (s.template_kernel->launch) c.launch = s.template_kernel->launch;
   if (!c.launch)
@@ -118,9 +118,9 @@ eval::Candidate template_candidate(const spec::Spec& s) {
 }
 
 /// The initial kernel as a candidate (spec "initial" or --initial-kernel).
-std::optional<eval::Candidate> initial_candidate(const spec::Spec& s) {
+std::optional<spec::Candidate> initial_candidate(const spec::Spec& s) {
   if (!s.initial) return std::nullopt;
-  eval::Candidate c = eval::candidate_from_file(s.initial->source);
+  spec::Candidate c = eval::candidate_from_file(s.initial->source);
   c.label = "initial: " + s.initial->source.filename().string();
   if (c.entry.empty()) c.entry = s.initial->entry;
   if (!c.launch && s.initial->launch) c.launch = s.initial->launch;
@@ -132,14 +132,14 @@ std::optional<eval::Candidate> initial_candidate(const spec::Spec& s) {
 }
 
 /// Sum over performance cases of the time spent in measured launches (ms).
-double measured_ms(const eval::Result& r) {
+double measured_ms(const model::Result& r) {
   double total = 0;
   for (const auto& c : r.cases)
     if (c.latency) total += c.latency->mean_ms * c.latency->samples;
   return total;
 }
 
-std::vector<std::string> launch_lines(const eval::Candidate& c, const spec::Spec& s) {
+std::vector<std::string> launch_lines(const spec::Candidate& c, const spec::Spec& s) {
   std::vector<std::string> lines;
   const spec::Launch l = c.launch ? *c.launch : s.launch;
   auto join = [](const spec::Expr* e) {
@@ -174,13 +174,13 @@ class Progress {
 int compile_only(const spec::Spec& s, eval::Evaluator& ev, const search::Space& space,
                  search::Strategy& strategy, int64_t budget, const OptimizeOptions& o,
                  const std::string& why) {
-  const eval::Candidate tmpl = template_candidate(s);
+  const spec::Candidate tmpl = template_candidate(s);
   ThreadPool pool(o.compile_threads > 0 ? o.compile_threads : std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::pair<search::Config, std::future<cuda::CompileResult>>> jobs;
   for (int64_t i = 0; i < budget; ++i) {
     auto cfg = strategy.next();
     if (!cfg) break;
-    eval::Candidate c = tmpl;
+    spec::Candidate c = tmpl;
     c.params = *cfg;
     jobs.emplace_back(*cfg, pool.submit([&ev, c] { return ev.compile(c); }));
   }
@@ -228,7 +228,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   eval::Evaluator ev(s, evaluator_options(o));
 
   // The device (or, without one, compile-only mode when --arch was given).
-  std::optional<cuda::DeviceInfo> device;
+  std::optional<model::DeviceInfo> device;
   std::string no_device;
   try {
     device = ev.device();
@@ -277,17 +277,17 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
 
   // Resume: what is recorded is observed, never re-evaluated.
   std::optional<double> reference_geomean, initial_geomean;
-  std::vector<eval::CaseResult> reference_cases;
+  std::vector<model::CaseResult> reference_cases;
   bool have_initial = false, have_baseline = false;
   for (const auto& a : store->history()) {
     if (a.kind == "candidate") {
-      search::Observation ob{a.params, a.result.verdict == eval::Verdict::ok, a.result.geomean_ms.value_or(0)};
+      search::Observation ob{a.params, a.result.verdict == model::Verdict::ok, a.result.geomean_ms.value_or(0)};
       strategy->observe(ob);
       stop->update(ob);
     } else if (a.kind == "initial") {
       have_initial = true;
       if (a.result.reference_geomean_ms) reference_geomean = a.result.reference_geomean_ms;
-      if (a.result.verdict == eval::Verdict::ok) initial_geomean = a.result.geomean_ms;
+      if (a.result.verdict == model::Verdict::ok) initial_geomean = a.result.geomean_ms;
       reference_cases = a.result.cases;
     } else if (a.kind == "baseline") {
       have_baseline = true;
@@ -296,7 +296,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   if (!store->history().empty() && !o.quiet)
     std::cerr << "kopt: resuming after " << store->history().size() << " recorded attempt(s)\n";
 
-  auto with_reference = [&](eval::Result& r) {
+  auto with_reference = [&](model::Result& r) {
     // Per-case reference latencies (measured once, with the initial kernel)
     // and the speedup over the reference.
     for (auto& c : r.cases)
@@ -307,8 +307,8 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
       r.speedup = *reference_geomean / *r.geomean_ms;
     }
   };
-  auto record = [&](const std::string& kind, const std::string& label, const eval::Candidate& c, eval::Result r) {
-    run::Attempt a;
+  auto record = [&](const std::string& kind, const std::string& label, const spec::Candidate& c, model::Result r) {
+    model::Attempt a;
     a.kind = kind;
     a.label = label;
     a.params = c.params;
@@ -324,13 +324,13 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   auto initial = initial_candidate(s);
   if (initial && !have_initial) {
     if (!o.quiet) std::cerr << "kopt: evaluating the initial kernel and timing the reference\n";
-    eval::Result r = ev.evaluate(*initial, /*time_reference=*/true);
+    model::Result r = ev.evaluate(*initial, /*time_reference=*/true);
     reference_geomean = r.reference_geomean_ms;
-    if (r.verdict == eval::Verdict::ok) initial_geomean = r.geomean_ms;
+    if (r.verdict == model::Verdict::ok) initial_geomean = r.geomean_ms;
     reference_cases = r.cases;
     const auto& a = record("initial", initial->label, *initial, r);
     if (!o.quiet)
-      std::cerr << "kopt: initial: " << eval::verdict_name(a.result.verdict)
+      std::cerr << "kopt: initial: " << model::verdict_name(a.result.verdict)
                 << (a.result.geomean_ms ? ", geomean " + fmt(*a.result.geomean_ms) + " ms" : " - " + a.result.detail)
                 << (reference_geomean ? "; reference geomean " + fmt(*reference_geomean) + " ms" : "") << "\n";
   }
@@ -338,22 +338,22 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   std::optional<double> cublas_geomean;
   if ((s.cublas_baseline || s.reference.kind == spec::Reference::Kind::cublas) && !have_baseline) {
     if (!o.quiet) std::cerr << "kopt: timing the cuBLAS baseline (FP32, no TF32)\n";
-    eval::Result r = ev.evaluate_cublas_baseline();
+    model::Result r = ev.evaluate_cublas_baseline();
     with_reference(r);
-    eval::Candidate c;
+    spec::Candidate c;
     c.label = "cuBLAS";
     record("baseline", "cuBLAS sgemm (FP32, no TF32)", c, r);
   }
   for (const auto& a : store->history())
-    if (a.kind == "baseline" && a.result.verdict == eval::Verdict::ok) cublas_geomean = a.result.geomean_ms;
+    if (a.kind == "baseline" && a.result.verdict == model::Verdict::ok) cublas_geomean = a.result.geomean_ms;
 
   // 3. The search: compiles run ahead of the GPU on a thread pool.
-  const eval::Candidate tmpl = template_candidate(s);
+  const spec::Candidate tmpl = template_candidate(s);
   const unsigned hw = std::thread::hardware_concurrency();
   const unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads) : (hw > 2 ? hw - 1 : 1);
   ThreadPool pool(threads);
   struct InFlight {
-    eval::Candidate candidate;
+    spec::Candidate candidate;
     std::future<cuda::CompileResult> compiled;
   };
   std::deque<InFlight> inflight;
@@ -381,7 +381,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
         exhausted = true;
         break;
       }
-      eval::Candidate c = tmpl;
+      spec::Candidate c = tmpl;
       c.params = *cfg;
       c.label = search::config_key(*cfg);
       auto fut = pool.submit([&ev, c] { return ev.compile(c); });
@@ -391,7 +391,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   // The candidate the worker is evaluating (or, for a compile error, the one
   // whose verdict is waiting in ev), from ev.start() to ev.finish().
   struct Running {
-    eval::Candidate candidate;
+    spec::Candidate candidate;
     bool on_worker = false;  // compiled, hence sent to the worker
     Clock::time_point started;
   };
@@ -435,7 +435,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     if (!inflight.empty()) current = start_next();
   }
   while (current) {
-    eval::Result r = ev.finish();
+    model::Result r = ev.finish();
     const auto t_result = Clock::now();
     if (current->on_worker) {
       gpu_idle_since = t_result;
@@ -450,7 +450,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     gpu_measured_ms += measured_ms(r);
     check_ms += r.check_ms;
     timing_ms += r.timing_ms;
-    const bool ok = r.verdict == eval::Verdict::ok;
+    const bool ok = r.verdict == model::Verdict::ok;
     search::Observation ob{current->candidate.params, ok, r.geomean_ms.value_or(0)};
     stop->update(ob);
     ++evaluated;
@@ -472,7 +472,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     const auto& a = record("candidate", current->candidate.label, current->candidate, r);
     strategy->observe(ob);
 
-    const run::Attempt* best = store->best();
+    const model::Attempt* best = store->best();
     const double mins = minutes_since(t_search);
     std::ostringstream line;
     line << "[" << evaluated << (o.max_evaluations > 0 ? "/" + std::to_string(o.max_evaluations) : "") << "] ";
@@ -482,7 +482,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
       if (cublas_geomean) line << ", " << fmt(*cublas_geomean / *best->result.geomean_ms, 3) << "x cuBLAS";
       if (reference_geomean) line << ")";
     }
-    line << " | " << a.label << ": " << eval::verdict_name(a.result.verdict);
+    line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
     if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
     line << " | " << fmt(evaluated / std::max(mins, 1e-9), 3) << "/min";
     if (o.max_evaluations > 0 && evaluated > 0) {
@@ -505,28 +505,28 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   // so that the per-case choice is made on the same interleaved measurements.
   std::vector<std::string> perf_cases;
   for (const auto* c : s.performance_cases()) perf_cases.push_back(c->name);
-  auto case_median = [](const run::Attempt& a, const std::string& name) -> double {
+  auto case_median = [](const model::Attempt& a, const std::string& name) -> double {
     for (const auto& c : a.result.cases)
       if (c.name == name && c.latency) return c.latency->median_ms;
     return INFINITY;
   };
-  std::vector<const run::Attempt*> ranked;
+  std::vector<const model::Attempt*> ranked;
   for (const auto& a : store->history())
-    if ((a.kind == "candidate" || a.kind == "initial") && a.result.verdict == eval::Verdict::ok && a.result.geomean_ms)
+    if ((a.kind == "candidate" || a.kind == "initial") && a.result.verdict == model::Verdict::ok && a.result.geomean_ms)
       ranked.push_back(&a);
-  std::vector<const run::Attempt*> all_ok = ranked;
+  std::vector<const model::Attempt*> all_ok = ranked;
   std::sort(ranked.begin(), ranked.end(),
-            [](const run::Attempt* x, const run::Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
+            [](const model::Attempt* x, const model::Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
   if (ranked.size() > static_cast<size_t>(std::max(o.top, 1))) ranked.resize(static_cast<size_t>(std::max(o.top, 1)));
   if (o.specialize && perf_cases.size() > 1)
     for (const auto& name : perf_cases) {
-      const run::Attempt* fastest = nullptr;
+      const model::Attempt* fastest = nullptr;
       for (const auto* a : all_ok)
         if (!fastest || case_median(*a, name) < case_median(*fastest, name)) fastest = a;
       if (fastest && std::find(ranked.begin(), ranked.end(), fastest) == ranked.end()) ranked.push_back(fastest);
     }
   nlohmann::json retime = nlohmann::json::array();
-  const run::Attempt* winner = ranked.empty() ? nullptr : ranked.front();
+  const model::Attempt* winner = ranked.empty() ? nullptr : ranked.front();
   // Per ranked candidate: per-case medians (over rounds) of the re-timing, or
   // of the search's own measurement when there is no re-timing.
   std::vector<std::map<std::string, double>> case_ms(ranked.size());
@@ -540,13 +540,13 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     for (int round = 0; round < o.retime_rounds; ++round)
       for (size_t i = 0; i < ranked.size(); ++i) {
         if (failed[i]) continue;
-        eval::Candidate c = ranked[i]->kind == "initial" && initial ? *initial : tmpl;
+        spec::Candidate c = ranked[i]->kind == "initial" && initial ? *initial : tmpl;
         if (ranked[i]->kind != "initial") {
           c.params = ranked[i]->params;
           c.label = ranked[i]->label;
         }
-        eval::Result r = ev.evaluate(c, false);
-        if (r.verdict != eval::Verdict::ok || !r.geomean_ms) {
+        model::Result r = ev.evaluate(c, false);
+        if (r.verdict != model::Verdict::ok || !r.geomean_ms) {
           failed[i] = true;  // a candidate that fails on re-check is out
           continue;
         }
@@ -581,7 +581,7 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   // fastest on it, when that beats the single best by more than the
   // threshold; variant 0 is always the single best.
   nlohmann::json specialization;
-  std::vector<const run::Attempt*> variants;
+  std::vector<const model::Attempt*> variants;
   if (winner && o.specialize && perf_cases.size() > 1) {
     const size_t w = static_cast<size_t>(std::find(ranked.begin(), ranked.end(), winner) - ranked.begin());
     variants.push_back(winner);
@@ -612,14 +612,14 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
     for (double x : special) finite = finite && std::isfinite(x) && x > 0;
     specialization = {{"threshold", o.specialize_threshold}, {"variants", vs}, {"cases", chosen}};
     if (finite) {
-      specialization["single_geomean_ms"] = eval::geomean(single);
-      specialization["geomean_ms"] = eval::geomean(special);
+      specialization["single_geomean_ms"] = model::geomean(single);
+      specialization["geomean_ms"] = model::geomean(special);
     }
   }
 
   // 5. Summary, best.cu, reports.
   std::map<std::string, int> verdicts;
-  for (const auto& a : store->history()) verdicts[eval::verdict_name(a.result.verdict)]++;
+  for (const auto& a : store->history()) verdicts[model::verdict_name(a.result.verdict)]++;
   std::vector<double> sorted_compile = compile_ms;
   std::sort(sorted_compile.begin(), sorted_compile.end());
   nlohmann::json extra = {
@@ -673,11 +673,11 @@ int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
   }
   store->write_summary(extra);
   if (winner) {
-    const eval::Candidate& wc = winner->kind == "initial" && initial ? *initial : tmpl;
+    const spec::Candidate& wc = winner->kind == "initial" && initial ? *initial : tmpl;
     store->write_best(*winner, wc.entry, launch_lines(wc, s));
   }
   for (size_t v = 0; v < variants.size(); ++v) {
-    const eval::Candidate& vc = variants[v]->kind == "initial" && initial ? *initial : tmpl;
+    const spec::Candidate& vc = variants[v]->kind == "initial" && initial ? *initial : tmpl;
     store->write_best(*variants[v], vc.entry, launch_lines(vc, s),
                       std::filesystem::path("variants") / ("v" + std::to_string(v) + ".cu"));
   }

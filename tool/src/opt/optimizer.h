@@ -75,7 +75,7 @@ eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o);
 /// The device limits that tuning constraints may name (MAX_SHARED_PER_BLOCK,
 /// MAX_THREADS_PER_BLOCK, REGS_PER_SM, SM_COUNT, WARP_SIZE). Without a device
 /// (`d` null: compile-only) the values of an H100/H200 (sm_90) are assumed.
-spec::Bindings device_constants(const cuda::DeviceInfo* d);
+spec::Bindings device_constants(const model::DeviceInfo* d);
 
 /// The spec as optimize() sees it: the file plus the --reference,
 /// --initial-kernel, --template and --input-cases overrides.

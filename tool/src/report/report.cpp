@@ -16,7 +16,7 @@ namespace kopt::report {
 
 namespace stdfs = std::filesystem;
 using nlohmann::json;
-using run::Attempt;
+using model::Attempt;
 
 namespace {
 
@@ -137,12 +137,12 @@ bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
 
 const Attempt* first_ok_reference(const std::vector<Attempt>& history) {
   for (const Attempt& a : history)
-    if (a.kind == "reference" && a.result.verdict == eval::Verdict::ok) return &a;
+    if (a.kind == "reference" && a.result.verdict == model::Verdict::ok) return &a;
   return nullptr;
 }
 
 std::optional<double> case_median(const Attempt& a, const std::string& name) {
-  for (const eval::CaseResult& c : a.result.cases)
+  for (const model::CaseResult& c : a.result.cases)
     if (c.name == name && c.latency && finite_positive(c.latency->median_ms)) return c.latency->median_ms;
   return std::nullopt;
 }
@@ -151,7 +151,7 @@ std::optional<double> case_median(const Attempt& a, const std::string& name) {
 // with this attempt when it was, else the reference attempt's.
 std::optional<double> case_speedup(const Attempt& a, const std::string& name, const Attempt* ref,
                                    double* ref_ms = nullptr, double* own_ms = nullptr) {
-  for (const eval::CaseResult& c : a.result.cases) {
+  for (const model::CaseResult& c : a.result.cases) {
     if (c.name != name || !c.latency || !finite_positive(c.latency->median_ms)) continue;
     std::optional<double> r;
     if (c.reference_latency && finite_positive(c.reference_latency->median_ms))
@@ -167,7 +167,7 @@ std::optional<double> case_speedup(const Attempt& a, const std::string& name, co
 }
 
 std::optional<double> geomean_speedup(const Attempt& a, const Attempt* ref) {
-  if (a.result.verdict != eval::Verdict::ok || !a.result.geomean_ms ||
+  if (a.result.verdict != model::Verdict::ok || !a.result.geomean_ms ||
       !finite_positive(*a.result.geomean_ms))
     return std::nullopt;
   if (a.result.reference_geomean_ms && finite_positive(*a.result.reference_geomean_ms))
@@ -180,7 +180,7 @@ std::optional<double> geomean_speedup(const Attempt& a, const Attempt* ref) {
 const Attempt* best_of(const std::vector<Attempt>& history) {
   const Attempt* b = nullptr;
   for (const Attempt& a : history) {
-    if (a.result.verdict != eval::Verdict::ok || (a.kind != "candidate" && a.kind != "initial")) continue;
+    if (a.result.verdict != model::Verdict::ok || (a.kind != "candidate" && a.kind != "initial")) continue;
     if (!a.result.geomean_ms || !finite_positive(*a.result.geomean_ms)) continue;
     if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
   }
@@ -239,7 +239,7 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
   // Colour range: symmetric in log2, from 1/2^L to 2^L (L = 1..6).
   double max_log = 0;
   for (const Attempt& a : history) {
-    if (a.result.verdict != eval::Verdict::ok) continue;
+    if (a.result.verdict != model::Verdict::ok) continue;
     for (const std::string& c : performance_cases)
       if (auto s = case_speedup(a, c, ref); s && finite_positive(*s))
         max_log = std::max(max_log, std::fabs(std::log2(*s)));
@@ -337,9 +337,9 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
   for (int i = 0; i < n; ++i) {
     const Attempt& a = history[static_cast<size_t>(i)];
     const int y = top + i * row_h;
-    const bool ok = a.result.verdict == eval::Verdict::ok;
+    const bool ok = a.result.verdict == model::Verdict::ok;
     const std::string name = label_of(a);
-    const std::string verdict = eval::verdict_name(a.result.verdict);
+    const std::string verdict = model::verdict_name(a.result.verdict);
     o << "<g class=\"row " << (ok ? "ok" : "rejected") << "\" data-index=\"" << a.index << "\">";
     if (row_labels) {
       o << "<text class=\"label\" x=\"" << x0 - 6 << "\" y=\"" << y + row_h / 2 + 4
@@ -579,7 +579,7 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   card(sini ? speedup_text(*sini) : "n/a", "best vs initial kernel");
   card(bgeo ? fmt(*bgeo, "%.4g") + " ms" : "n/a", "best geomean latency");
   int64_t n_ok = 0;
-  for (const Attempt& a : history) n_ok += a.result.verdict == eval::Verdict::ok ? 1 : 0;
+  for (const Attempt& a : history) n_ok += a.result.verdict == model::Verdict::ok ? 1 : 0;
   card(std::to_string(n_ok) + " / " + std::to_string(history.size()), "attempts that passed");
   o << "</div>\n<table class=\"kv\">\n";
   auto kv = [&](const std::string& k, const std::string& v_html) {
@@ -686,7 +686,7 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   {
     std::set<std::string> seen;
     for (const Attempt& a : history)
-      for (const eval::CaseResult& c : a.result.cases)
+      for (const model::CaseResult& c : a.result.cases)
         if ((c.role == "performance" || c.latency) && seen.insert(c.name).second) cases.push_back(c.name);
   }
   o << "<section id=\"history\">\n<h2>History</h2>\n<p class=\"muted\">" << history.size()
@@ -698,12 +698,12 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   o << "<th data-type=\"num\">compile ms</th><th>cache</th><th data-type=\"num\">time s</th>"
        "<th>detail</th></tr></thead>\n<tbody>\n";
   for (const Attempt& a : history) {
-    const bool ok = a.result.verdict == eval::Verdict::ok;
+    const bool ok = a.result.verdict == model::Verdict::ok;
     o << "<tr class=\"" << (ok ? "ok" : "rejected") << (&a == best_attempt ? " best" : "") << "\">";
     o << num_td(static_cast<double>(a.index), std::to_string(a.index));
     o << "<td>" << esc(a.kind) << "</td><td>" << esc(a.label) << "</td>";
-    o << "<td data-v=\"" << esc(eval::verdict_name(a.result.verdict)) << "\">"
-      << verdict_chip(eval::verdict_name(a.result.verdict)) << "</td>";
+    o << "<td data-v=\"" << esc(model::verdict_name(a.result.verdict)) << "\">"
+      << verdict_chip(model::verdict_name(a.result.verdict)) << "</td>";
     std::optional<double> g;
     if (a.result.geomean_ms && std::isfinite(*a.result.geomean_ms)) g = a.result.geomean_ms;
     o << num_td(g, g ? fmt(*g, "%.4g") : "");
@@ -765,7 +765,7 @@ void write_reports(const run::RunStore& store, const std::vector<std::string>& p
   }
   if (summary.is_null()) summary = store.summary(extra);
   const std::string svg = heatmap_svg(store.history(), performance_cases);
-  const run::Attempt* best = store.best();
+  const model::Attempt* best = store.best();
   if (summary.contains("final_best") && summary["final_best"].is_object() &&
       summary["final_best"].contains("index") && summary["final_best"]["index"].is_number_integer())
     for (const auto& a : store.history())

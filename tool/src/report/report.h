@@ -17,14 +17,14 @@ namespace kopt::report {
 /// diverging around 1x; legend included); rejected attempts are drawn as a
 /// grey row labelled with their verdict. Rows are labelled with the attempt's
 /// index and label. Returns the SVG text.
-std::string heatmap_svg(const std::vector<run::Attempt>& history,
+std::string heatmap_svg(const std::vector<model::Attempt>& history,
                         const std::vector<std::string>& performance_cases);
 
 /// HTML report: summary table (best candidate, geomean, speedups, counts by
 /// verdict, GPU), the heatmap (inlined SVG), the best kernel's source, and the
 /// full history as a table sortable by clicking a column header (inline
 /// JavaScript, no external resources).
-std::string report_html(const nlohmann::json& summary, const std::vector<run::Attempt>& history,
+std::string report_html(const nlohmann::json& summary, const std::vector<model::Attempt>& history,
                         const std::string& heatmap, const std::string& best_source);
 
 /// Writes heatmap.svg and report.html into the run folder (atomically).

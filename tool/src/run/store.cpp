@@ -23,7 +23,10 @@ namespace kopt::run {
 
 namespace stdfs = std::filesystem;
 using nlohmann::json;
-namespace jio = eval::json_io;
+namespace jio = model::json_io;
+using model::latency_json;
+using model::params_json;
+using model::result_json;
 
 namespace {
 
@@ -66,47 +69,6 @@ uint64_t run_number(const std::string& name) {
   return n;
 }
 
-json latency_json(const eval::LatencyStats& s) {
-  return json{{"median_ms", jio::from_double(s.median_ms)}, {"mean_ms", jio::from_double(s.mean_ms)},
-              {"min_ms", jio::from_double(s.min_ms)},       {"max_ms", jio::from_double(s.max_ms)},
-              {"stddev_ms", jio::from_double(s.stddev_ms)}, {"samples", s.samples}};
-}
-
-eval::LatencyStats latency_from(const json& j, const std::string& path) {
-  eval::LatencyStats s;
-  s.median_ms = jio::get_double(jio::member(j, "median_ms", path), path + ".median_ms");
-  s.mean_ms = jio::get_double(jio::member(j, "mean_ms", path), path + ".mean_ms");
-  s.min_ms = jio::get_double(jio::member(j, "min_ms", path), path + ".min_ms");
-  s.max_ms = jio::get_double(jio::member(j, "max_ms", path), path + ".max_ms");
-  s.stddev_ms = jio::get_double(jio::member(j, "stddev_ms", path), path + ".stddev_ms");
-  s.samples = jio::get_int32(jio::member(j, "samples", path), path + ".samples");
-  return s;
-}
-
-json params_json(const std::map<std::string, int64_t>& params) {
-  json j = json::object();
-  for (const auto& [k, v] : params) j[k] = v;
-  return j;
-}
-
-// Result::to_json, optionally without the compile log and the raw samples
-// (history.json is rewritten at every attempt: it stays small; result.json
-// keeps everything).
-json result_json(const eval::Result& r, bool full) {
-  json j = r.to_json();
-  if (!full) j.erase("compile_log");
-  json& cases = j["cases"];
-  for (size_t i = 0; i < r.cases.size() && i < cases.size(); ++i) {
-    // (Older Result::to_json versions left reference_latency out.)
-    if (r.cases[i].reference_latency && !cases[i].contains("reference_latency"))
-      cases[i]["reference_latency"] = latency_json(*r.cases[i].reference_latency);
-    if (!full)
-      for (const char* k : {"latency", "reference_latency"})
-        if (cases[i].contains(k) && cases[i][k].is_object()) cases[i][k].erase("raw_ms");
-  }
-  return j;
-}
-
 json optional_double(const std::optional<double>& v) {
   return v ? jio::from_double(*v) : json(nullptr);
 }
@@ -116,7 +78,7 @@ bool finite_positive(const std::optional<double>& v) { return v && std::isfinite
 // The first ok attempt of `kind` with a usable geomean.
 const Attempt* first_ok_of_kind(const std::vector<Attempt>& history, const std::string& kind) {
   for (const Attempt& a : history)
-    if (a.kind == kind && a.result.verdict == eval::Verdict::ok && finite_positive(a.result.geomean_ms))
+    if (a.kind == kind && a.result.verdict == model::Verdict::ok && finite_positive(a.result.geomean_ms))
       return &a;
   return nullptr;
 }
@@ -193,15 +155,15 @@ bool is_temp_name(const std::string& name) {
 
 // history.json leaves the raw per-launch samples out; result.json has them.
 // A missing or damaged result.json only loses the samples.
-void restore_raw_samples(const stdfs::path& result_path, eval::Result* r) {
+void restore_raw_samples(const stdfs::path& result_path, model::Result* r) {
   std::error_code ec;
   if (!stdfs::is_regular_file(result_path, ec)) return;
   try {
-    const eval::Result full = eval::Result::from_json(json::parse(fs::read_file(result_path)));
+    const model::Result full = model::Result::from_json(json::parse(fs::read_file(result_path)));
     if (full.verdict != r->verdict || full.cases.size() != r->cases.size()) return;
     for (size_t i = 0; i < r->cases.size(); ++i) {
-      eval::CaseResult& c = r->cases[i];
-      const eval::CaseResult& f = full.cases[i];
+      model::CaseResult& c = r->cases[i];
+      const model::CaseResult& f = full.cases[i];
       if (f.name != c.name) continue;
       if (c.latency && f.latency && c.latency->raw_ms.empty()) c.latency->raw_ms = f.latency->raw_ms;
       if (c.reference_latency && f.reference_latency && c.reference_latency->raw_ms.empty())
@@ -212,57 +174,6 @@ void restore_raw_samples(const stdfs::path& result_path, eval::Result* r) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// Attempt
-
-json Attempt::to_json() const {
-  json j = result_json(result, /*full=*/false);
-  j["index"] = index;
-  j["kind"] = kind;
-  j["label"] = label;
-  j["params"] = params_json(params);
-  j["compile_options"] = compile_options;
-  j["seconds_since_start"] = jio::from_double(seconds_since_start);
-  // Per-case medians at a glance (the full statistics are in "cases").
-  json med = json::object();
-  for (const eval::CaseResult& c : result.cases)
-    if (c.latency) med[c.name] = jio::from_double(c.latency->median_ms);
-  j["median_ms"] = std::move(med);
-  return j;
-}
-
-Attempt Attempt::from_json(const json& j) {
-  jio::require_object(j, "$");
-  Attempt a;
-  a.index = jio::get_int32(jio::member(j, "index", "$"), "$.index");
-  if (a.index < 1) jio::fail("$.index", "must be 1 or more");
-  a.kind = jio::get_string(jio::member(j, "kind", "$"), "$.kind");
-  if (auto it = j.find("label"); it != j.end()) a.label = jio::get_string(*it, "$.label");
-  if (auto it = j.find("params"); it != j.end()) {
-    jio::require_object(*it, "$.params");
-    for (const auto& [k, v] : it->items()) a.params[k] = jio::get_int(v, "$.params." + k);
-  }
-  if (auto it = j.find("compile_options"); it != j.end()) {
-    if (!it->is_array()) jio::fail("$.compile_options", "expected an array");
-    for (size_t i = 0; i < it->size(); ++i)
-      a.compile_options.push_back(
-          jio::get_string((*it)[i], "$.compile_options[" + std::to_string(i) + "]"));
-  }
-  if (auto it = j.find("seconds_since_start"); it != j.end())
-    a.seconds_since_start = jio::get_double(*it, "$.seconds_since_start");
-  a.result = eval::Result::from_json(j);
-  if (auto it = j.find("cases"); it != j.end() && it->is_array()) {
-    for (size_t i = 0; i < it->size() && i < a.result.cases.size(); ++i) {
-      const json& jc = (*it)[i];
-      auto rl = jc.find("reference_latency");
-      if (rl != jc.end() && !rl->is_null() && !a.result.cases[i].reference_latency)
-        a.result.cases[i].reference_latency =
-            latency_from(*rl, "$.cases[" + std::to_string(i) + "].reference_latency");
-    }
-  }
-  return a;
-}
 
 // ---------------------------------------------------------------------------
 // RunStore
@@ -502,7 +413,7 @@ const Attempt* RunStore::find(const std::map<std::string, int64_t>& params,
 const Attempt* RunStore::best() const {
   const Attempt* b = nullptr;
   for (const Attempt& a : history_) {
-    if (a.result.verdict != eval::Verdict::ok) continue;
+    if (a.result.verdict != model::Verdict::ok) continue;
     if (a.kind != "candidate" && a.kind != "initial") continue;
     if (!finite_positive(a.result.geomean_ms)) continue;
     if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
@@ -542,7 +453,7 @@ json RunStore::summary(const json& extra) const {
   if (b) {
     const double g = *b->result.geomean_ms;
     json cases = json::array();
-    for (const eval::CaseResult& c : b->result.cases) {
+    for (const model::CaseResult& c : b->result.cases) {
       if (!c.latency) continue;
       json jc = latency_json(*c.latency);
       jc["name"] = c.name;
@@ -550,7 +461,7 @@ json RunStore::summary(const json& extra) const {
       std::optional<double> rm;
       if (c.reference_latency) rm = c.reference_latency->median_ms;
       else if (ref)
-        for (const eval::CaseResult& rc : ref->result.cases)
+        for (const model::CaseResult& rc : ref->result.cases)
           if (rc.name == c.name && rc.latency) rm = rc.latency->median_ms;
       if (finite_positive(rm)) {
         jc["reference_median_ms"] = jio::from_double(*rm);
@@ -576,10 +487,10 @@ json RunStore::summary(const json& extra) const {
 
   json counts = json::object();
   // Every verdict of the search, zeros included; "compiled" (compile-only agent runs) when present.
-  for (int v = 0; v <= static_cast<int>(eval::Verdict::worker_crash); ++v)
-    counts[eval::verdict_name(static_cast<eval::Verdict>(v))] = 0;
+  for (int v = 0; v <= static_cast<int>(model::Verdict::worker_crash); ++v)
+    counts[model::verdict_name(static_cast<model::Verdict>(v))] = 0;
   for (const Attempt& a : history_) {
-    json& n = counts[eval::verdict_name(a.result.verdict)];
+    json& n = counts[model::verdict_name(a.result.verdict)];
     n = (n.is_null() ? 0 : n.get<int64_t>()) + 1;
   }
   s["counts"] = std::move(counts);
@@ -628,7 +539,7 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
   if (finite_positive(b->result.geomean_ms)) {
     const double g = *b->result.geomean_ms;
     int nperf = 0;
-    for (const eval::CaseResult& c : b->result.cases) nperf += c.latency ? 1 : 0;
+    for (const model::CaseResult& c : b->result.cases) nperf += c.latency ? 1 : 0;
     o << "// Geomean:   " << fmt_double(g) << " ms over " << nperf << " performance case"
       << (nperf == 1 ? "" : "s");
     if (sum["reference_geomean_ms"].is_number())
@@ -637,7 +548,7 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
       o << "; " << fmt_double(sum["initial_geomean_ms"].get<double>() / g, "%.3g") << "x the initial kernel";
     o << "\n";
   } else {
-    o << "// Geomean:   not timed (verdict " << eval::verdict_name(b->result.verdict) << ")\n";
+    o << "// Geomean:   not timed (verdict " << model::verdict_name(b->result.verdict) << ")\n";
   }
   o << "// Attempt:   #" << b->index << " of " << history_.size() << " (" << b->kind;
   if (!b->label.empty()) o << " \"" << one_line(b->label) << "\"";

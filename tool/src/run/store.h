@@ -3,7 +3,7 @@
 //
 //   results/run-NNN/
 //     spec.json            the resolved workload (spec::to_json)
-//     device.json          the GPU (cuda::DeviceInfo::to_json), or {"arch": ...} with no GPU
+//     device.json          the GPU (model::DeviceInfo::to_json), or {"arch": ...} with no GPU
 //     run.json             format_version, tool version, spec_hash (workload identity),
 //                          spec_file_hash (guards spec.json against edits), strategy, seed, budget, created
 //     candidates/NNNN/     kernel.cu, params.json, compile.log, result.json (one per attempt)
@@ -28,29 +28,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/result.h"
+#include "model/attempt.h"
 
 namespace kopt::run {
 
 constexpr int kFormatVersion = 1;
 
-/// One evaluated kernel.
-struct Attempt {
-  int index = 0;                          // 1-based, in evaluation order
-  std::string kind = "candidate";         // "reference" | "initial" | "candidate"
-  std::string label;                      // e.g. "BM=128,BN=64" or "naive.cu"
-  std::map<std::string, int64_t> params;  // tuning parameters (may be empty)
-  std::string source;                     // the kernel source as compiled (without -D params)
-  std::vector<std::string> compile_options;
-  eval::Result result;                    // verdict, per-case latencies, compile log...
-  double seconds_since_start = 0;         // when it finished, relative to the run's start
+using model::Attempt;
 
-  /// The history.json entry: no source, no compile log, no raw per-launch
-  /// samples (result.json in the candidate folder has those; open() restores
-  /// them from there).
-  nlohmann::json to_json() const;
-  static Attempt from_json(const nlohmann::json& j);
-};
 
 struct RunInfo {
   std::string spec_hash;   // identity of the workload (run::spec_fingerprint); empty: hash of spec.json

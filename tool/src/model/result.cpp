@@ -1,4 +1,4 @@
-#include "eval/result.h"
+#include "model/result.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "util/error.h"
 
-namespace kopt::eval {
+namespace kopt::model {
 
 using nlohmann::json;
 
@@ -276,4 +276,4 @@ Result Result::from_json(const json& j) {
   return r;
 }
 
-}  // namespace kopt::eval
+}  // namespace kopt::model

@@ -1,4 +1,6 @@
 // The outcome of evaluating one candidate: a value, never an exception.
+// Plain data shared by every part that reads results (eval writes them; run,
+// report, the proposers and the driver read them).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kopt::eval {
+namespace kopt::model {
 
 /// What happened to a candidate. Stable strings (see verdict_name) appear in
 /// result JSON, history.json and exit codes; never renumber.
@@ -83,7 +85,7 @@ struct Result {
   static Result from_json(const nlohmann::json& j);
 };
 
-/// Helpers shared by the JSON codecs of eval/ (result.cpp, protocol.cpp).
+/// Helpers shared by the JSON codecs (model/, eval/protocol.cpp, run/).
 /// Every reader throws kopt::Error("kopt.protocol.001", "<path>: <problem>"),
 /// where path is a JSON path such as "$.cases[2].latency.median_ms".
 namespace json_io {
@@ -103,4 +105,4 @@ std::string get_string(const nlohmann::json& j, const std::string& path);
 [[noreturn]] void fail(const std::string& path, const std::string& what);
 }  // namespace json_io
 
-}  // namespace kopt::eval
+}  // namespace kopt::model

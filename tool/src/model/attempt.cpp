@@ -1,0 +1,101 @@
+#include "model/attempt.h"
+
+namespace kopt::model {
+
+using nlohmann::json;
+namespace jio = json_io;
+
+namespace {
+
+LatencyStats latency_from(const json& j, const std::string& path) {
+  LatencyStats s;
+  s.median_ms = jio::get_double(jio::member(j, "median_ms", path), path + ".median_ms");
+  s.mean_ms = jio::get_double(jio::member(j, "mean_ms", path), path + ".mean_ms");
+  s.min_ms = jio::get_double(jio::member(j, "min_ms", path), path + ".min_ms");
+  s.max_ms = jio::get_double(jio::member(j, "max_ms", path), path + ".max_ms");
+  s.stddev_ms = jio::get_double(jio::member(j, "stddev_ms", path), path + ".stddev_ms");
+  s.samples = jio::get_int32(jio::member(j, "samples", path), path + ".samples");
+  return s;
+}
+
+}  // namespace
+
+json latency_json(const LatencyStats& s) {
+  return json{{"median_ms", jio::from_double(s.median_ms)}, {"mean_ms", jio::from_double(s.mean_ms)},
+              {"min_ms", jio::from_double(s.min_ms)},       {"max_ms", jio::from_double(s.max_ms)},
+              {"stddev_ms", jio::from_double(s.stddev_ms)}, {"samples", s.samples}};
+}
+
+json params_json(const std::map<std::string, int64_t>& params) {
+  json j = json::object();
+  for (const auto& [k, v] : params) j[k] = v;
+  return j;
+}
+
+// Result::to_json, optionally without the compile log and the raw samples
+// (history.json is rewritten at every attempt: it stays small; result.json
+// keeps everything).
+json result_json(const Result& r, bool full) {
+  json j = r.to_json();
+  if (!full) j.erase("compile_log");
+  json& cases = j["cases"];
+  for (size_t i = 0; i < r.cases.size() && i < cases.size(); ++i) {
+    // (Older Result::to_json versions left reference_latency out.)
+    if (r.cases[i].reference_latency && !cases[i].contains("reference_latency"))
+      cases[i]["reference_latency"] = latency_json(*r.cases[i].reference_latency);
+    if (!full)
+      for (const char* k : {"latency", "reference_latency"})
+        if (cases[i].contains(k) && cases[i][k].is_object()) cases[i][k].erase("raw_ms");
+  }
+  return j;
+}
+
+json Attempt::to_json() const {
+  json j = result_json(result, /*full=*/false);
+  j["index"] = index;
+  j["kind"] = kind;
+  j["label"] = label;
+  j["params"] = params_json(params);
+  j["compile_options"] = compile_options;
+  j["seconds_since_start"] = jio::from_double(seconds_since_start);
+  // Per-case medians at a glance (the full statistics are in "cases").
+  json med = json::object();
+  for (const CaseResult& c : result.cases)
+    if (c.latency) med[c.name] = jio::from_double(c.latency->median_ms);
+  j["median_ms"] = std::move(med);
+  return j;
+}
+
+Attempt Attempt::from_json(const json& j) {
+  jio::require_object(j, "$");
+  Attempt a;
+  a.index = jio::get_int32(jio::member(j, "index", "$"), "$.index");
+  if (a.index < 1) jio::fail("$.index", "must be 1 or more");
+  a.kind = jio::get_string(jio::member(j, "kind", "$"), "$.kind");
+  if (auto it = j.find("label"); it != j.end()) a.label = jio::get_string(*it, "$.label");
+  if (auto it = j.find("params"); it != j.end()) {
+    jio::require_object(*it, "$.params");
+    for (const auto& [k, v] : it->items()) a.params[k] = jio::get_int(v, "$.params." + k);
+  }
+  if (auto it = j.find("compile_options"); it != j.end()) {
+    if (!it->is_array()) jio::fail("$.compile_options", "expected an array");
+    for (size_t i = 0; i < it->size(); ++i)
+      a.compile_options.push_back(
+          jio::get_string((*it)[i], "$.compile_options[" + std::to_string(i) + "]"));
+  }
+  if (auto it = j.find("seconds_since_start"); it != j.end())
+    a.seconds_since_start = jio::get_double(*it, "$.seconds_since_start");
+  a.result = Result::from_json(j);
+  if (auto it = j.find("cases"); it != j.end() && it->is_array()) {
+    for (size_t i = 0; i < it->size() && i < a.result.cases.size(); ++i) {
+      const json& jc = (*it)[i];
+      auto rl = jc.find("reference_latency");
+      if (rl != jc.end() && !rl->is_null() && !a.result.cases[i].reference_latency)
+        a.result.cases[i].reference_latency =
+            latency_from(*rl, "$.cases[" + std::to_string(i) + "].reference_latency");
+    }
+  }
+  return a;
+}
+
+}  // namespace kopt::model

@@ -1,0 +1,39 @@
+// Properties of a CUDA device as plain data, with their JSON form
+// (`kopt devices`, device.json in a run folder, the worker's hello reply).
+// cuda/device.h reads them from the driver.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kopt::model {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;                 // e.g. "NVIDIA H200"
+  int cc_major = 0, cc_minor = 0;   // compute capability
+  int sm_count = 0;                 // multiprocessors
+  int64_t total_memory_bytes = 0;
+  int64_t l2_bytes = 0;
+  int64_t shared_per_block_bytes = 0;        // default limit (48 KB)
+  int64_t shared_per_block_optin_bytes = 0;  // with the opt-in attribute
+  int64_t shared_per_sm_bytes = 0;
+  int regs_per_block = 0, regs_per_sm = 0;
+  int max_threads_per_block = 0, max_threads_per_sm = 0, warp_size = 0;
+  int64_t max_grid[3] = {0, 0, 0};
+  int max_block[3] = {0, 0, 0};
+  int sm_clock_khz = 0, memory_clock_khz = 0, memory_bus_width_bits = 0;
+  int driver_version = 0;           // e.g. 13000
+
+  /// "sm_90" (what NVRTC's -arch takes to produce a cubin for this device).
+  std::string arch() const;
+  /// Peak DRAM bandwidth in bytes/s from the memory clock and bus width
+  /// (2 transfers per clock, DDR): 2 * clock * width / 8.
+  double peak_dram_bytes_per_s() const;
+  nlohmann::json to_json() const;
+  static DeviceInfo from_json(const nlohmann::json& j);
+};
+
+}  // namespace kopt::model

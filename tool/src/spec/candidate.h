@@ -1,0 +1,26 @@
+// A candidate kernel as a proposer, the driver or the CLI has it: source,
+// entry, launch, compile options and tuning parameters. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spec/spec.h"
+
+namespace kopt::spec {
+
+/// A candidate kernel as the optimizer or the CLI has it.
+struct Candidate {
+  std::string label = "candidate";
+  std::string source;                     // CUDA C++ source
+  std::string source_name = "kernel.cu";  // for compiler messages
+  std::string entry;                      // empty: from annotations, else the spec's initial
+  std::optional<Launch> launch;     // empty: annotations, else spec.initial, else spec.launch
+  std::vector<std::string> options;       // extra NVRTC options
+  std::map<std::string, int64_t> params;  // tuning parameters: -D defines and expression names
+};
+
+}  // namespace kopt::spec
