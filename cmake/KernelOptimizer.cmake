@@ -32,8 +32,8 @@ targets, and gate merges on CTest correctness and benchmark tests.
     in the project.
 
   ``SPEC``
-    The workload spec (JSON; see the KernelOptimizer README). Relative paths
-    are relative to ``CMAKE_CURRENT_SOURCE_DIR``.
+    The workload spec (JSON; see KernelOptimizer's ``docs/spec-format.md``).
+    Relative paths are relative to ``CMAKE_CURRENT_SOURCE_DIR``.
 
   ``TEMPLATE``, ``INITIAL_KERNEL``, ``REFERENCE``
     Override the spec's tunable template, initial kernel and reference kernel.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prints the search-replay tables (what the README's search section quotes):
+# Prints the search-replay tables (what docs/performance.md quotes):
 # every strategy replayed against the synthetic SGEMM sweep and against each
 # recorded sweep in tests/data/search/ (see tests/unit/test_search_replay.cpp).
 #
