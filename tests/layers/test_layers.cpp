@@ -160,12 +160,16 @@ TEST(LayerIncludes, IgnoresCommentsAndLiterals) {
       "#include \"yes/g.h\"\n"                    // 13
       "x = 1; /* c */ #include \"no/h.h\"\n"      // 14: not at the start of a line
       "/* a\n"                                    // 15
-      "   b */ #include \"no/i.h\"\n"             // 16: the comment joins it to line 15's start?
-      "#include \"yes/j.h\" /* \" */\n";          // 17
+      "   b */ #include \"yes/i.h\"\n"            // 16: a directive (see below)
+      "#include \"yes/j.h\" /* \" */\n"           // 17
+      "// no /* in a line comment opens a block\n"  // 18
+      "#include \"yes/k.h\"\n"                      // 19
+      "int big = 1'000; /* a digit separator,\n"    // 20: not a character literal,
+      "#include \"no/l.h\" */\n";                   // 21: so this is a comment
   // Line 16: a comment spanning lines is one space, so the '#' follows only
   // blanks and a comment since line 15's newline: a directive, as for cpp.
   EXPECT_EQ(paths(find_includes(src)),
-            (std::vector<std::string>{"8 yes/e.h", "13 yes/g.h", "16 no/i.h", "17 yes/j.h"}));
+            (std::vector<std::string>{"8 yes/e.h", "13 yes/g.h", "16 yes/i.h", "17 yes/j.h", "19 yes/k.h"}));
 }
 
 // -------------------------------------------------------------- the tree
