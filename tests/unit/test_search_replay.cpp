@@ -1,4 +1,4 @@
-// Search efficiency on recorded sweeps (search/replay.h): every strategy is
+// Search efficiency on recorded sweeps (tests/support/search_replay.h): every strategy is
 // replayed against a table of results (a real GPU sweep of the SGEMM template
 // when tests/data/search/ has one, and always a synthetic one generated here
 // from a performance model), counting evaluations until a result within 5% of
@@ -24,13 +24,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "search/replay.h"
 #include "search/space.h"
 #include "search/strategy.h"
 #include "spec/spec.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+
+#include "support/search_replay.h"
 
 namespace kopt::search::replay {
 namespace {

@@ -1,6 +1,6 @@
-// Replaying a recorded sweep (see replay.h): record I/O, the simulated
+// Replaying a recorded sweep (see search_replay.h): record I/O, the simulated
 // evaluator, the per-strategy statistics, and the synthetic SGEMM record.
-#include "search/replay.h"
+#include "support/search_replay.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,8 @@
 // Replaying a recorded sweep: the search strategies run against a table of
 // measured results instead of a GPU, to measure (and guard in CI) how many
 // evaluations each strategy needs to come near the best configuration.
+// Test support, not part of the tool: built into kopt_test_support (over
+// kopt::core), used by tests/unit/test_search_replay.cpp.
 //
 // A sweep record (tests/data/search/*.json, written by scripts/record_sweep.py
 // from a run folder) is one JSON document:
