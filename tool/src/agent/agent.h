@@ -46,8 +46,11 @@
 
 #include "agent/llm.h"
 
-namespace kopt::opt {
+namespace kopt::tune {
 struct OptimizeOptions;
+}
+namespace kopt::opt {
+using OptimizeOptions = tune::OptimizeOptions;
 }
 
 namespace kopt::agent {

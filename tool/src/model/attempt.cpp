@@ -1,5 +1,7 @@
 #include "model/attempt.h"
 
+#include <cmath>
+
 namespace kopt::model {
 
 using nlohmann::json;
@@ -20,6 +22,13 @@ LatencyStats latency_from(const json& j, const std::string& path) {
 
 }  // namespace
 
+std::optional<double> case_median_ms(const Attempt& a, const std::string& case_name) {
+  for (const CaseResult& c : a.result.cases)
+    if (c.name == case_name && c.latency && std::isfinite(c.latency->median_ms) && c.latency->median_ms > 0)
+      return c.latency->median_ms;
+  return std::nullopt;
+}
+
 json latency_json(const LatencyStats& s) {
   return json{{"median_ms", jio::from_double(s.median_ms)}, {"mean_ms", jio::from_double(s.mean_ms)},
               {"min_ms", jio::from_double(s.min_ms)},       {"max_ms", jio::from_double(s.max_ms)},
@@ -32,9 +41,6 @@ json params_json(const std::map<std::string, int64_t>& params) {
   return j;
 }
 
-// Result::to_json, optionally without the compile log and the raw samples
-// (history.json is rewritten at every attempt: it stays small; result.json
-// keeps everything).
 json result_json(const Result& r, bool full) {
   json j = r.to_json();
   if (!full) j.erase("compile_log");

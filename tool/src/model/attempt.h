@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct Attempt {
   nlohmann::json to_json() const;
   static Attempt from_json(const nlohmann::json& j);
 };
+
+/// The median latency (ms) of case `case_name` in `a`, when it was timed and
+/// is finite and positive.
+std::optional<double> case_median_ms(const Attempt& a, const std::string& case_name);
 
 /// Result::to_json, optionally without the compile log and the raw samples:
 /// history.json (rewritten at every attempt) takes the short form, each

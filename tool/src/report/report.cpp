@@ -141,11 +141,6 @@ const Attempt* first_ok_reference(const std::vector<Attempt>& history) {
   return nullptr;
 }
 
-std::optional<double> case_median(const Attempt& a, const std::string& name) {
-  for (const model::CaseResult& c : a.result.cases)
-    if (c.name == name && c.latency && finite_positive(c.latency->median_ms)) return c.latency->median_ms;
-  return std::nullopt;
-}
 
 // Reference median / candidate median on case `name`: the reference timed
 // with this attempt when it was, else the reference attempt's.
@@ -157,7 +152,7 @@ std::optional<double> case_speedup(const Attempt& a, const std::string& name, co
     if (c.reference_latency && finite_positive(c.reference_latency->median_ms))
       r = c.reference_latency->median_ms;
     else if (ref)
-      r = case_median(*ref, name);
+      r = model::case_median_ms(*ref, name);
     if (!r) return std::nullopt;
     if (ref_ms) *ref_ms = *r;
     if (own_ms) *own_ms = c.latency->median_ms;
@@ -372,7 +367,7 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
           o << "<rect class=\"cell nodata\" x=\"" << x << "\" y=\"" << y << "\" width=\"" << col_w - gap
             << "\" height=\"" << row_h - gap << "\" fill=\"" << kNoDataFill
             << "\" stroke=\"#dddddd\" stroke-width=\"0.5\"><title>" << esc(name) << ", " << esc(c)
-            << ": no timing" << (case_median(a, c) ? " of the reference" : "") << "</title></rect>";
+            << ": no timing" << (model::case_median_ms(a, c) ? " of the reference" : "") << "</title></rect>";
           continue;
         }
         const double t = std::log2(*s) / L;
@@ -710,7 +705,7 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
     auto sp = geomean_speedup(a, ref);
     o << num_td(sp, sp ? speedup_text(*sp) : "");
     for (const std::string& c : cases) {
-      auto med = case_median(a, c);
+      auto med = model::case_median_ms(a, c);
       o << num_td(med, med ? fmt(*med, "%.4g") : "");
     }
     o << num_td(a.result.compile_ms, fmt(a.result.compile_ms, "%.0f"));

@@ -1,0 +1,157 @@
+// What every proposer shares: the Proposer interface that the run driver
+// (tune/driver.h) pulls candidates from, and the EvaluationService through
+// which a proposer that needs results before it can go on (the agent's tools)
+// sees the run.
+//
+// The driver owns a run's lifecycle: it opens or resumes the run folder,
+// evaluates the initial kernel and the baseline, compiles ahead of the GPU,
+// checks and times every candidate, records it, applies the stop conditions,
+// re-times the finalists and writes the summary, best.cu and the reports. A
+// proposer only proposes and observes:
+//
+//   proposer.prepare(device_constants)     before anything is written
+//   proposer.start(service)                once the run folder is open
+//   proposer.observe_recorded(attempt)     for each attempt a resumed run already has
+//   loop: proposer.propose() -> candidate | wait | done
+//         ... the driver evaluates and records the candidate ...
+//         proposer.observe(candidate, attempt)
+//   proposer.finish()                      when the driver stops asking
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/attempt.h"
+#include "model/device_info.h"
+#include "search/strategy.h"
+#include "spec/candidate.h"
+#include "spec/expr.h"
+#include "spec/spec.h"
+
+namespace kopt::propose {
+
+/// One answer of Proposer::propose().
+struct Proposal {
+  enum class Kind {
+    candidate,  // evaluate `candidate`
+    wait,       // nothing until a candidate already proposed has been observed
+    done,       // nothing more, ever
+  };
+  Kind kind = Kind::done;
+  spec::Candidate candidate;
+
+  static Proposal of(spec::Candidate c) { return {Kind::candidate, std::move(c)}; }
+  static Proposal wait() { return {Kind::wait, {}}; }
+  static Proposal done() { return {Kind::done, {}}; }
+};
+
+/// The run as the driver keeps it, for proposers. Every accessor reads the
+/// driver's state; call them only from the thread the driver calls the
+/// proposer on, or while the driver waits in propose() (the agent's
+/// conversation thread does exactly that).
+class EvaluationService {
+ public:
+  virtual ~EvaluationService() = default;
+  virtual const spec::Spec& spec() const = 0;
+  /// The GPU, or nullopt in compile-only mode (no GPU; --arch given).
+  virtual const std::optional<model::DeviceInfo>& device() const = 0;
+  /// The architecture candidates are compiled for ("sm_90").
+  virtual const std::string& arch() const = 0;
+  /// Why there is no GPU (empty when there is one).
+  virtual const std::string& no_device_reason() const = 0;
+  bool compile_only() const { return !device().has_value(); }
+  /// The limits tuning constraints may name (MAX_SHARED_PER_BLOCK...).
+  virtual spec::Bindings device_constants() const = 0;
+  /// Every recorded attempt, in order (resumed ones included).
+  virtual const std::vector<model::Attempt>& history() const = 0;
+  /// The fastest ok candidate or initial kernel, if any.
+  virtual const model::Attempt* best() const = 0;
+  virtual std::optional<double> reference_geomean_ms() const = 0;
+  virtual std::optional<double> initial_geomean_ms() const = 0;
+  /// The run folder (a proposer may keep its own files in a subfolder).
+  virtual const std::filesystem::path& run_dir() const = 0;
+  /// Wall-clock minutes since the run started (this session).
+  virtual double minutes_elapsed() const = 0;
+};
+
+/// What the user asked of the run, as every proposer reads it.
+struct Budget {
+  int64_t evaluations = 0;  // --budget evals=N / --max-iterations N (0: no limit)
+  double minutes = 0;       // --budget minutes=M (0: no limit)
+  int64_t patience = 0;     // evaluations without improvement (0: off)
+};
+
+/// How the driver finishes a run of this proposer.
+struct FinishPolicy {
+  /// Re-time the top candidates interleaved and specialise per shape.
+  bool retime = true;
+  /// Without a GPU: record every candidate as compiled in a run folder (true),
+  /// or only compile the proposals and list them, without a run folder (false).
+  bool compile_only_run_folder = false;
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+
+  /// The name recorded as the run's strategy ("surrogate", "agent"...).
+  virtual std::string name() const = 0;
+
+  /// The stop conditions that end this proposer's run for `budget` (the
+  /// driver composes them with any_of and checks them before every proposal).
+  virtual std::vector<std::unique_ptr<search::StopCondition>> stop_conditions(const Budget& budget) = 0;
+
+  /// The budget as run.json and summary.json record it.
+  virtual nlohmann::json budget_json(const Budget& b) const {
+    return {{"evaluations", b.evaluations}, {"minutes", b.minutes}, {"patience", b.patience}};
+  }
+
+  virtual FinishPolicy finish_policy() const { return {}; }
+
+  /// The device is known (or compile-only mode chosen) and nothing is written
+  /// yet: check what can be checked, so that bad input leaves no run folder
+  /// behind (a parameter space without a valid configuration throws here).
+  virtual void prepare(const spec::Bindings& device_constants) { (void)device_constants; }
+
+  /// The run folder is open. `service` outlives the proposer's use of it.
+  virtual void start(EvaluationService& service) = 0;
+
+  /// An attempt recorded by an earlier session of a resumed run (kind
+  /// "candidate" only); it is never proposed again.
+  virtual void observe_recorded(const model::Attempt& attempt) = 0;
+
+  /// The next candidate, `wait` while results are outstanding, or `done`.
+  /// May block (the agent waits for its model). `wait` is only allowed while
+  /// a proposed candidate has not been observed yet.
+  virtual Proposal propose() = 0;
+
+  /// The recorded result of a candidate propose() returned, in proposal order.
+  virtual void observe(const spec::Candidate& candidate, const model::Attempt& attempt) = 0;
+
+  /// The driver asks for nothing more (a stop condition, or done); the
+  /// proposer ends its own work. Called once, also when the run ends by an
+  /// exception.
+  virtual void finish() {}
+
+  /// The candidate that reproduces an attempt of this proposer (for the
+  /// re-timing and best.cu), or nullopt when the driver should rebuild it
+  /// from the recorded source and its kopt: annotations.
+  virtual std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const = 0;
+
+  /// Keys this proposer adds to summary.json (they win over the driver's).
+  virtual nlohmann::json summary() const { return nlohmann::json::object(); }
+
+  /// An exit code that overrides the driver's (e.g. 3: the LLM API failed).
+  virtual std::optional<int> exit_code() const { return std::nullopt; }
+};
+
+/// A proposer as the driver gets it from the registry (tune/proposers.h).
+using ProposerPtr = std::unique_ptr<Proposer>;
+
+}  // namespace kopt::propose

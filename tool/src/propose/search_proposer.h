@@ -1,0 +1,77 @@
+// The parameter search as a proposer: a search strategy (search/strategy.h)
+// over the parameter space of a tunable template. The default proposer of
+// `kopt optimize`, and the tuner behind the hybrid agent's templates.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "propose/proposer.h"
+#include "search/space.h"
+#include "search/strategy.h"
+
+namespace kopt::propose {
+
+struct SearchProposerOptions {
+  /// The template as a candidate; each proposal is it with one configuration's
+  /// parameters added (params of the same name replaced).
+  spec::Candidate base;
+  std::vector<spec::TuningParam> params;  // the space
+  std::vector<spec::Expr> constraints;
+  std::string strategy;       // empty: search::default_strategy(valid size)
+  uint64_t seed = 1;
+  int64_t max_proposals = 0;  // 0: until the strategy has nothing left
+  std::string label_prefix;   // labels are prefix + config_key ("BM=64,BN=128")
+  /// A configuration this returns a reason for is observed as failed without
+  /// being evaluated (the hybrid agent's launch check).
+  std::function<std::optional<std::string>(const spec::Candidate&)> precheck;
+};
+
+class SearchProposer final : public Proposer {
+ public:
+  explicit SearchProposer(SearchProposerOptions options);
+
+  /// Builds the space for a device and initialises the strategy: throws
+  /// SpecError(kopt.space.701) when no configuration is valid and
+  /// UsageError(kopt.search.801) for an unknown strategy. start() calls it
+  /// when nobody did before.
+  void prepare(const spec::Bindings& device_constants) override;
+
+  std::string name() const override { return strategy_name_; }
+  std::vector<std::unique_ptr<search::StopCondition>> stop_conditions(const Budget& budget) override;
+  void start(EvaluationService& service) override;
+  void observe_recorded(const model::Attempt& attempt) override;
+  Proposal propose() override;
+  void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
+  std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
+  /// {"strategy", "valid_configurations"}.
+  nlohmann::json summary() const override;
+
+  uint64_t valid_configurations() const { return valid_size_; }
+
+  /// One configuration's fate, in proposal order.
+  struct Outcome {
+    search::Config config;
+    int attempt = 0;       // its attempt index once observed (0: not evaluated)
+    std::string rejected;  // the precheck's reason, when it was not evaluated
+  };
+  const std::vector<Outcome>& outcomes() const { return outcomes_; }
+  /// Every proposal has been observed (or rejected).
+  bool settled() const { return pending_.empty(); }
+
+ private:
+  SearchProposerOptions o_;
+  std::unique_ptr<search::Space> space_;
+  std::unique_ptr<search::Strategy> strategy_;
+  std::string strategy_name_;
+  uint64_t valid_size_ = 0;
+  int64_t proposed_ = 0;
+  std::map<std::string, size_t> pending_;  // config_key -> outcomes_ index
+  std::vector<Outcome> outcomes_;
+};
+
+}  // namespace kopt::propose

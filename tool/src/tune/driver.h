@@ -1,0 +1,90 @@
+// The run driver: `kopt optimize`, for every proposer alike.
+//
+// One run, one lifecycle (tune/driver_impl.h has the phases):
+//   1. set-up     the spec with the command line's overrides, the evaluator,
+//                 the device (or compile-only mode with --arch and no GPU),
+//                 the proposer (tune/proposers.h) prepared before any file is
+//                 written, so that a bad space or budget leaves nothing behind;
+//   2. run folder created, or resumed: what is recorded is observed, never
+//                 re-evaluated;
+//   3. initial    the initial kernel with the reference timed beside it, and
+//                 the cuBLAS baseline where the workload is GEMM-shaped;
+//   4. pipeline   the proposer's candidates are compiled on a thread pool
+//                 ahead of the GPU, checked and timed in the worker, recorded
+//                 atomically and observed, until a stop condition holds or the
+//                 proposer is done;
+//   5. finalists  the top candidates (and each performance case's fastest)
+//                 re-timed interleaved, to cancel drift; per-case variants
+//                 where one beats the single best by more than a threshold;
+//   6. finish     summary.json, best.cu, variants/v<N>.cu, heatmap.svg and
+//                 report.html; the summary on stdout, progress on stderr.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "spec/candidate.h"
+#include "spec/spec.h"
+
+namespace kopt::tune {
+
+struct OptimizeOptions {
+  std::filesystem::path spec;            // --spec (required, except for the agent with --description)
+  std::filesystem::path template_source; // --template (default: the spec's "template")
+  std::filesystem::path initial_kernel;  // --initial-kernel (e.g. a previous run's best.cu)
+  std::filesystem::path reference;       // --reference: a reference kernel .cu (annotations give entry/launch)
+  std::filesystem::path input_cases;     // --input-cases: JSON array of cases replacing the spec's
+  std::string description;               // --description (recorded; the agent proposer uses it)
+  std::string strategy;                  // --strategy (default: by space size)
+  int64_t max_evaluations = 0;           // --budget evals=N / --max-iterations N (0: no limit)
+  double max_minutes = 0;                // --budget minutes=M (0: no limit)
+  int64_t patience = 0;                  // stop after N evaluations without improvement (0: off)
+  std::filesystem::path results_dir = "results";
+  std::filesystem::path resume;          // --resume RUN_DIR
+  uint64_t seed = 1;
+  int device = 0;
+  std::string arch;                      // --arch: compile for it; with no GPU, compile only
+  int top = 3;                           // candidates re-timed at the end
+  int retime_rounds = 3;                 // interleaved rounds of that re-timing
+  /// Shape specialisation: each performance case may get its own fastest
+  /// configuration (a variant) when it beats the single best configuration on
+  /// that case by more than `specialize_threshold` (a fraction) in the final
+  /// re-timing. summary.json "specialization" and variants/v<N>.cu record
+  /// them; variant 0 is the single best (best.cu).
+  bool specialize = true;
+  double specialize_threshold = 0.03;
+  int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
+  std::filesystem::path cache_dir;       // NVRTC cache
+  std::vector<std::string> worker_argv;  // how to start `kopt worker`
+  bool quiet = false;
+  agent::AgentOptions agent;             // --strategy agent|hybrid: the LLM agent's options (agent/agent.h)
+};
+
+/// Runs an optimization. Returns the CLI exit code: 0 a best kernel was found,
+/// 1 no candidate passed, 3 the LLM API failed for good (agent; the run folder
+/// is still complete), 77 no GPU (after compiling the candidates when --arch
+/// was given). Throws SpecError/UsageError for bad input (exit 2), before any
+/// GPU work where possible (an empty or contradictory parameter space, a zero
+/// budget, a --resume folder from another spec).
+/// Data (the summary) goes to stdout; progress to stderr.
+/// `run_dir`, when given, receives the run folder's path.
+int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir = nullptr);
+
+/// The spec as optimize() sees it: the file plus the --reference,
+/// --initial-kernel, --template and --input-cases overrides.
+spec::Spec load_spec_with_overrides(const OptimizeOptions& options);
+
+/// The template of `s` as a candidate: its source, entry, launch and compile
+/// options; params are set per configuration. Throws SpecError(kopt.opt.002)
+/// when it has no launch.
+spec::Candidate template_candidate(const spec::Spec& s);
+
+/// The initial kernel of `s` as a candidate (spec "initial" or
+/// --initial-kernel), with the parameters a previous run's best.cu carries as
+/// kopt:param lines; nullopt when the spec has none.
+std::optional<spec::Candidate> initial_candidate(const spec::Spec& s);
+
+}  // namespace kopt::tune

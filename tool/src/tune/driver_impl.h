@@ -1,0 +1,129 @@
+// The run driver's phases (internal to tune/; tune/driver.h is the interface).
+// One Driver runs one optimization: set-up (setup.cpp), the initial kernel and
+// the baseline (initial.cpp), the compile-ahead pipeline (pipeline.cpp), the
+// finalists' re-timing and the shape variants (finalists.cpp), and the
+// summary, best.cu and reports (finish.cpp). It is the EvaluationService its
+// proposer sees.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/evaluator.h"
+#include "propose/proposer.h"
+#include "run/store.h"
+#include "search/strategy.h"
+#include "tune/driver.h"
+
+namespace kopt::tune {
+
+using Clock = std::chrono::steady_clock;
+
+/// "1.234" (significant digits) for console lines.
+std::string fmt(double v, int precision = 4);
+
+/// The NVRTC compile threads for --compile-threads N (0: hardware threads - 1, at least 1).
+unsigned compile_threads(int requested);
+
+/// How the pipeline spent the search's wall time (summary.json "tuner").
+struct PipelineStats {
+  int64_t evaluated = 0;
+  double search_minutes = 0;
+  double gpu_measured_ms = 0;        // time in measured launches (performance cases)
+  std::vector<double> compile_ms;    // compiles that missed the cache
+  int cache_hits = 0, compiles = 0, compiles_ready = 0;
+  double compile_wait_ms = 0;
+  double check_ms = 0, timing_ms = 0;  // worker wall time checking / in the timed loops
+  double host_gap_ms = 0, worker_other_ms = 0;
+  unsigned threads = 0;
+
+  nlohmann::json to_json() const;
+};
+
+/// The finalists' outcome: the winner, the re-timing and the shape variants.
+struct Finalists {
+  const model::Attempt* winner = nullptr;
+  std::vector<const model::Attempt*> variants;  // variant 0 = winner (only with specialisation)
+  nlohmann::json retime = nlohmann::json::array();
+  nlohmann::json specialization;  // null without variants
+};
+
+class Driver final : public propose::EvaluationService {
+ public:
+  Driver(const OptimizeOptions& options, spec::Spec spec, propose::Proposer& proposer);
+
+  /// Phases 2-6 (the evaluator and device come from open_device()).
+  int run(std::filesystem::path* run_dir);
+
+  /// Phase 1's device part: starts the evaluator's worker and reads the GPU;
+  /// without one, compile-only mode when --arch was given, else rethrows
+  /// NoDeviceError.
+  void open_device();
+
+  // EvaluationService
+  const spec::Spec& spec() const override { return spec_; }
+  const std::optional<model::DeviceInfo>& device() const override { return device_; }
+  const std::string& arch() const override { return arch_; }
+  const std::string& no_device_reason() const override { return no_device_; }
+  spec::Bindings device_constants() const override;
+  const std::vector<model::Attempt>& history() const override { return store_->history(); }
+  const model::Attempt* best() const override { return store_->best(); }
+  std::optional<double> reference_geomean_ms() const override { return reference_geomean_; }
+  std::optional<double> initial_geomean_ms() const override { return initial_geomean_; }
+  const std::filesystem::path& run_dir() const override { return store_->dir(); }
+  double minutes_elapsed() const override;
+
+ private:
+  // setup.cpp
+  void open_store(std::filesystem::path* run_dir);
+  // initial.cpp
+  void replay_history();
+  void evaluate_initial();
+  void evaluate_baseline();
+  // pipeline.cpp
+  void run_pipeline();
+  // finalists.cpp
+  Finalists choose_finalists();
+  // finish.cpp
+  int finish(const Finalists& f);
+  int compile_only_listing();
+
+  /// Compile-only: the verdict `compiled` (or compile_error) for a compile.
+  model::Result compile_only_result(const cuda::CompileResult& cr) const;
+  /// Adds the reference's per-case latencies (timed once, with the initial
+  /// kernel) and the speedup over it.
+  void with_reference(model::Result& r) const;
+  /// Records an attempt and keeps its candidate; returns the recorded copy.
+  const model::Attempt& record(const std::string& kind, const spec::Candidate& c, model::Result r);
+  /// The candidate that reproduces an attempt: this session's, the
+  /// proposer's, or one rebuilt from its recorded source.
+  spec::Candidate candidate_of(const model::Attempt& a) const;
+  std::vector<std::string> performance_case_names() const;
+  propose::Budget budget() const { return {o_.max_evaluations, o_.max_minutes, o_.patience}; }
+
+  const OptimizeOptions& o_;
+  spec::Spec spec_;
+  propose::Proposer& proposer_;
+  const Clock::time_point t_start_ = Clock::now();
+
+  std::unique_ptr<eval::Evaluator> ev_;
+  std::optional<model::DeviceInfo> device_;
+  std::string arch_, no_device_;
+  std::optional<run::RunStore> store_;
+  std::unique_ptr<search::StopCondition> stop_;
+  std::optional<spec::Candidate> initial_;
+
+  std::optional<double> reference_geomean_, initial_geomean_, cublas_geomean_;
+  std::vector<model::CaseResult> reference_cases_;
+  bool have_initial_ = false, have_baseline_ = false;
+  std::map<int, spec::Candidate> candidates_;  // this session's, by attempt index
+  PipelineStats stats_;
+};
+
+}  // namespace kopt::tune

@@ -1,0 +1,138 @@
+// Phase 5 of a run: the top candidates re-timed interleaved, to cancel drift,
+// and shape specialisation: each performance case takes the candidate that was
+// fastest on it when that beats the single best by more than the threshold
+// (variant 0 is always the single best).
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "tune/driver_impl.h"
+
+namespace kopt::tune {
+namespace {
+
+using model::Attempt;
+
+double median_ms(const Attempt& a, const std::string& name) {
+  return model::case_median_ms(a, name).value_or(INFINITY);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? NAN : v[v.size() / 2];
+}
+
+/// The top `top` ok candidates and initial kernels by geomean, then (with
+/// specialisation) each performance case's fastest, so that the per-case
+/// choice is made on the same interleaved measurements.
+std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history, int top, bool specialize,
+                                             const std::vector<std::string>& perf_cases) {
+  std::vector<const Attempt*> ranked;
+  for (const auto& a : history)
+    if ((a.kind == "candidate" || a.kind == "initial") && a.result.verdict == model::Verdict::ok && a.result.geomean_ms)
+      ranked.push_back(&a);
+  const std::vector<const Attempt*> all_ok = ranked;
+  std::sort(ranked.begin(), ranked.end(),
+            [](const Attempt* x, const Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
+  if (ranked.size() > static_cast<size_t>(std::max(top, 1))) ranked.resize(static_cast<size_t>(std::max(top, 1)));
+  if (specialize && perf_cases.size() > 1)
+    for (const auto& name : perf_cases) {
+      const Attempt* fastest = nullptr;
+      for (const auto* a : all_ok)
+        if (!fastest || median_ms(*a, name) < median_ms(*fastest, name)) fastest = a;
+      if (fastest && std::find(ranked.begin(), ranked.end(), fastest) == ranked.end()) ranked.push_back(fastest);
+    }
+  return ranked;
+}
+
+}  // namespace
+
+Finalists Driver::choose_finalists() {
+  Finalists f;
+  const std::vector<std::string> perf_cases = performance_case_names();
+  if (!proposer_.finish_policy().retime) {
+    f.winner = store_->best();
+    return f;
+  }
+  const bool specialize = o_.specialize && perf_cases.size() > 1;
+  const std::vector<const Attempt*> ranked = ranked_finalists(store_->history(), o_.top, specialize, perf_cases);
+  f.winner = ranked.empty() ? nullptr : ranked.front();
+  // Per ranked candidate: per-case medians (over rounds) of the re-timing, or
+  // of the search's own measurement when there is no re-timing.
+  std::vector<std::map<std::string, double>> case_ms(ranked.size());
+  for (size_t i = 0; i < ranked.size(); ++i)
+    for (const auto& name : perf_cases) case_ms[i][name] = median_ms(*ranked[i], name);
+  std::vector<bool> failed(ranked.size(), false);
+  if (ranked.size() > 1 && o_.retime_rounds > 0) {
+    if (!o_.quiet)
+      std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << o_.retime_rounds << " rounds\n";
+    std::vector<std::vector<double>> g(ranked.size());
+    std::vector<std::map<std::string, std::vector<double>>> per_case(ranked.size());
+    for (int round = 0; round < o_.retime_rounds; ++round)
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        if (failed[i]) continue;
+        const model::Result r = ev_->evaluate(candidate_of(*ranked[i]), false);
+        if (r.verdict != model::Verdict::ok || !r.geomean_ms) {
+          failed[i] = true;  // a candidate that fails on re-check is out
+          continue;
+        }
+        g[i].push_back(*r.geomean_ms);
+        for (const auto& cr : r.cases)
+          if (cr.latency) per_case[i][cr.name].push_back(cr.latency->median_ms);
+      }
+    double best_median = INFINITY;
+    f.winner = nullptr;  // only a candidate that passed its re-checks can win
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      const double median = median_of(g[i]);
+      nlohmann::json cases = nlohmann::json::object();
+      for (const auto& [name, v] : per_case[i]) {
+        case_ms[i][name] = median_of(v);
+        cases[name] = case_ms[i][name];
+      }
+      f.retime.push_back({{"index", ranked[i]->index}, {"label", ranked[i]->label}, {"geomeans_ms", g[i]},
+                          {"median_ms", g[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
+                          {"cases_median_ms", cases}, {"failed_recheck", static_cast<bool>(failed[i])}});
+      if (!failed[i] && !g[i].empty() && median < best_median) {
+        best_median = median;
+        f.winner = ranked[i];
+      }
+    }
+  }
+  if (!f.winner || !specialize) return f;
+
+  const size_t w = static_cast<size_t>(std::find(ranked.begin(), ranked.end(), f.winner) - ranked.begin());
+  f.variants.push_back(f.winner);
+  nlohmann::json chosen = nlohmann::json::object();
+  std::vector<double> single, special;
+  for (const auto& name : perf_cases) {
+    size_t pick = w;
+    for (size_t i = 0; i < ranked.size(); ++i)
+      if (!failed[i] && case_ms[i][name] < case_ms[pick][name]) pick = i;
+    if (!(case_ms[pick][name] < case_ms[w][name] * (1.0 - o_.specialize_threshold))) pick = w;
+    auto it = std::find(f.variants.begin(), f.variants.end(), ranked[pick]);
+    if (it == f.variants.end()) it = f.variants.insert(f.variants.end(), ranked[pick]);
+    const int v = static_cast<int>(it - f.variants.begin());
+    const spec::Case* sc = nullptr;
+    for (const auto& c : spec_.cases)
+      if (c.name == name) sc = &c;
+    chosen[name] = {{"variant", v}, {"median_ms", case_ms[pick][name]}, {"single_median_ms", case_ms[w][name]},
+                    {"sizes", sc ? nlohmann::json(sc->sizes) : nlohmann::json::object()}};
+    single.push_back(case_ms[w][name]);
+    special.push_back(case_ms[pick][name]);
+  }
+  nlohmann::json vs = nlohmann::json::array();
+  for (size_t v = 0; v < f.variants.size(); ++v)
+    vs.push_back({{"variant", v}, {"index", f.variants[v]->index}, {"label", f.variants[v]->label},
+                  {"params", f.variants[v]->params}, {"file", "variants/v" + std::to_string(v) + ".cu"}});
+  bool finite = true;
+  for (double x : single) finite = finite && std::isfinite(x) && x > 0;
+  for (double x : special) finite = finite && std::isfinite(x) && x > 0;
+  f.specialization = {{"threshold", o_.specialize_threshold}, {"variants", vs}, {"cases", chosen}};
+  if (finite) {
+    f.specialization["single_geomean_ms"] = model::geomean(single);
+    f.specialization["geomean_ms"] = model::geomean(special);
+  }
+  return f;
+}
+
+}  // namespace kopt::tune

@@ -1,0 +1,169 @@
+// Phase 6 of a run: summary.json, best.cu, the variants, the reports and the
+// console summary; and the compile-only listing of a run without a GPU.
+#include <algorithm>
+#include <future>
+#include <iostream>
+
+#include "report/report.h"
+#include "spec/annotations.h"
+#include "tune/driver_impl.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/thread_pool.h"
+
+namespace kopt::tune {
+namespace {
+
+std::vector<std::string> launch_lines(const spec::Candidate& c, const spec::Spec& s) {
+  const spec::Launch l = c.launch ? *c.launch : (s.initial && s.initial->launch ? *s.initial->launch : s.launch);
+  auto join = [](const spec::Expr* e) { return e[0].text() + ", " + e[1].text() + ", " + e[2].text(); };
+  return {"// kopt:grid " + join(l.grid), "// kopt:block " + join(l.block),
+          "// kopt:shared " + (l.shared_bytes.empty() ? std::string("0") : l.shared_bytes.text())};
+}
+
+}  // namespace
+
+nlohmann::json PipelineStats::to_json() const {
+  std::vector<double> sorted = compile_ms;
+  std::sort(sorted.begin(), sorted.end());
+  return {{"candidates_per_minute", search_minutes > 0 ? evaluated / search_minutes : 0.0},
+          {"gpu_measured_fraction", search_minutes > 0 ? gpu_measured_ms / (search_minutes * 60000.0) : 0.0},
+          {"compile_ms_median", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]},
+          {"compile_cache_hit_rate", compiles ? static_cast<double>(cache_hits) / compiles : 0.0},
+          {"compile_threads", threads},
+          // Compiles finished before the GPU loop asked for them, and the time
+          // it waited for the others: the overlap of compilation with evaluation.
+          {"compiles_ready_when_needed", compiles_ready},
+          {"compile_wait_ms", compile_wait_ms},
+          // Worker wall time checking and in the timed loops, summed.
+          {"worker_check_ms", check_ms},
+          {"worker_timing_ms", timing_ms},
+          // GPU idle time caused by the loop: host time from a result arriving
+          // to the start of the next request (waiting for its compile
+          // included), summed.
+          {"host_gap_ms", host_gap_ms},
+          // Per candidate sent to the worker, the wall time from the start of
+          // its request to its result minus worker_check_ms and
+          // worker_timing_ms, summed: preparing and sending the request, module
+          // load, the result's transfer, worker restarts and timeouts, and any
+          // bookkeeping of the previous candidate that outlasted the GPU work.
+          {"worker_other_ms", worker_other_ms}};
+}
+
+int Driver::finish(const Finalists& f) {
+  const model::Attempt* winner = f.winner;
+  nlohmann::json extra = {
+      {"budget", proposer_.budget_json(budget())},
+      {"budget_used", {{"evaluations", stats_.evaluated}, {"search_minutes", stats_.search_minutes}}},
+      {"stop", stop_->status()},
+      {"tuner", stats_.to_json()},
+      {"retime", f.retime}};
+  if (reference_geomean_) extra["reference_geomean_ms"] = *reference_geomean_;
+  if (initial_geomean_) extra["initial_geomean_ms"] = *initial_geomean_;
+  if (cublas_geomean_) extra["cublas_geomean_ms"] = *cublas_geomean_;
+  if (compile_only()) extra["compile_only"] = {{"arch", arch_}, {"reason", no_device_}};
+  if (winner && winner->result.geomean_ms) {
+    const double g = *winner->result.geomean_ms;
+    nlohmann::json fb = {{"index", winner->index}, {"label", winner->label}, {"params", winner->params},
+                         {"geomean_ms", g}};
+    if (reference_geomean_) fb["speedup_vs_reference"] = *reference_geomean_ / g;
+    if (initial_geomean_) fb["speedup_vs_initial"] = *initial_geomean_ / g;
+    if (cublas_geomean_) fb["ratio_to_cublas"] = *cublas_geomean_ / g;
+    extra["final_best"] = fb;
+  }
+  nlohmann::json specialization = f.specialization;
+  if (!specialization.is_null()) {
+    if (cublas_geomean_ && specialization.contains("geomean_ms")) {
+      specialization["ratio_to_cublas"] = *cublas_geomean_ / specialization["geomean_ms"].get<double>();
+      specialization["single_ratio_to_cublas"] = *cublas_geomean_ / specialization["single_geomean_ms"].get<double>();
+    }
+    extra["specialization"] = specialization;
+  }
+  extra.update(proposer_.summary());
+  store_->write_summary(extra);
+  if (winner) {
+    const spec::Candidate wc = candidate_of(*winner);
+    store_->write_best(*winner, wc.entry, launch_lines(wc, spec_));
+  }
+  for (size_t v = 0; v < f.variants.size(); ++v) {
+    const spec::Candidate vc = candidate_of(*f.variants[v]);
+    store_->write_best(*f.variants[v], vc.entry, launch_lines(vc, spec_),
+                       std::filesystem::path("variants") / ("v" + std::to_string(v) + ".cu"));
+  }
+  report::write_reports(*store_, performance_case_names());
+
+  std::cout << fs::read_file(store_->dir() / "summary.json") << std::flush;
+  if (!o_.quiet) {
+    std::cerr << "kopt: " << stats_.evaluated << " candidate(s) evaluated in " << fmt(stats_.search_minutes, 3)
+              << " min; run folder " << store_->dir().string() << "\n";
+    if (winner && winner->result.geomean_ms) {
+      std::cerr << "kopt: best " << winner->label << ": geomean " << fmt(*winner->result.geomean_ms) << " ms";
+      if (initial_geomean_) std::cerr << ", " << fmt(*initial_geomean_ / *winner->result.geomean_ms, 3) << "x the initial kernel";
+      if (cublas_geomean_) std::cerr << ", " << fmt(*cublas_geomean_ / *winner->result.geomean_ms, 3) << "x cuBLAS";
+      std::cerr << "\n";
+    } else if (!compile_only()) {
+      std::cerr << "kopt: no candidate passed every case\n";
+    }
+  }
+  if (std::optional<int> code = proposer_.exit_code()) return *code;
+  if (compile_only()) return 77;
+  return winner ? 0 : 1;
+}
+
+int Driver::compile_only_listing() {
+  ThreadPool pool(o_.compile_threads > 0 ? o_.compile_threads : std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::pair<spec::Candidate, std::future<cuda::CompileResult>>> jobs;
+  const int64_t limit = o_.max_evaluations;
+  while (limit <= 0 || static_cast<int64_t>(jobs.size()) < limit) {
+    propose::Proposal p = proposer_.propose();
+    if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
+    auto fut = pool.submit([ev = ev_.get(), c = p.candidate] { return ev->compile(c); });
+    jobs.emplace_back(std::move(p.candidate), std::move(fut));
+  }
+  int ok = 0, failed = 0, hits = 0;
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [c, f] : jobs) {
+    cuda::CompileResult r = f.get();
+    (r.ok ? ok : failed)++;
+    hits += r.cache_hit;
+    out.push_back({{"params", c.params}, {"compiled", r.ok}, {"compile_ms", r.compile_ms}, {"cache_hit", r.cache_hit},
+                   {"error_name", r.error_name}});
+    if (!o_.quiet) std::cerr << "  " << c.label << ": " << (r.ok ? "compiled" : "compile_error " + r.error_name) << "\n";
+  }
+  nlohmann::json listing = {{"compile_only", true}, {"arch", o_.arch}};
+  listing.update(proposer_.summary());
+  listing.erase("strategy");
+  listing.update({{"compiled", ok}, {"failed", failed}, {"cache_hits", hits}, {"candidates", out}});
+  std::cout << dump_json(listing, 2) << std::endl;
+  std::cerr << "kopt: " << no_device_ << "\n"
+            << "kopt: compiled " << ok << " candidate(s) for " << o_.arch << " (" << failed
+            << " failed); checking and timing need a GPU\n";
+  return 77;
+}
+
+int Driver::run(std::filesystem::path* run_dir) {
+  stop_ = search::any_of(proposer_.stop_conditions(budget()));
+  if (compile_only() && !proposer_.finish_policy().compile_only_run_folder) return compile_only_listing();
+  if (compile_only() && !o_.quiet)
+    std::cerr << "kopt: " << no_device_ << "\nkopt: no GPU: candidates are compiled for " << arch_
+              << " only (verdict 'compiled'); checking and timing need a GPU\n";
+  open_store(run_dir);
+  proposer_.start(*this);
+  struct FinishOnce {  // the proposer ends its own work however the run ends
+    propose::Proposer& p;
+    bool done = false;
+    void operator()() {
+      if (!done) p.finish();
+      done = true;
+    }
+    ~FinishOnce() { (*this)(); }
+  } finish_proposer{proposer_};
+  replay_history();
+  evaluate_initial();
+  evaluate_baseline();
+  run_pipeline();
+  finish_proposer();
+  return finish(choose_finalists());
+}
+
+}  // namespace kopt::tune

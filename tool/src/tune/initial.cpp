@@ -1,0 +1,61 @@
+// Phase 3 of a run: what a resumed run already has, the initial kernel with
+// the reference timed beside it, and the cuBLAS baseline.
+#include <iostream>
+
+#include "tune/driver_impl.h"
+
+namespace kopt::tune {
+
+void Driver::replay_history() {
+  for (const auto& a : store_->history()) {
+    if (a.kind == "candidate") {
+      proposer_.observe_recorded(a);
+      stop_->update({a.params, a.result.verdict == model::Verdict::ok, a.result.geomean_ms.value_or(0)});
+    } else if (a.kind == "initial") {
+      have_initial_ = true;
+      if (a.result.reference_geomean_ms) reference_geomean_ = a.result.reference_geomean_ms;
+      if (a.result.verdict == model::Verdict::ok) initial_geomean_ = a.result.geomean_ms;
+      reference_cases_ = a.result.cases;
+    } else if (a.kind == "baseline") {
+      have_baseline_ = true;
+    }
+  }
+  if (!store_->history().empty() && !o_.quiet)
+    std::cerr << "kopt: resuming after " << store_->history().size() << " recorded attempt(s)\n";
+}
+
+void Driver::evaluate_initial() {
+  if (!initial_ || have_initial_) return;
+  model::Result r;
+  if (compile_only()) {
+    if (!o_.quiet) std::cerr << "kopt: compiling the initial kernel\n";
+    r = compile_only_result(ev_->compile(*initial_));
+  } else {
+    if (!o_.quiet) std::cerr << "kopt: evaluating the initial kernel and timing the reference\n";
+    r = ev_->evaluate(*initial_, /*time_reference=*/true);
+    reference_geomean_ = r.reference_geomean_ms;
+    if (r.verdict == model::Verdict::ok) initial_geomean_ = r.geomean_ms;
+    reference_cases_ = r.cases;
+  }
+  const model::Attempt& a = record("initial", *initial_, r);
+  if (!o_.quiet)
+    std::cerr << "kopt: initial: " << model::verdict_name(a.result.verdict)
+              << (a.result.geomean_ms ? ", geomean " + fmt(*a.result.geomean_ms) + " ms" : " - " + a.result.detail)
+              << (reference_geomean_ ? "; reference geomean " + fmt(*reference_geomean_) + " ms" : "") << "\n";
+}
+
+void Driver::evaluate_baseline() {
+  const bool gemm = spec_.cublas_baseline || spec_.reference.kind == spec::Reference::Kind::cublas;
+  if (gemm && !have_baseline_ && !compile_only()) {
+    if (!o_.quiet) std::cerr << "kopt: timing the cuBLAS baseline (FP32, no TF32)\n";
+    model::Result r = ev_->evaluate_cublas_baseline();
+    with_reference(r);
+    spec::Candidate c;
+    c.label = "cuBLAS sgemm (FP32, no TF32)";
+    record("baseline", c, r);
+  }
+  for (const auto& a : store_->history())
+    if (a.kind == "baseline" && a.result.verdict == model::Verdict::ok) cublas_geomean_ = a.result.geomean_ms;
+}
+
+}  // namespace kopt::tune

@@ -1,0 +1,22 @@
+// The proposer registry: `--strategy NAME` to a proposer. Adding a proposer is
+// one folder (implementing propose::Proposer) and one entry in proposers.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "propose/proposer.h"
+#include "tune/driver.h"
+
+namespace kopt::tune {
+
+/// The proposer for options.strategy (empty: the parameter search with the
+/// default strategy for the space's size). Checks what the proposer needs of
+/// the spec and the options before any work: throws UsageError/SpecError
+/// (kopt.opt.002-005, kopt.search.801, the agent's option errors).
+propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::Spec& spec);
+
+/// Every name --strategy takes (the search strategies and the agent proposers).
+std::vector<std::string> proposer_names();
+
+}  // namespace kopt::tune

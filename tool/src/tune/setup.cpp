@@ -1,0 +1,224 @@
+// Phase 1 and 2 of a run: the spec with its overrides, the evaluator and the
+// device, the run folder; and the bookkeeping every phase shares.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "run/fingerprint.h"
+#include "search/device_constants.h"
+#include "spec/annotations.h"
+#include "tune/driver_impl.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+namespace kopt::tune {
+
+std::string fmt(double v, int precision) {
+  std::ostringstream ss;
+  ss << std::setprecision(precision) << v;
+  return ss.str();
+}
+
+unsigned compile_threads(int requested) {
+  if (requested > 0) return static_cast<unsigned>(requested);
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 2 ? hw - 1 : 1;
+}
+
+spec::Spec load_spec_with_overrides(const OptimizeOptions& o) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(fs::read_file(o.spec));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw SpecError("kopt.spec.100", o.spec.string() + ": not valid JSON: " + e.what());
+  }
+  auto abs = [](const std::filesystem::path& p) { return std::filesystem::absolute(p).string(); };
+  auto kernel_entry = [&](const std::filesystem::path& file, const char* flag) {
+    const auto a = spec::parse_annotations(fs::read_file(file), file.string());
+    nlohmann::json k = {{"source", abs(file)}};
+    if (!a.entry)
+      throw UsageError("kopt.opt.001", std::string(flag) + " " + file.string() +
+                                           ": the file needs a '// kopt:entry NAME' line");
+    k["entry"] = *a.entry;
+    return k;
+  };
+  if (!o.reference.empty()) {
+    nlohmann::json r = kernel_entry(o.reference, "--reference");
+    r["kind"] = "kernel";
+    doc["reference"] = r;
+  }
+  if (!o.initial_kernel.empty()) doc["initial"] = kernel_entry(o.initial_kernel, "--initial-kernel");
+  if (!o.template_source.empty()) doc["template"] = kernel_entry(o.template_source, "--template");
+  if (!o.input_cases.empty()) {
+    nlohmann::json cases;
+    try {
+      cases = nlohmann::json::parse(fs::read_file(o.input_cases));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw SpecError("kopt.spec.100", o.input_cases.string() + ": not valid JSON: " + e.what());
+    }
+    doc["cases"] = cases.is_object() && cases.contains("cases") ? cases["cases"] : cases;
+  }
+  // Relative paths inside the document stay relative to the spec's folder.
+  return spec::parse_spec(doc, std::filesystem::absolute(o.spec));
+}
+
+spec::Candidate template_candidate(const spec::Spec& s) {
+  spec::Candidate c = eval::candidate_from_file(s.template_kernel->source);
+  if (!s.template_kernel->entry.empty()) c.entry = s.template_kernel->entry;
+  if (s.template_kernel->launch) c.launch = s.template_kernel->launch;
+  if (!c.launch)
+    throw SpecError("kopt.opt.002", "the template " + s.template_kernel->source.string() +
+                                        " has no launch: give template.launch in the spec or kopt: annotations");
+  c.options.insert(c.options.end(), s.template_kernel->compile_options.begin(),
+                   s.template_kernel->compile_options.end());
+  return c;
+}
+
+std::optional<spec::Candidate> initial_candidate(const spec::Spec& s) {
+  if (!s.initial) return std::nullopt;
+  spec::Candidate c = eval::candidate_from_file(s.initial->source);
+  c.label = "initial: " + s.initial->source.filename().string();
+  if (c.entry.empty()) c.entry = s.initial->entry;
+  if (!c.launch && s.initial->launch) c.launch = s.initial->launch;
+  // Parameters baked into a previous run's best.cu come back as kopt:param lines.
+  const auto a = spec::parse_annotations(c.source, s.initial->source.string());
+  for (const auto& [k, v] : a.params) c.params[k] = v;
+  for (const auto& [k, v] : s.initial->defines) c.params[k] = v;
+  c.options.insert(c.options.end(), s.initial->compile_options.begin(), s.initial->compile_options.end());
+  return c;
+}
+
+namespace {
+
+/// The evaluator as the driver uses it: the worker command, the NVRTC cache,
+/// --arch; candidates timed, the reference not (it is timed once, beside the
+/// initial kernel).
+eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
+  eval::EvaluatorOptions eo;
+  eo.worker_argv = o.worker_argv;
+  eo.cache_dir = o.cache_dir;
+  eo.arch = o.arch;
+  eo.time = true;
+  eo.time_reference = false;
+  return eo;
+}
+
+}  // namespace
+
+Driver::Driver(const OptimizeOptions& o, spec::Spec spec, propose::Proposer& proposer)
+    : o_(o), spec_(std::move(spec)), proposer_(proposer) {
+  initial_ = initial_candidate(spec_);
+}
+
+void Driver::open_device() {
+  ev_ = std::make_unique<eval::Evaluator>(spec_, evaluator_options(o_));
+  try {
+    device_ = ev_->device();
+  } catch (const NoDeviceError& e) {
+    if (o_.arch.empty()) throw;
+    no_device_ = e.what();
+  }
+  arch_ = ev_->arch();
+}
+
+spec::Bindings Driver::device_constants() const {
+  return search::device_constants(device_ ? &*device_ : nullptr);
+}
+
+double Driver::minutes_elapsed() const {
+  return std::chrono::duration<double>(Clock::now() - t_start_).count() / 60.0;
+}
+
+void Driver::open_store(std::filesystem::path* run_dir) {
+  if (!o_.resume.empty()) {
+    store_ = run::RunStore::open(o_.resume, run::spec_fingerprint(spec_));
+  } else {
+    run::RunInfo info;
+    info.spec_hash = run::spec_fingerprint(spec_);
+    info.strategy = proposer_.name();
+    info.seed = o_.seed;
+    info.budget = proposer_.budget_json(budget());
+    info.tool_version = KOPT_VERSION;
+    const nlohmann::json device_json = device_ ? device_->to_json() : nlohmann::json{{"arch", arch_}};
+    store_ = run::RunStore::create(o_.results_dir, spec::to_json(spec_), device_json, info);
+  }
+  if (!o_.quiet) std::cerr << "kopt: run folder " << store_->dir().string() << "\n";
+  if (run_dir) *run_dir = store_->dir();
+  if (!o_.description.empty())
+    fs::write_file_atomic(store_->dir() / "description.txt", o_.description + "\n");
+}
+
+model::Result Driver::compile_only_result(const cuda::CompileResult& cr) const {
+  model::Result r;
+  r.verdict = cr.ok ? model::Verdict::compiled : model::Verdict::compile_error;
+  r.detail = cr.ok ? "compiled for " + arch_ + "; not checked or timed (no GPU)"
+                   : "compilation failed (" + cr.error_name + ")";
+  r.error_name = cr.ok ? "" : cr.error_name;
+  r.compile_log = cr.log;
+  r.compile_ms = cr.compile_ms;
+  r.compile_cache_hit = cr.cache_hit;
+  return r;
+}
+
+void Driver::with_reference(model::Result& r) const {
+  for (auto& c : r.cases)
+    for (const auto& rc : reference_cases_)
+      if (rc.name == c.name && rc.reference_latency && !c.reference_latency) c.reference_latency = rc.reference_latency;
+  if (reference_geomean_ && r.geomean_ms && *r.geomean_ms > 0) {
+    r.reference_geomean_ms = reference_geomean_;
+    r.speedup = *reference_geomean_ / *r.geomean_ms;
+  }
+}
+
+const model::Attempt& Driver::record(const std::string& kind, const spec::Candidate& c, model::Result r) {
+  model::Attempt a;
+  a.kind = kind;
+  a.label = c.label;
+  a.params = c.params;
+  a.source = c.source;
+  a.compile_options = c.options;
+  a.result = std::move(r);
+  a.seconds_since_start = std::chrono::duration<double>(Clock::now() - t_start_).count();
+  store_->record(a);
+  const model::Attempt& rec = store_->history().back();
+  candidates_[rec.index] = c;
+  return rec;
+}
+
+spec::Candidate Driver::candidate_of(const model::Attempt& a) const {
+  if (a.kind == "initial" && initial_) return *initial_;
+  if (auto it = candidates_.find(a.index); it != candidates_.end()) return it->second;
+  if (std::optional<spec::Candidate> c = proposer_.candidate_for(a)) return *c;
+  // Rebuilt from the recorded source: its kopt: lines give entry and launch.
+  spec::Candidate c;
+  c.label = a.label;
+  c.source = a.source;
+  c.params = a.params;
+  c.options = a.compile_options;
+  c.entry = spec_.initial ? spec_.initial->entry : "";
+  try {
+    const auto ann = spec::parse_annotations(a.source, a.label);
+    if (ann.entry) c.entry = *ann.entry;
+    if (ann.grid || ann.block) {
+      spec::Launch l;
+      for (int i = 0; i < 3; ++i) {
+        l.grid[i] = ann.grid && static_cast<size_t>(i) < ann.grid->size() ? (*ann.grid)[i] : spec::Expr::constant(1);
+        l.block[i] = ann.block && static_cast<size_t>(i) < ann.block->size() ? (*ann.block)[i] : spec::Expr::constant(1);
+      }
+      l.shared_bytes = ann.shared_bytes ? *ann.shared_bytes : spec::Expr::constant(0);
+      c.launch = l;
+    }
+  } catch (const Error&) {
+  }
+  return c;
+}
+
+std::vector<std::string> Driver::performance_case_names() const {
+  std::vector<std::string> names;
+  for (const auto* c : spec_.performance_cases()) names.push_back(c->name);
+  return names;
+}
+
+}  // namespace kopt::tune
