@@ -1,0 +1,150 @@
+// `kopt bench`: the CTest benchmark of a generated kernel, in Google
+// Benchmark's format (so its JSON output works with Benchmark's compare.py).
+//
+// Times the kernel and the reference on every performance case (CUDA events
+// in the worker, 10 warm-up + 100 measured launches by default), reports each
+// measured launch to Google Benchmark as manual time, and fails (exit 1) when
+// the kernel's geometric-mean latency exceeds the recorded best for this GPU
+// by more than the tolerance. Exit 77 without a GPU; 1 when the kernel fails
+// its checks.
+#include <benchmark/benchmark.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "eval/evaluator.h"
+#include "gen/generate.h"
+#include "run/fingerprint.h"
+#include "util/error.h"
+
+namespace kopt::cli {
+namespace {
+
+class BenchCommand final : public Command {
+ public:
+  const char* name() const override { return "bench"; }
+  const char* description() const override {
+    return "Time a kernel and the reference on the performance cases (Google Benchmark output; "
+           "--benchmark_* flags are passed through) and fail when slower than the recorded best";
+  }
+  void add_options(CLI::App& sub) override;
+  int run() override;
+
+ private:
+  void report(const model::DeviceInfo& device, const model::Result& r) const;
+  double recorded_best(const spec::Spec& s, const std::string& gpu, std::string& source) const;
+
+  std::string spec_, kernel_;      // --spec, --kernel (required)
+  std::string cache_file_;         // --cache-file: the tuning cache holding the recorded best
+  double recorded_ms_ = 0;         // --recorded-ms: explicit recorded best geomean (overrides the cache)
+  double tolerance_percent_ = 10;  // --tolerance: allowed slowdown
+  Environment env_;                // --cache-dir, --device
+  CLI::App* sub_ = nullptr;        // its remaining arguments: --benchmark_* flags for Google Benchmark
+};
+
+void BenchCommand::add_options(CLI::App& sub) {
+  sub.add_option("--spec", spec_, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
+  sub.add_option("--kernel", kernel_, "Kernel .cu (with kopt: annotations)")->required()->check(CLI::ExistingFile);
+  sub.add_option("--cache-file", cache_file_, "Tuning cache holding the recorded best");
+  sub.add_option("--recorded-ms", recorded_ms_, "Recorded best geomean in ms (instead of the cache)");
+  sub.add_option("--tolerance", tolerance_percent_, "Allowed slowdown in percent")->capture_default_str();
+  env_.add_cache_dir(sub, "NVRTC compile cache");
+  env_.add_device(sub);
+  sub.allow_extras();
+  sub_ = &sub;
+}
+
+/// Google Benchmark: one benchmark per (kernel|reference, case), each
+/// iteration one launch timed by CUDA events in the worker.
+void BenchCommand::report(const model::DeviceInfo& device, const model::Result& r) const {
+  std::vector<std::string> args = {"kopt-bench"};
+  for (const auto& a : sub_->remaining()) args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+  benchmark::AddCustomContext("gpu", device.name);
+  benchmark::AddCustomContext("kernel", kernel_);
+  for (const auto& cr : r.cases) {
+    auto add = [&](const std::string& who, const model::LatencyStats& lat) {
+      const std::vector<double> samples = lat.raw_ms;
+      if (samples.empty()) return;
+      benchmark::RegisterBenchmark((who + "/" + cr.name).c_str(),
+                                   [samples](benchmark::State& st) {
+                                     size_t i = 0;
+                                     for (auto _ : st) st.SetIterationTime(samples[i++ % samples.size()] / 1e3);
+                                   })
+          ->UseManualTime()
+          ->Iterations(static_cast<benchmark::IterationCount>(samples.size()))
+          ->Unit(benchmark::kMillisecond);
+    };
+    if (cr.latency) add("kernel", *cr.latency);
+    if (cr.reference_latency) add("reference", *cr.reference_latency);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}
+
+/// The recorded best geomean for this spec on `gpu` (0: none) and where it came from.
+double BenchCommand::recorded_best(const spec::Spec& s, const std::string& gpu, std::string& source) const {
+  double recorded = recorded_ms_;
+  source = "--recorded-ms";
+  if (recorded <= 0 && !cache_file_.empty()) {
+    const nlohmann::json cache = gen::read_cache(cache_file_);
+    const std::string hash = run::spec_fingerprint(s);
+    for (const auto& e : cache["entries"])
+      if (e["spec_hash"] == hash && e["gpu"].value("name", "") == gpu && e.value("geomean_ms", 0.0) > 0) {
+        recorded = e["geomean_ms"].get<double>();
+        source = "the tuning cache " + cache_file_;
+      }
+  }
+  return recorded;
+}
+
+int BenchCommand::run() {
+  const spec::Spec s = spec::load_spec(spec_);
+  eval::EvaluatorOptions eo;
+  eo.worker_argv = env_.worker_argv();
+  eo.cache_dir = env_.cache_path();
+  eo.time = true;
+  eo.time_reference = true;
+  eval::Evaluator ev(s, eo);
+  const model::DeviceInfo& device = ev.device();  // NoDeviceError -> 77 in App
+
+  spec::Candidate c = eval::candidate_from_file(kernel_);
+  if (c.entry.empty() && s.initial) c.entry = s.initial->entry;
+  const model::Result r = ev.evaluate(c);
+  if (r.verdict != model::Verdict::ok) {
+    std::cerr << "kopt bench: the kernel was rejected: " << model::verdict_name(r.verdict) << " - " << r.detail << "\n";
+    return kRejected;
+  }
+  report(device, r);
+
+  // Regression gate against the recorded best.
+  std::string source;
+  const double recorded = recorded_best(s, device.name, source);
+  std::cerr << "kopt bench: geomean " << *r.geomean_ms << " ms";
+  if (r.speedup) std::cerr << " (" << *r.speedup << "x the reference)";
+  std::cerr << "\n";
+  if (recorded <= 0) {
+    std::cerr << "kopt bench: no recorded best for " << device.name << ": nothing to compare against\n";
+    return kOk;
+  }
+  const double limit = recorded * (1 + tolerance_percent_ / 100);
+  std::cerr << "kopt bench: recorded best " << recorded << " ms (" << source << "), limit " << limit << " ms (+"
+            << tolerance_percent_ << "%)\n";
+  if (*r.geomean_ms > limit) {
+    std::cerr << "kopt bench: FAIL: " << *r.geomean_ms << " ms is slower than the recorded best by more than "
+              << tolerance_percent_ << "%\n";
+    return kRejected;
+  }
+  return kOk;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_bench_command() { return std::make_unique<BenchCommand>(); }
+
+}  // namespace kopt::cli

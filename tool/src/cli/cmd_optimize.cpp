@@ -1,0 +1,134 @@
+// `kopt optimize`: searches a tunable template (or lets the LLM agent
+// propose kernels) and writes a run folder; prints its summary.json.
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "opt/optimizer.h"
+#include "util/error.h"
+
+namespace kopt::cli {
+namespace {
+
+class OptimizeCommand final : public Command {
+ public:
+  const char* name() const override { return "optimize"; }
+  const char* description() const override {
+    return "Search a tunable template for the fastest kernel that passes every case; "
+           "writes a run folder (results/run-NNN) and prints its summary.json";
+  }
+  void add_options(CLI::App& sub) override {
+    add_inputs(sub);
+    add_search(sub);
+    add_agent(sub, o_.agent);
+    sub.add_option("--worker-command", worker_command_,
+                   "Testing: start this program (space-separated argv) instead of `kopt worker`")
+        ->group("Testing");
+  }
+  int run() override;
+
+ private:
+  void add_inputs(CLI::App& sub);
+  void add_search(CLI::App& sub);
+  static void add_agent(CLI::App& sub, agent::AgentOptions& a);
+
+  opt::OptimizeOptions o_;  // the options that map one to one; defaults in opt/optimizer.h
+  Environment env_;         // --device, --arch, --cache-dir, --quiet
+  Budget budget_;           // --budget, --max-iterations
+  std::string results_dir_ = opt::OptimizeOptions().results_dir.string();  // --results-dir
+  std::string resume_;                                                     // --resume RUN_DIR
+  bool no_specialize_ = false;                                             // --no-specialize
+  std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
+};
+
+/// What is tuned: the spec, the files overriding its own, the description.
+void OptimizeCommand::add_inputs(CLI::App& sub) {
+  sub.add_option("--spec", o_.spec, "Workload spec (JSON); without it, --description TEXT has the agent draft one")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--template", o_.template_source, "Tunable template .cu (default: the spec's template)")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--initial-kernel", o_.initial_kernel,
+                 "Starting kernel, e.g. a previous run's best.cu (default: the spec's initial)")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--reference", o_.reference, "Reference kernel .cu with a kopt:entry line (default: the spec's)")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--input-cases", o_.input_cases, "JSON file of cases replacing the spec's")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--description", o_.description, "What the kernel does (recorded; used by the agent proposer)");
+}
+
+/// How the search runs: strategy, budget, run folder, device, final re-timing.
+void OptimizeCommand::add_search(CLI::App& sub) {
+  sub.add_option("--strategy", o_.strategy,
+                 "exhaustive, random, anneal, genetic, surrogate (default: by space size); agent, hybrid (the LLM "
+                 "agent proposer; see README \"The agent proposer\")");
+  budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
+  budget_.add_max_iterations(sub);
+  sub.add_option("--results-dir", results_dir_, "Where run folders are created")->capture_default_str();
+  sub.add_option("--resume", resume_, "Continue this run folder (same spec); recorded attempts are not re-run")
+      ->check(CLI::ExistingDirectory);
+  sub.add_option("--seed", o_.seed, "Search seed")->capture_default_str();
+  env_.add_device(sub)->capture_default_str();
+  env_.add_arch(sub, "Compile for this architecture; with no GPU, compile the candidates only");
+  sub.add_option("--top", o_.top, "Candidates re-timed interleaved at the end")->capture_default_str();
+  sub.add_option("--retime-rounds", o_.retime_rounds, "Rounds of that re-timing")->capture_default_str();
+  sub.add_flag("--no-specialize", no_specialize_,
+               "One configuration for every shape (default: a performance case that another configuration "
+               "runs faster gets it as a shape-specialised variant)");
+  sub.add_option("--specialize-threshold", o_.specialize_threshold,
+                 "Fraction a variant must beat the single best by on its case")
+      ->capture_default_str();
+  sub.add_option("--compile-threads", o_.compile_threads, "NVRTC threads (default: cores - 1)");
+  env_.add_cache_dir(sub);
+  env_.add_quiet(sub);
+}
+
+/// The agent proposer (--strategy agent|hybrid); --max-iterations N is N model
+/// turns and N evaluations there. Defaults in agent/agent.h.
+void OptimizeCommand::add_agent(CLI::App& sub, agent::AgentOptions& a) {
+  sub.add_option("--max-repairs", a.max_repairs,
+                 "Agent: failed candidates in a row the model may repair before the run stops")
+      ->capture_default_str()->group("Agent");
+  sub.add_option("--token-budget", a.token_budget, "Agent: total tokens (0: no limit)")->group("Agent");
+  sub.add_option("--llm-model", a.llm_model, "Agent: model name (default: $OPENAI_MODEL, else gpt-5-mini)")
+      ->group("Agent");
+  sub.add_option("--llm-base-url", a.llm_base_url,
+                 "Agent: OpenAI-compatible API base URL (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)")
+      ->group("Agent");
+  sub.add_option("--llm-api", a.llm_api, "Agent: auto, chat or responses (default: auto)")
+      ->check(CLI::IsMember({"auto", "chat", "responses"}))->group("Agent");
+  sub.add_option("--llm-tool-choice", a.tool_choice,
+                 "Agent: auto, required, or a tool name to force it on every turn (e.g. evaluate_candidate)")
+      ->capture_default_str()->group("Agent");
+  sub.add_option("--llm-max-output-tokens", a.max_output_tokens,
+                 "Agent: cap on each reply's tokens (a cut reply's tool calls are never run)")
+      ->group("Agent");
+  sub.add_option("--llm-timeout", a.llm_timeout_s, "Agent: seconds per HTTP attempt (default 300)")->group("Agent");
+  sub.add_flag("--allow-doc-fetch", a.allow_doc_fetch,
+               "Agent: let the model fetch documentation pages from URLs (off by default)")
+      ->group("Agent");
+}
+
+int OptimizeCommand::run() {
+  budget_.apply(o_);
+  o_.results_dir = results_dir_;
+  o_.resume = resume_;
+  if (no_specialize_) o_.specialize = false;
+  o_.device = env_.device;
+  o_.arch = env_.arch;
+  o_.quiet = env_.quiet;
+  o_.cache_dir = env_.cache_path();
+  o_.worker_argv = env_.worker_argv(worker_command_);
+  o_.agent.kopt_exe = self_exe();
+  if (o_.spec.empty() && o_.description.empty())
+    throw UsageError("kopt.cli.006", "optimize: give --spec FILE (or --description TEXT for the agent proposer)");
+  if (o_.spec.empty() && !o_.strategy.empty() && o_.strategy != "agent" && o_.strategy != "hybrid")
+    throw UsageError("kopt.cli.006", "optimize: --strategy " + o_.strategy + " needs --spec FILE");
+  return opt::optimize(o_);
+}
+
+}  // namespace
+
+std::unique_ptr<Command> make_optimize_command() { return std::make_unique<OptimizeCommand>(); }
+
+}  // namespace kopt::cli
