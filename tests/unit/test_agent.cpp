@@ -132,8 +132,8 @@ struct RunOut {
   std::string events;
 };
 
-kopt::opt::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
-  kopt::opt::OptimizeOptions o;
+kopt::tune::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
+  kopt::tune::OptimizeOptions o;
   o.spec = kData + "vadd.json";
   o.strategy = "agent";
   o.arch = "sm_90";
@@ -150,7 +150,7 @@ kopt::opt::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
   return o;
 }
 
-RunOut run_with(kopt::opt::OptimizeOptions o, std::shared_ptr<Script> script) {
+RunOut run_with(kopt::tune::OptimizeOptions o, std::shared_ptr<Script> script) {
   o.agent.client_factory = [script](const LlmConfig& c) { return std::make_unique<ScriptedClient>(script, c); };
   RunOut r;
   testing::internal::CaptureStdout();
@@ -690,7 +690,7 @@ json chat_text_reply(const std::string& text, int n) {
           {"usage", {{"prompt_tokens", 1000 + n}, {"completion_tokens", 20}, {"total_tokens", 1020 + n}}}};
 }
 
-kopt::opt::OptimizeOptions real_client_options(const TempDir& t, const FakeServer& srv) {
+kopt::tune::OptimizeOptions real_client_options(const TempDir& t, const FakeServer& srv) {
   auto o = base_options(t);
   o.agent.llm_base_url = srv.base_url();
   o.agent.llm_api = "chat";

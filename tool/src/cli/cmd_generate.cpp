@@ -27,7 +27,7 @@ class GenerateCommand final : public Command {
 };
 
 void GenerateCommand::add_options(CLI::App& sub) {
-  opt::OptimizeOptions& t = o_.optimize;  // the tuning run
+  tune::OptimizeOptions& t = o_.optimize;  // the tuning run
   sub.add_option("--spec", t.spec, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
   sub.add_option("--name", o_.name, "Kernel name (file names, header namespace)")->required();
   sub.add_option("--out-dir", o_.out_dir, "Output folder")->required();
@@ -54,7 +54,7 @@ void GenerateCommand::add_options(CLI::App& sub) {
 }
 
 int GenerateCommand::run() {
-  opt::OptimizeOptions& t = o_.optimize;
+  tune::OptimizeOptions& t = o_.optimize;
   budget_.apply(t);
   t.device = env_.device;
   t.quiet = env_.quiet;

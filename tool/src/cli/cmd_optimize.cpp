@@ -32,10 +32,10 @@ class OptimizeCommand final : public Command {
   void add_search(CLI::App& sub);
   static void add_agent(CLI::App& sub, agent::AgentOptions& a);
 
-  opt::OptimizeOptions o_;  // the options that map one to one; defaults in opt/optimizer.h
+  tune::OptimizeOptions o_;  // the options that map one to one; defaults in opt/optimizer.h
   Environment env_;         // --device, --arch, --cache-dir, --quiet
   Budget budget_;           // --budget, --max-iterations
-  std::string results_dir_ = opt::OptimizeOptions().results_dir.string();  // --results-dir
+  std::string results_dir_ = tune::OptimizeOptions().results_dir.string();  // --results-dir
   std::string resume_;                                                     // --resume RUN_DIR
   bool no_specialize_ = false;                                             // --no-specialize
   std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
@@ -61,7 +61,7 @@ void OptimizeCommand::add_inputs(CLI::App& sub) {
 void OptimizeCommand::add_search(CLI::App& sub) {
   sub.add_option("--strategy", o_.strategy,
                  "exhaustive, random, anneal, genetic, surrogate (default: by space size); agent, hybrid (the LLM "
-                 "agent proposer; see README \"The agent proposer\")");
+                 "agent proposer; see docs/agent.md)");
   budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
   budget_.add_max_iterations(sub);
   sub.add_option("--results-dir", results_dir_, "Where run folders are created")->capture_default_str();

@@ -60,7 +60,7 @@ CLI::Option* Budget::add_max_iterations(CLI::App& sub) {
 namespace {
 
 /// Sets one budget item ("evals=200", "200", "10m") on `o`.
-void apply_item(const std::string& item, opt::OptimizeOptions& o) {
+void apply_item(const std::string& item, tune::OptimizeOptions& o) {
   auto eq = item.find('=');
   std::string key = eq == std::string::npos ? "" : item.substr(0, eq);
   std::string value = eq == std::string::npos ? item : item.substr(eq + 1);
@@ -91,7 +91,7 @@ void apply_item(const std::string& item, opt::OptimizeOptions& o) {
 
 }  // namespace
 
-void Budget::apply(opt::OptimizeOptions& o) const {
+void Budget::apply(tune::OptimizeOptions& o) const {
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');)
     if (!item.empty()) apply_item(item, o);

@@ -13,7 +13,7 @@ class App;
 class Option;
 }  // namespace CLI
 
-namespace kopt::opt {
+namespace kopt::tune {
 struct OptimizeOptions;
 }
 
@@ -66,7 +66,7 @@ struct Budget {
 
   /// Sets o.max_evaluations, o.max_minutes and o.patience. Throws UsageError
   /// (kopt.cli.004 unknown key, kopt.cli.005 not a number).
-  void apply(opt::OptimizeOptions& o) const;
+  void apply(tune::OptimizeOptions& o) const;
 };
 
 }  // namespace kopt::cli

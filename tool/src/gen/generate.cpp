@@ -400,7 +400,7 @@ void write_cache(const std::filesystem::path& file, const nlohmann::json& cache)
 
 int generate(const GenerateOptions& o) {
   if (o.name.empty()) throw UsageError("kopt.gen.103", "--name is required");
-  const spec::Spec s = opt::load_spec_with_overrides(o.optimize);
+  const spec::Spec s = tune::load_spec_with_overrides(o.optimize);
   const std::string hash = run::spec_fingerprint(s);
   const nlohmann::json cache = o.cache_file.empty() ? nlohmann::json{{"format_version", 1}, {"entries", nlohmann::json::array()}}
                                                     : read_cache(o.cache_file);
@@ -423,7 +423,7 @@ int generate(const GenerateOptions& o) {
   // 1. Tune on this machine's GPU.
   std::string no_gpu_reason = "tuning disabled";
   if (o.tune) {
-    opt::OptimizeOptions oo = o.optimize;
+    tune::OptimizeOptions oo = o.optimize;
     oo.results_dir = o.out_dir / "runs";
     oo.arch.clear();  // never compile-only here: without a GPU, fall back instead
     std::filesystem::path run_dir;

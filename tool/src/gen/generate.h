@@ -22,7 +22,7 @@
 namespace kopt::gen {
 
 struct GenerateOptions {
-  opt::OptimizeOptions optimize;       // spec, overrides, budget, strategy, worker...
+  tune::OptimizeOptions optimize;       // spec, overrides, budget, strategy, worker...
   std::string name;                    // kernel name: file names and the header's namespace
   std::filesystem::path out_dir;
   std::filesystem::path cache_file;    // tuning cache (JSON, committed by users); may be empty
