@@ -47,8 +47,9 @@ struct SpawnOptions {
 };
 
 /// The child could not be started. stage: setup (pipes, /dev/null), fork, or
-/// exec (the program could not be executed: code is the errno exec or the
-/// child's set-up failed with; the child has been reaped).
+/// exec (the program could not be executed: code is the errno of the PATH
+/// search, of exec, or of the child's set-up before exec; a child that was
+/// forked has been reaped).
 class SpawnError : public std::runtime_error {
  public:
   enum class Stage { setup, fork, exec };
