@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -584,6 +585,35 @@ TEST(AgentLoop, WithAGpuCandidatesAreCheckedAndTheBestIsWritten) {
   EXPECT_TRUE(r.summary.contains("final_best"));
 }
 
+TEST(AgentLoop, ProfileRunsNcuOnTheCandidateAndParsesItsCsv) {
+  TempDir t;  // a stand-in ncu first in PATH: prints a real Nsight Compute 2025 CSV, keeps its arguments
+  const stdfs::path bin = t.path() / "bin";
+  stdfs::create_directories(bin);
+  kopt::fs::write_file_atomic(bin / "ncu", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"" + (t.path() / "ncu.args").string() +
+                                               "\"\ncat \"" + std::string(KOPT_TEST_DATA_DIR) +
+                                               "/ncu/h200_vadd_vec4_details.txt\"\n");
+  stdfs::permissions(bin / "ncu", stdfs::perms::owner_all);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin.string() + ":" + old_path).c_str(), 1);
+  auto s = std::make_shared<Script>();
+  json a = eval_args("faster.cu", "vadd_vec4", {{"grid", {"max(1, ceil_div(N / 4, 256))"}}, {"block", {256}}});
+  s->add(reply({call("profile_candidate", a)}));
+  s->add(text("done"));
+  const RunOut r = run_with(base_options(t, /*gpu=*/true), s);
+  ::setenv("PATH", old_path.c_str(), 1);
+  EXPECT_EQ(r.code, 0);
+  const json prof = json::parse(tool_results(s->requests[1]).back());
+  EXPECT_EQ(prof["available"], true) << prof.dump();
+  EXPECT_TRUE(prof.contains("metrics")) << prof.dump();
+  EXPECT_TRUE(prof.contains("case")) << prof.dump();
+  EXPECT_TRUE(stdfs::exists(r.dir / "agent" / "profile-0001" / "kernel.cu"));
+  EXPECT_TRUE(stdfs::exists(r.dir / "agent" / "profile-0001" / "ncu.txt"));
+  const std::string args = kopt::fs::read_file(t.path() / "ncu.args");
+  EXPECT_NE(args.find("--clock-control\nnone\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("-k\nvadd_vec4\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("evaluate\n--spec\n"), std::string::npos) << args;
+}
+
 TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
   TempDir t;
   auto s = std::make_shared<Script>();
@@ -609,6 +639,59 @@ TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
   EXPECT_EQ(res["valid_configurations"], 5);
   EXPECT_EQ(res["evaluated"], 4);
   EXPECT_EQ(r.summary["strategy"], "hybrid");
+}
+
+// ---------------------------------------------------------------------------
+// fetch_url: the agent's libcurl client against a local page server
+
+TEST(AgentTools, FetchUrlGetsPagesAsTextWithinTheCaps) {
+  httplib::Server svr;
+  svr.Get("/guide", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("<html><head><style>p { color: red; }</style><script>var x = 1 < 2;</script></head>"
+                    "<body><h1>Coalescing</h1>\n\n<p>Adjacent threads &amp; adjacent &lt;addresses&gt;.</p>"
+                    "</body></html>",
+                    "text/html");
+  });
+  svr.Get("/moved", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/guide"); });
+  svr.Get("/huge", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(5000000, 'x'), "text/plain");
+  });
+  const int port = svr.bind_to_any_port("127.0.0.1");
+  std::thread th([&svr] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    svr.listen_after_bind();
+  });
+  for (int i = 0; i < 500 && !svr.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("fetch_url", {{"url", base + "/guide"}}), call("fetch_url", {{"url", base + "/moved"}}),
+                call("fetch_url", {{"url", base + "/huge"}}), call("fetch_url", {{"url", "file:///etc/passwd"}})}));
+  s->add(text("done"));
+  auto o = base_options(t);
+  o.agent.allow_doc_fetch = true;
+  const RunOut r = run_with(o, s);
+  svr.stop();
+  th.join();
+  EXPECT_EQ(r.code, 77);
+  ASSERT_EQ(s->requests.size(), 2u);
+  const auto res = tool_results(s->requests[1]);
+  ASSERT_EQ(res.size(), 4u);
+  for (int i = 0; i < 2; ++i) {
+    const json page = json::parse(res[i]);
+    ASSERT_TRUE(page.contains("text")) << page.dump();
+    const std::string text = page["text"];
+    EXPECT_NE(text.find("Coalescing"), std::string::npos) << text;
+    EXPECT_NE(text.find("Adjacent threads & adjacent <addresses>."), std::string::npos) << text;
+    EXPECT_EQ(text.find("color"), std::string::npos) << "styles are dropped: " << text;
+    EXPECT_EQ(text.find("var x"), std::string::npos) << "scripts are dropped: " << text;
+  }
+  EXPECT_NE(json::parse(res[2]).value("error", "").find("fetch failed"), std::string::npos) << res[2];
+  EXPECT_NE(json::parse(res[3]).value("error", "").find("only http(s) URLs"), std::string::npos) << res[3];
 }
 
 // ---------------------------------------------------------------------------

@@ -45,6 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/llm.h"
+#include "agent/ncu.h"
 
 namespace kopt::tune {
 struct OptimizeOptions;
@@ -102,12 +103,6 @@ bool trim_for_context(std::vector<Message>& messages, size_t keep_head = 2);
 /// The bundled optimization notes: (topic, text), in a stable order.
 const std::vector<std::pair<std::string, std::string>>& optimization_notes();
 
-/// Parses the CSV that `ncu --csv --page details` prints into
-/// {"kernel": name, "metrics": {"<section>: <metric> [unit]": value},
-///  "rules": [{"section", "rule", "type", "description", "estimated_speedup",
-///  "estimated_speedup_type"}]} (numbers with thousands separators become
-/// numbers; "rules" only when ncu gave rule results, as Nsight Compute 2025
-/// does); the first kernel only. Returns null when no metric row is found.
-nlohmann::json parse_ncu_csv(const std::string& text);
+/// parse_ncu_csv(text): the CSV of `ncu --csv --page details` as JSON (agent/ncu.h).
 
 }  // namespace kopt::agent

@@ -1,8 +1,7 @@
-// The HTTP side of the LLM client: libcurl (one easy handle per attempt),
-// retries with exponential backoff and full jitter, error classification, and
-// the key kept out of everything but the Authorization header.
-#include <curl/curl.h>
-
+// The HTTP side of the LLM client: one POST per attempt (agent/http.h, over
+// libcurl), retries with exponential backoff and full jitter, error
+// classification, and the key kept out of everything but the Authorization
+// header.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -14,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/http.h"
 #include "agent/llm.h"
 #include "agent/llm_wire.h"
 #include "util/json.h"
@@ -23,152 +23,6 @@ namespace kopt::agent {
 using nlohmann::json;
 
 namespace {
-
-// ---------------------------------------------------------------------------
-// libcurl
-// ---------------------------------------------------------------------------
-
-void curl_global() {
-  static std::once_flag once;
-  static CURLcode rc = CURLE_OK;
-  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (rc != CURLE_OK)
-    throw LlmError(LlmError::Kind::transport, 0,
-                   std::string("curl_global_init failed: ") + curl_easy_strerror(rc));
-}
-
-struct CurlDeleter {
-  void operator()(CURL* h) const noexcept { curl_easy_cleanup(h); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
-};
-using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
-using CurlList = std::unique_ptr<curl_slist, SlistDeleter>;
-
-void append_header(CurlList& list, const std::string& line) {
-  curl_slist* next = curl_slist_append(list.get(), line.c_str());
-  if (!next) throw LlmError(LlmError::Kind::transport, 0, "curl_slist_append: out of memory");
-  list.release();
-  list.reset(next);
-}
-
-/// One HTTP exchange.
-struct HttpResult {
-  CURLcode code = CURLE_OK;
-  std::string curl_error;  // when code != CURLE_OK
-  long status = 0;
-  std::string body;
-  std::optional<double> retry_after_s;  // from retry-after-ms, else retry-after
-};
-
-struct HeaderCapture {
-  std::optional<double> retry_after_ms_s, retry_after_s;
-};
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
-
-std::optional<double> parse_seconds(const std::string& v) {
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (end == v.c_str() || *end != '\0' || !std::isfinite(d) || d < 0) return std::nullopt;
-  return d;
-}
-
-size_t on_header(char* data, size_t size, size_t n, void* user) {
-  auto* cap = static_cast<HeaderCapture*>(user);
-  const std::string line(data, size * n);
-  if (line.rfind("HTTP/", 0) == 0) {  // a new response (after 100 Continue, say)
-    *cap = {};
-    return size * n;
-  }
-  const auto colon = line.find(':');
-  if (colon == std::string::npos) return size * n;
-  std::string name = line.substr(0, colon);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::string value = trim(line.substr(colon + 1));
-  if (name == "retry-after-ms") {
-    if (auto ms = parse_seconds(value)) cap->retry_after_ms_s = *ms / 1000.0;
-  } else if (name == "retry-after") {
-    if (auto s = parse_seconds(value)) {
-      cap->retry_after_s = *s;
-    } else if (const time_t when = curl_getdate(value.c_str(), nullptr); when != -1) {
-      cap->retry_after_s = std::max(0.0, std::difftime(when, std::time(nullptr)));
-    }
-  }
-  return size * n;
-}
-
-size_t on_body(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-HttpResult post_json(const std::string& url, const std::string& body, const LlmConfig& config) {
-  curl_global();
-  HttpResult r;
-  CurlHandle h(curl_easy_init());
-  if (!h) throw LlmError(LlmError::Kind::transport, 0, "curl_easy_init failed");
-
-  CurlList headers;
-  append_header(headers, "Content-Type: application/json");
-  append_header(headers, "Accept: application/json");
-  append_header(headers, "Expect:");  // no 100-continue round trip for big prompts
-  if (!config.api_key.empty()) append_header(headers, "Authorization: Bearer " + config.api_key);
-
-  HeaderCapture cap;
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  const long timeout_ms = std::max(1L, static_cast<long>(std::llround(config.timeout_s * 1000.0)));
-  CURL* c = h.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_POST, 1L);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "kopt/" KOPT_VERSION);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, 30000L));
-  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &cap);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-
-  r.code = curl_easy_perform(c);
-  if (r.code != CURLE_OK) {
-    r.curl_error = errbuf[0] ? errbuf : curl_easy_strerror(r.code);
-    return r;
-  }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-  r.retry_after_s = cap.retry_after_ms_s ? cap.retry_after_ms_s : cap.retry_after_s;
-  return r;
-}
-
-/// Transport errors worth another try (the others are a bad URL or TLS set-up).
-bool retryable(CURLcode code) {
-  switch (code) {
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-    case CURLE_NOT_BUILT_IN:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_OUT_OF_MEMORY:
-    case CURLE_TOO_MANY_REDIRECTS:
-      return false;
-    default:
-      return true;
-  }
-}
 
 std::string seconds_text(double s) {
   std::ostringstream o;
@@ -208,13 +62,13 @@ class HttpClient final : public LlmClient {
     const int max_attempts = std::max(0, config_.max_retries) + 1;
 
     for (int attempt = 1;; ++attempt) {
-      const HttpResult http = post_json(url_, text, config_);
+      const http::Result ex = http::post_json(url_, text, config_);
       const bool last = attempt >= max_attempts;
 
       // Transport failure.
-      if (http.code != CURLE_OK) {
-        const std::string what = redact(http.curl_error, config_.api_key);
-        if (!last && retryable(http.code)) {
+      if (!ex.ok()) {
+        const std::string what = redact(ex.error, config_.api_key);
+        if (!last && http::retryable(ex.code)) {
           const double delay = backoff(attempt, std::nullopt);
           note(attempt, 0, "transport error (" + what + "); retrying in " + seconds_text(delay));
           sleep(delay);
@@ -222,12 +76,12 @@ class HttpClient final : public LlmClient {
         }
         note(attempt, 0, "transport error (" + what + "); giving up");
         throw LlmError(LlmError::Kind::transport, 0,
-                       where + ": " + what + " (" + curl_easy_strerror(http.code) + ") after " +
+                       where + ": " + what + " (" + ex.code_text + ") after " +
                            std::to_string(attempt) + " attempt(s)");
       }
 
-      const int status = static_cast<int>(http.status);
-      const std::string reply = redact(http.body, config_.api_key);
+      const int status = static_cast<int>(ex.status);
+      const std::string reply = redact(ex.body, config_.api_key);
 
       // Success.
       if (status >= 200 && status < 300) {
@@ -272,9 +126,9 @@ class HttpClient final : public LlmClient {
       }
 
       if (retry && !last) {
-        const double delay = backoff(attempt, http.retry_after_s);
+        const double delay = backoff(attempt, ex.retry_after_s);
         note(attempt, status,
-             detail + "; retrying in " + seconds_text(delay) + (http.retry_after_s ? " (retry-after)" : ""));
+             detail + "; retrying in " + seconds_text(delay) + (ex.retry_after_s ? " (retry-after)" : ""));
         sleep(delay);
         continue;
       }

@@ -3,9 +3,11 @@
 // never as an exception, a hang, a zombie or a leaked fd in this process.
 //
 // Design notes:
-// - Only POSIX primitives: pipe2/fork/execv, poll with deadlines taken from
-//   steady_clock (never sleep-and-hope), waitpid. Every syscall loop handles
-//   EINTR.
+// - Workers are started with util::spawn (util/process.h: fork/execv, pipes,
+//   process group, PR_SET_PDEATHSIG, the status pipe that reports exec
+//   failures) and reaped with util::Child::reap. Otherwise only POSIX
+//   primitives: poll with deadlines taken from steady_clock (never
+//   sleep-and-hope). Every syscall loop handles EINTR.
 // - Our pipe ends are non-blocking, so neither a read nor a write can block
 //   past a deadline (a worker that stops reading its stdin cannot wedge us).
 // - SIGPIPE: writing to a dead worker raises SIGPIPE, whose default action
@@ -14,9 +16,8 @@
 //   this thread around our writes and a SIGPIPE raised by them is consumed
 //   before unblocking; the write itself then fails with EPIPE.
 // - Killing: the worker is made leader of its own process group and the group
-//   is SIGKILLed. The leader is reaped only after the group was killed: while
-//   it is an unreaped zombie its pid, hence the group id, cannot be reused, so
-//   kill(-pid) can never hit an unrelated process.
+//   is SIGKILLed. The leader is reaped only after the group was killed (see
+//   util::Child::reap), so kill(-pid) can never hit an unrelated process.
 #include "eval/supervisor.h"
 
 #include <fcntl.h>
@@ -24,14 +25,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include <algorithm>
 #include <cctype>
@@ -42,10 +39,10 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
-#include <thread>
 
 #include "util/error.h"
 #include "util/json.h"
+#include "util/process.h"
 
 namespace kopt::eval {
 
@@ -251,58 +248,6 @@ bool write_all(int fd, const char* p, size_t n, milliseconds stall) {
   return true;
 }
 
-/// Child side: reports errno on the status pipe (closed by a successful
-/// exec), never on stdout, where the parent could mistake it for a reply.
-[[noreturn]] void child_fail(int status_fd, int e) {
-  ssize_t ignored = ::write(status_fd, &e, sizeof e);
-  (void)ignored;
-  _exit(127);
-}
-
-/// The child side of start(): only async-signal-safe calls (the parent may be
-/// multi-threaded, and only the forking thread exists in the child).
-[[noreturn]] void exec_child(int stdin_fd, int stdout_fd, int log_fd, int status_fd,
-                             char* const* argv, pid_t parent) {
-  auto fail = [status_fd](int e) { child_fail(status_fd, e); };
-  // Own process group: the supervisor kills the group, grandchildren included.
-  setpgid(0, 0);
-#ifdef __linux__
-  // Die with the supervisor (see supervisor.h); if it is already gone, stop now.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
-#else
-  (void)parent;
-#endif
-  // The signal mask and ignored dispositions survive exec: give the worker a
-  // clean state (a worker whose supervisor vanished should die of SIGPIPE).
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGPIPE, &dfl, nullptr);
-  // Move our fds above 2 first: if the parent ran with fd 0/1/2 closed, a
-  // pipe end may itself be 0, 1 or 2 and one dup2 could clobber another.
-  int in = fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3);
-  int out = fcntl(stdout_fd, F_DUPFD_CLOEXEC, 3);
-  int log = log_fd >= 0 ? fcntl(log_fd, F_DUPFD_CLOEXEC, 3) : -1;
-  if (in < 0 || out < 0 || (log_fd >= 0 && log < 0)) fail(errno);
-  // dup2 clears FD_CLOEXEC on the targets; the F_DUPFD_CLOEXEC copies and
-  // every pipe end (pipe2(O_CLOEXEC)) close at exec.
-  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || (log >= 0 && dup2(log, 2) < 0)) fail(errno);
-  // Our pipes are O_NONBLOCK only on the parent's ends (separate open file
-  // descriptions), so the worker sees ordinary blocking stdin/stdout.
-#if defined(SYS_close_range)
-  // Close fds the rest of the tool may have opened without O_CLOEXEC
-  // (std::fstream does): a worker must not hold them. Keep status_fd.
-  if (status_fd > 3) syscall(SYS_close_range, 3u, static_cast<unsigned>(status_fd - 1), 0u);
-  syscall(SYS_close_range, static_cast<unsigned>(status_fd + 1), ~0u, 0u);
-#endif
-  execv(argv[0], argv);
-  child_fail(status_fd, errno);
-}
-
 Result timeout_result(const std::string& why, const std::string& last_case,
                       const std::string& last_phase) {
   Result r;
@@ -338,14 +283,9 @@ Supervisor::~Supervisor() {
 }
 
 void Supervisor::start() {
-  if (pid_ != -1) reap(milliseconds(0));
+  if (worker_.running()) reap(milliseconds(0));
   if (opt_.worker_argv.empty())
     throw EnvironmentError("kopt.worker.001", "no worker command configured");
-
-  // Everything the child needs is prepared before fork (no allocation after).
-  std::vector<char*> argv;
-  for (const std::string& a : opt_.worker_argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   const std::string& exe = opt_.worker_argv[0];
 
   int log_fd = -1;
@@ -359,113 +299,57 @@ void Supervisor::start() {
     if (fstat(log_fd, &st) == 0) log_offset_ = static_cast<long long>(st.st_size);
   }
 
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, status[2] = {-1, -1};
-  auto close_all = [&] {
-    for (int* fd : {&in[0], &in[1], &out[0], &out[1], &status[0], &status[1], &log_fd})
-      close_fd(*fd);
-  };
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0) {
-    int e = errno;
-    close_all();
-    throw EnvironmentError("kopt.worker.005", "cannot create pipes for a worker: " + errno_text(e));
+  // Own process group (the group is what gets killed), death with the
+  // thread that started it, non-blocking pipe ends of 1 MB (fewer wake-ups
+  // for multi-MB requests and results), stderr to the worker log.
+  util::SpawnOptions so;
+  so.stdin_mode = util::Stdio::pipe;
+  so.stdout_mode = util::Stdio::pipe;
+  so.stderr_mode = log_fd >= 0 ? util::Stdio::fd : util::Stdio::inherit;
+  so.stderr_fd = log_fd;
+  so.search_path = false;  // execv: argv[0] is the path
+  so.new_process_group = true;
+  so.die_with_parent = true;
+  so.nonblocking = true;
+  so.pipe_size = 1 << 20;
+  util::Child child;
+  try {
+    child = util::spawn(opt_.worker_argv, so);
+  } catch (const util::SpawnError& e) {
+    close_fd(log_fd);
+    switch (e.stage()) {
+      case util::SpawnError::Stage::setup:
+        throw EnvironmentError("kopt.worker.005", "cannot create pipes for a worker: " + errno_text(e.code()));
+      case util::SpawnError::Stage::fork:
+        throw EnvironmentError("kopt.worker.005", "cannot fork a worker: " + errno_text(e.code()));
+      case util::SpawnError::Stage::exec:
+        break;
+    }
+    throw EnvironmentError("kopt.worker.001", "cannot execute the worker '" + exe + "': " + errno_text(e.code()));
   }
-#ifdef F_SETPIPE_SZ
-  // Bigger pipes: fewer wake-ups for multi-MB requests and results (best effort).
-  fcntl(in[1], F_SETPIPE_SZ, 1 << 20);
-  fcntl(out[0], F_SETPIPE_SZ, 1 << 20);
-#endif
-
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) exec_child(in[0], out[1], log_fd, status[1], argv.data(), parent);
-  if (pid < 0) {
-    int e = errno;
-    close_all();
-    throw EnvironmentError("kopt.worker.005", "cannot fork a worker: " + errno_text(e));
-  }
-  // Also set the group from here: whichever of parent and child runs first,
-  // the group exists before we could ever need to kill it (EACCES once the
-  // child has exec'd is harmless: it did it itself by then).
-  setpgid(pid, pid);
-  close_fd(in[0]);
-  close_fd(out[1]);
-  close_fd(status[1]);
   close_fd(log_fd);
-  pid_ = pid;
-  to_worker_ = in[1];
-  from_worker_ = out[0];
+  worker_ = std::move(child);
   buffer_.clear();
   hello_.reset();
-  fcntl(to_worker_, F_SETFL, fcntl(to_worker_, F_GETFL) | O_NONBLOCK);
-  fcntl(from_worker_, F_SETFL, fcntl(from_worker_, F_GETFL) | O_NONBLOCK);
-
-  // The status pipe reads EOF when exec succeeded (its write end is
-  // close-on-exec) or an errno when it failed. This blocks only for the
-  // fork-to-exec window of the child.
-  int child_errno = 0;
-  ssize_t n;
-  do n = ::read(status[0], &child_errno, sizeof child_errno);
-  while (n < 0 && errno == EINTR);
-  close_fd(status[0]);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
-    reap(milliseconds(1000));  // it is exiting with 127 already
-    throw EnvironmentError("kopt.worker.001",
-                           "cannot execute the worker '" + exe + "': " + errno_text(child_errno));
-  }
   ++workers_started_;
 }
 
 int Supervisor::reap(milliseconds grace) {
-  if (pid_ == -1) return -1;
-  const pid_t pid = pid_;
-  // Closing stdin tells a well-behaved worker to exit; closing our read end
-  // makes a worker blocked on a full stdout pipe fail instead of hanging.
-  close_fd(to_worker_);
-  close_fd(from_worker_);
+  if (!worker_.running()) return -1;
   buffer_.clear();
   hello_.reset();
-  pid_ = -1;
-
-  // Wait for a natural exit without reaping (WNOWAIT), so the pid stays
-  // reserved while we kill the group below.
-  auto deadline = after(grace);
-  bool exited = false;
-  auto step = milliseconds(1);
-  for (;;) {
-    siginfo_t info;
-    std::memset(&info, 0, sizeof info);
-    int r = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
-    if (r == 0 && info.si_pid == pid) {
-      exited = true;
-      break;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) break;  // ECHILD: not our child any more (SIGCHLD ignored by the host)
-    auto now = Clock::now();
-    if (now >= deadline) break;
-    std::this_thread::sleep_for(std::min<Clock::duration>(step, deadline - now));
-    step = std::min(step * 2, milliseconds(20));
-  }
-  // Processes the worker started die with it, even if the worker exited on its
-  // own. If the child's setpgid never happened the group does not exist: kill
-  // the worker itself too (safe: it is not reaped yet).
-  ::kill(-pid, SIGKILL);
-  if (!exited) ::kill(pid, SIGKILL);
-  int status = 0;
-  pid_t r;
-  do r = ::waitpid(pid, &status, 0);
-  while (r < 0 && errno == EINTR);
-  return r == pid ? status : -1;
+  // Closes our pipe ends, waits up to `grace`, SIGKILLs the group, reaps.
+  return worker_.reap(grace);
 }
 
 void Supervisor::shutdown_worker(milliseconds grace) {
-  if (pid_ == -1) return;
-  if (to_worker_ >= 0) {
+  if (!worker_.running()) return;
+  if (worker_.stdin_fd() >= 0) {
     // One non-blocking attempt: the pipe is empty while the worker is idle.
     SigpipeBlock block;
     static const char kShutdown[] = "{\"op\":\"shutdown\"}\n";
     ssize_t w;
-    do w = ::write(to_worker_, kShutdown, sizeof kShutdown - 1);
+    do w = ::write(worker_.stdin_fd(), kShutdown, sizeof kShutdown - 1);
     while (w < 0 && errno == EINTR);
   }
   reap(grace);
@@ -479,11 +363,12 @@ void Supervisor::stop(bool force) {
 }
 
 bool Supervisor::send_line(const std::string& line) {
-  if (to_worker_ < 0) return false;
+  const int fd = worker_.stdin_fd();
+  if (fd < 0) return false;
   SigpipeBlock block;
   // Two writes rather than line + '\n': requests can be many MB.
-  return write_all(to_worker_, line.data(), line.size(), opt_.silence_timeout) &&
-         write_all(to_worker_, "\n", 1, opt_.silence_timeout);
+  return write_all(fd, line.data(), line.size(), opt_.silence_timeout) &&
+         write_all(fd, "\n", 1, opt_.silence_timeout);
 }
 
 std::optional<std::string> Supervisor::read_line(Clock::time_point deadline, bool* eof) {
@@ -503,14 +388,14 @@ std::optional<std::string> Supervisor::read_line(Clock::time_point deadline, boo
       line.swap(buffer_);
       return line;
     }
-    if (from_worker_ < 0) {
+    if (worker_.stdout_fd() < 0) {
       *eof = true;
       return std::nullopt;
     }
     // Polled even once the deadline has passed (poll_ms is 0 then): a reply
     // that is already waiting is read, not taken for silence. That matters
     // when the caller of submit() awaits the reply late.
-    pollfd pfd{from_worker_, POLLIN, 0};
+    pollfd pfd{worker_.stdout_fd(), POLLIN, 0};
     int r = ::poll(&pfd, 1, poll_ms(deadline));
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -522,7 +407,7 @@ std::optional<std::string> Supervisor::read_line(Clock::time_point deadline, boo
       continue;  // woken early (rounding): poll again for the rest
     }
     char chunk[1 << 16];
-    ssize_t n = ::read(from_worker_, chunk, sizeof chunk);
+    ssize_t n = ::read(worker_.stdout_fd(), chunk, sizeof chunk);
     if (n > 0) {
       buffer_.append(chunk, static_cast<size_t>(n));
     } else if (n == 0) {
@@ -577,8 +462,8 @@ std::string Supervisor::log_tail() const {
 // ---------------------------------------------------------------------------
 
 json Supervisor::hello() {
-  if (pid_ != -1 && hello_) return *hello_;
-  if (pid_ == -1) start();
+  if (worker_.running() && hello_) return *hello_;
+  if (!worker_.running()) start();
   const std::string exe = opt_.worker_argv.empty() ? "" : opt_.worker_argv[0];
   auto with_log = [this](std::string msg) {
     std::string tail = log_tail();
@@ -635,17 +520,17 @@ json Supervisor::hello() {
 }
 
 void Supervisor::ensure_worker() {
-  if (pid_ != -1) {
+  if (worker_.running()) {
     // An idle worker must have nothing to say: output or EOF between requests
     // means it died or wrote something unsolicited. Replace it rather than
     // blame the next candidate for it.
-    pollfd pfd{from_worker_, POLLIN, 0};
+    pollfd pfd{worker_.stdout_fd(), POLLIN, 0};
     int r;
     do r = ::poll(&pfd, 1, 0);
     while (r < 0 && errno == EINTR);
     if (!buffer_.empty() || r != 0) reap(milliseconds(0));
   }
-  if (pid_ == -1 || !hello_) hello();
+  if (!worker_.running() || !hello_) hello();
 }
 
 std::optional<json> Supervisor::roundtrip(const json& request, Result* failure) {

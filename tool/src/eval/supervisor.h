@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/protocol.h"
+#include "util/process.h"
 
 namespace kopt::eval {
 
@@ -133,7 +134,7 @@ class Supervisor {
   /// Number of worker processes started so far (for tests and statistics).
   int workers_started() const { return workers_started_; }
   /// PID of the live worker, or -1.
-  pid_t worker_pid() const { return pid_; }
+  pid_t worker_pid() const { return worker_.pid(); }
 
  private:
   void start();
@@ -148,7 +149,7 @@ class Supervisor {
   void ensure_worker();
   /// Closes our pipe ends, waits up to `grace` for the worker to exit on its
   /// own, then SIGKILLs its process group and reaps it. Returns the wait status
-  /// (-1 if unknown). Leaves pid_ == -1 and no fd open.
+  /// (-1 if unknown). Leaves no worker running and no fd open.
   int reap(std::chrono::milliseconds grace);
   /// Polite stop: {"op":"shutdown"}, then reap(grace).
   void shutdown_worker(std::chrono::milliseconds grace);
@@ -171,9 +172,7 @@ class Supervisor {
   bool evaluating_ = false;
   std::optional<Result> send_failure_;
   long long log_offset_ = 0;  // size of worker_log when the current worker started
-  pid_t pid_ = -1;
-  int to_worker_ = -1;    // write end of the worker's stdin
-  int from_worker_ = -1;  // read end of the worker's stdout
+  util::Child worker_;    // the live worker, its stdin (write end) and stdout (read end)
   std::string buffer_;    // bytes read past the last newline
   int workers_started_ = 0;
   std::optional<nlohmann::json> hello_;
