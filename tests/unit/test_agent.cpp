@@ -28,7 +28,7 @@
 
 #include "agent/agent.h"
 #include "agent/llm.h"
-#include "opt/optimizer.h"
+#include "tune/driver.h"
 #include "run/store.h"
 #include "spec/spec.h"
 #include "temp_dir.h"
@@ -156,7 +156,7 @@ RunOut run_with(kopt::tune::OptimizeOptions o, std::shared_ptr<Script> script) {
   RunOut r;
   testing::internal::CaptureStdout();
   try {
-    r.code = kopt::opt::optimize(o, &r.dir);
+    r.code = kopt::tune::optimize(o, &r.dir);
   } catch (...) {
     testing::internal::GetCapturedStdout();
     throw;
@@ -801,7 +801,7 @@ TEST(AgentE2E, FailThenRepairThenFasterAgainstAFakeServer) {
   auto o = real_client_options(t, srv);
   stdfs::path dir;
   testing::internal::CaptureStdout();
-  const int code = kopt::opt::optimize(o, &dir);
+  const int code = kopt::tune::optimize(o, &dir);
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(code, 77) << "no GPU: compiled only";
   ASSERT_FALSE(dir.empty());
@@ -896,7 +896,7 @@ TEST(AgentE2E, FromADescriptionTheModelDraftsAValidatedWorkload) {
   testing::internal::CaptureStdout();
   testing::internal::CaptureStderr();
   o.quiet = false;
-  const int code = kopt::opt::optimize(o, &dir);
+  const int code = kopt::tune::optimize(o, &dir);
   testing::internal::GetCapturedStdout();
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, 77);

@@ -14,7 +14,7 @@
 
 #include "agent/session.h"
 #include "agent/tools/registry.h"
-#include "opt/optimizer.h"
+#include "agent/proposer.h"
 #include "util/error.h"
 
 namespace kopt::agent {
@@ -28,12 +28,13 @@ constexpr const char* kTrimmed = "[trimmed to save context]";
 
 /// --llm-tool-choice: auto, required, or a tool offered in one of this run's
 /// phases (drafting too when there is no --spec).
-void check_tool_choice(const opt::OptimizeOptions& o, bool hybrid) {
-  const std::string& c = o.agent.tool_choice;
+void check_tool_choice(const RunOptions& o, const AgentOptions& ao) {
+  const bool hybrid = o.hybrid;
+  const std::string& c = ao.tool_choice;
   bool ok = c.empty() || c == "auto" || c == "required";
   if (const tools::Tool* t = tools::find(c)) {
-    const unsigned phases = (hybrid ? tools::kHybrid : tools::kAgent) | (o.spec.empty() ? tools::kDraft : 0u);
-    ok = (t->phases & phases) != 0 && (!t->needs_doc_fetch || o.agent.allow_doc_fetch);
+    const unsigned phases = (hybrid ? tools::kHybrid : tools::kAgent) | (o.draft ? tools::kDraft : 0u);
+    ok = (t->phases & phases) != 0 && (!t->needs_doc_fetch || ao.allow_doc_fetch);
   }
   if (!ok) {
     std::string names;
@@ -89,19 +90,13 @@ bool trim_for_context(std::vector<Message>& m, size_t keep_head) {
 }
 
 
-int optimize(const opt::OptimizeOptions& o, stdfs::path* run_dir) {
-  const AgentOptions& ao = o.agent;
-  const bool hybrid = o.strategy == "hybrid";
-  if (o.spec.empty() && o.description.empty())
-    throw UsageError("kopt.agent.101", "give --spec FILE, or --description TEXT for the agent to draft the workload");
-  if (o.spec.empty() && !o.resume.empty())
-    throw UsageError("kopt.agent.101", "--resume needs --spec (use the run's spec.generated.json)");
+propose::ProposerPtr make_proposer(const RunOptions& o, const AgentOptions& ao) {
   if (o.max_evaluations < 0 || o.max_minutes < 0 || (o.max_evaluations == 0 && o.max_minutes == 0 && ao.token_budget == 0))
     throw UsageError("kopt.agent.103", "the budget is zero: give --max-iterations N, --budget evals=N,minutes=M or --token-budget T");
   if (ao.max_repairs < 0) throw UsageError("kopt.agent.103", "--max-repairs must be 0 or more");
   if (ao.token_budget < 0) throw UsageError("kopt.agent.103", "--token-budget must be 0 (no limit) or more");
   if (ao.llm_timeout_s < 0) throw UsageError("kopt.agent.103", "--llm-timeout must be positive");
-  check_tool_choice(o, hybrid);
+  check_tool_choice(o, ao);
   if (!ao.llm_api.empty() && ao.llm_api != "auto" && ao.llm_api != "chat" && ao.llm_api != "responses")
     throw UsageError("kopt.agent.103", "--llm-api '" + ao.llm_api + "': expected auto, chat or responses");
   LlmOverrides ov;
@@ -112,8 +107,7 @@ int optimize(const opt::OptimizeOptions& o, stdfs::path* run_dir) {
   if (ao.llm_timeout_s > 0) ov.timeout_s = ao.llm_timeout_s;
   const LlmConfig config = resolve_config(ov, ao.dotenv.string());
   std::unique_ptr<LlmClient> client = ao.client_factory ? ao.client_factory(config) : make_client(config);
-  Session session(o, *client, hybrid);
-  return session.run(run_dir);
+  return std::make_unique<AgentProposer>(o, ao, std::move(client));
 }
 
 }  // namespace kopt::agent

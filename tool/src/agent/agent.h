@@ -47,12 +47,7 @@
 #include "agent/llm.h"
 #include "agent/ncu.h"
 
-namespace kopt::tune {
-struct OptimizeOptions;
-}
-namespace kopt::opt {
-using OptimizeOptions = tune::OptimizeOptions;
-}
+#include "propose/proposer.h"
 
 namespace kopt::agent {
 
@@ -78,13 +73,29 @@ struct AgentOptions {
   std::function<std::unique_ptr<LlmClient>(const LlmConfig&)> client_factory;
 };
 
-/// `kopt optimize --strategy agent|hybrid` (or --description without --spec).
-/// Same contract as opt::optimize: returns 0 when a kernel passed, 1 when none
-/// did, 77 without a GPU (the candidates were compiled for --arch and the run
-/// folder is complete), 3 when the LLM API failed for good (the run folder is
-/// still complete). Throws UsageError/SpecError for bad options before any
-/// model call.
-int optimize(const opt::OptimizeOptions& options, std::filesystem::path* run_dir = nullptr);
+/// What the agent reads of the run's options (the driver's OptimizeOptions).
+struct RunOptions {
+  bool hybrid = false;                   // --strategy hybrid: propose_template is offered
+  bool draft = false;                    // no spec: the model drafts the workload first
+  std::string description;               // --description
+  std::filesystem::path results_dir = "results";  // drafting stages its files beside the run folders
+  std::vector<std::string> worker_argv;  // for profile_candidate's `kopt evaluate`
+  std::filesystem::path cache_dir;       // likewise
+  std::string arch;                      // --arch
+  int device = 0;                        // --device
+  uint64_t seed = 1;                     // seeds the hybrid's template searches
+  int64_t max_evaluations = 0;           // model turns and evaluate_candidate evaluations (0: no limit)
+  double max_minutes = 0;                // wall clock (0: no limit)
+  bool quiet = false;
+};
+
+/// The agent proposer for `kopt optimize --strategy agent|hybrid` (or
+/// --description without --spec): the conversation runs on its own thread and
+/// hands each candidate to the run driver (propose/proposer.h). Checks the
+/// options and resolves the LLM configuration before any model call: throws
+/// UsageError (kopt.agent.103) for bad ones. The driver's exit code is kept,
+/// except 3 when the LLM API failed for good (the run folder is complete).
+propose::ProposerPtr make_proposer(const RunOptions& run, const AgentOptions& agent);
 
 /// Names of every tool the agent knows (for --llm-tool-choice validation).
 const std::vector<std::string>& tool_names();

@@ -10,15 +10,12 @@
 #include <set>
 #include <sstream>
 
+#include "agent/bridge.h"
 #include "agent/candidate.h"
 #include "agent/prompts.h"
 #include "agent/tools/registry.h"
-#include "eval/supervisor.h"
-#include "opt/optimizer.h"
-#include "report/report.h"
-#include "run/fingerprint.h"
-#include "search/space.h"
-#include "search/strategy.h"
+#include "propose/search_proposer.h"
+#include "search/device_constants.h"
 #include "spec/annotations.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -55,8 +52,8 @@ json message_summary(const std::vector<Message>& messages, const std::vector<Too
 // ---------------------------------------------------------------------------
 // Set-up and phases
 
-Session::Session(const opt::OptimizeOptions& o, LlmClient& client, bool hybrid)
-    : o_(o), ao_(o.agent), client_(client), hybrid_(hybrid), t0_(Clock::now()) {
+Session::Session(const RunOptions& o, const AgentOptions& ao, LlmClient& client)
+    : o_(o), ao_(ao), client_(client), hybrid_(o.hybrid), t0_(Clock::now()) {
   api_key_ = client.config().api_key;
   max_turns_ = o.max_evaluations;
   max_minutes_ = o.max_minutes;
@@ -64,114 +61,33 @@ Session::Session(const opt::OptimizeOptions& o, LlmClient& client, bool hybrid)
 
 Session::~Session() = default;
 
-int Session::run(stdfs::path* run_dir) {
-  if (o_.spec.empty()) {
-    if (!draft()) {
-      std::cerr << "kopt: the model did not produce a valid workload (" << stop_detail_ << "); its calls are in "
-                << agent_dir_.string() << "\n";
-      return stop_code_ == "llm_error" ? 3 : 1;
-    }
-    open_store(run_dir);
-    open_evaluator();
-  } else {
-    spec_ = opt::load_spec_with_overrides(o_);
-    open_evaluator();
-    open_store(run_dir);
-  }
-  evaluate_initial();
-  converse(hybrid_ ? "hybrid" : "agent");
-  return finish();
-}
-
-bool Session::draft() {
-  const stdfs::path results = o_.results_dir.empty() ? stdfs::path("results") : o_.results_dir;
-  staging_ = stdfs::absolute(results) /
-             ("agent-draft-" + std::to_string(::getpid()) + "-" +
-              std::to_string(std::chrono::system_clock::now().time_since_epoch().count()));
-  agent_dir_ = staging_ / "agent";
+std::optional<stdfs::path> Session::draft(const propose::DraftContext& context) {
+  draft_ = context;
+  agent_dir_ = draft_.staging / "agent";
   stdfs::create_directories(agent_dir_);
-  // The device, for the prompt and to know whether the reference can be run.
-  eval::SupervisorOptions so;
-  so.worker_argv = o_.worker_argv;
-  {
-    eval::Supervisor sup(so);
-    try {
-      device_ = model::DeviceInfo::from_json(sup.hello().at("device"));
-    } catch (const NoDeviceError& e) {
-      if (o_.arch.empty()) throw;
-      compile_only_ = true;
-      no_device_ = e.what();
-    }
-  }
-  arch_ = !o_.arch.empty() ? o_.arch : device_->arch();
-  if (!o_.quiet) std::cerr << "kopt: drafting the workload from the description (staging " << staging_.string() << ")\n";
-  Message sys = msg(Role::system, draft_prompt(device_text(device_, arch_)));
+  if (!o_.quiet)
+    std::cerr << "kopt: drafting the workload from the description (staging " << draft_.staging.string() << ")\n";
+  Message sys = msg(Role::system, draft_prompt(device_text(device(), arch())));
   Message user = msg(Role::user, draft_task(o_.description));
   messages_ = {sys, user};
   converse("draft");
-  return drafted_;
+  if (!drafted_) {
+    std::cerr << "kopt: the model did not produce a valid workload (" << stop_detail_ << "); its calls are in "
+              << agent_dir_.string() << "\n";
+    return std::nullopt;
+  }
+  // The conversation goes on in the run folder, with the optimization brief.
+  stop_code_.clear();
+  stop_detail_.clear();
+  stopped_ = false;
+  return draft_.staging / "spec.generated.json";
 }
 
-void Session::open_evaluator() {
-  ev_ = std::make_unique<eval::Evaluator>(*spec_, opt::evaluator_options(o_));
-  if (!compile_only_) {
-    try {
-      device_ = ev_->device();
-    } catch (const NoDeviceError& e) {
-      if (o_.arch.empty()) throw;
-      compile_only_ = true;
-      no_device_ = e.what();
-    }
-  }
-  arch_ = ev_->arch();
-  if (compile_only_ && !o_.quiet)
-    std::cerr << "kopt: " << no_device_ << "\nkopt: no GPU: the agent's candidates are compiled for " << arch_
-              << " only (verdict 'compiled'); checking and timing need a GPU\n";
-}
-
-void Session::open_store(stdfs::path* run_dir) {
-  const json spec_json = spec::to_json(*spec_);
-  const std::string spec_hash = run::spec_fingerprint(*spec_);
-  if (!o_.resume.empty()) {
-    store_ = run::RunStore::open(o_.resume, spec_hash);
-  } else {
-    run::RunInfo info;
-    info.spec_hash = spec_hash;
-    info.strategy = hybrid_ ? "hybrid" : "agent";
-    info.seed = o_.seed;
-    info.budget = {{"evaluations", o_.max_evaluations}, {"minutes", o_.max_minutes},
-                   {"max_repairs", ao_.max_repairs}, {"token_budget", ao_.token_budget}};
-    info.tool_version = KOPT_VERSION;
-    const json device_json = device_ ? device_->to_json() : json{{"arch", arch_}};
-    store_ = run::RunStore::create(o_.results_dir, spec_json, device_json, info);
-  }
-  if (run_dir) *run_dir = store_->dir();
-  if (!o_.quiet) std::cerr << "kopt: run folder " << store_->dir().string() << "\n";
-  if (!o_.description.empty()) fs::write_file_atomic(store_->dir() / "description.txt", o_.description + "\n");
-  const stdfs::path agent = store_->dir() / "agent";
-  if (!staging_.empty()) {
-    // Description-only: the drafted workload and the drafting calls move in.
-    std::vector<stdfs::path> entries;
-    for (const auto& e : stdfs::directory_iterator(staging_)) entries.push_back(e.path());
-    for (const auto& from : entries) {
-      const stdfs::path to = store_->dir() / from.filename();
-      if (stdfs::exists(to)) stdfs::remove_all(to);
-      stdfs::rename(from, to);
-    }
-    stdfs::remove_all(staging_);
-    generated_spec_ = store_->dir() / "spec.generated.json";
-    // The spec now names the kernel files beside it, in the run folder:
-    // spec.json (and its hash in run.json) are rewritten before any attempt.
-    spec_ = spec::load_spec(generated_spec_);
-    const json moved = spec::to_json(*spec_);
-    const stdfs::path dir = store_->dir();
-    json run_json = json::parse(fs::read_file(dir / "run.json"));
-    run_json["spec_file_hash"] = run::RunStore::hash_spec(moved);
-    fs::write_file_atomic(dir / "spec.json", dump_json(moved, 2) + "\n");
-    fs::write_file_atomic(dir / "run.json", dump_json(run_json, 2) + "\n");
-    store_ = run::RunStore::open(dir, run::spec_fingerprint(*spec_));
-  }
-  agent_dir_ = agent;
+void Session::attach(propose::EvaluationService& service, Bridge& bridge) {
+  svc_ = &service;
+  bridge_ = &bridge;
+  if (drafted_) generated_spec_ = service.run_dir() / "spec.generated.json";
+  agent_dir_ = service.run_dir() / "agent";
   stdfs::create_directories(agent_dir_);
   // Keep the events of an earlier session (resume, or drafting) and number calls after them.
   if (stdfs::exists(agent_dir_ / "events.jsonl")) events_ = fs::read_file(agent_dir_ / "events.jsonl");
@@ -179,36 +95,20 @@ void Session::open_store(stdfs::path* run_dir) {
     while (stdfs::exists(agent_dir_ / numbered("call-", calls_ + 1, ".json"))) ++calls_;
 }
 
-void Session::evaluate_initial() {
-  for (const auto& a : store_->history()) {
-    if (a.kind == "initial") {
-      if (a.result.reference_geomean_ms) reference_geomean_ = a.result.reference_geomean_ms;
-      if (a.result.verdict == model::Verdict::ok) initial_geomean_ = a.result.geomean_ms;
-      reference_cases_ = a.result.cases;
-      return;
-    }
-  }
-  if (!spec_->initial) return;
-  spec::Candidate c = eval::candidate_from_file(spec_->initial->source);
-  c.label = "initial: " + spec_->initial->source.filename().string();
-  if (c.entry.empty()) c.entry = spec_->initial->entry;
-  if (!c.launch) c.launch = spec_->initial->launch ? *spec_->initial->launch : spec_->launch;
-  for (const auto& [k, v] : spec_->initial->defines) c.params[k] = v;
-  c.options.insert(c.options.end(), spec_->initial->compile_options.begin(), spec_->initial->compile_options.end());
-  if (!o_.quiet)
-    std::cerr << "kopt: " << (compile_only_ ? "compiling" : "evaluating") << " the initial kernel"
-              << (compile_only_ ? "" : " and timing the reference") << "\n";
-  const model::Attempt& a = evaluate_and_record(c, "initial");
-  if (a.result.reference_geomean_ms) reference_geomean_ = a.result.reference_geomean_ms;
-  if (a.result.verdict == model::Verdict::ok) initial_geomean_ = a.result.geomean_ms;
-  reference_cases_ = a.result.cases;
+void Session::converse_optimize() { converse(hybrid_ ? "hybrid" : "agent"); }
+
+void Session::stop_for_driver() {
+  if (time_up()) return stop("time_budget", "the time budget of " + fmt(max_minutes_) + " min is spent");
+  stop("stopped", "the run stopped");
 }
 
+bool Session::stopped() const { return stopped_ || (bridge_ && bridge_->stopped()); }
+
 std::string Session::optimize_prompt() const {
-  const model::Attempt* best = store_->best();
+  const model::Attempt* best = svc_->best();
   const model::Attempt* cur = best;
   if (!cur)
-    for (const auto& a : store_->history())
+    for (const auto& a : svc_->history())
       if (a.kind == "initial") cur = &a;
   ShownKernel shown;
   if (cur) {
@@ -217,8 +117,8 @@ std::string Session::optimize_prompt() const {
     std::tie(shown.entry, shown.launch) = entry_and_launch(*cur);
   }
   return agent::optimize_prompt(
-      *spec_, cur ? &shown : nullptr, reference_geomean_, device_text(device_, arch_),
-      rules_text(arch_, compile_only_, hybrid_, max_turns_, ao_.max_repairs, ao_.template_evaluations));
+      spec(), cur ? &shown : nullptr, reference_geomean(), device_text(device(), arch()),
+      rules_text(arch(), compile_only(), hybrid_, max_turns_, ao_.max_repairs, ao_.template_evaluations));
 }
 
 // ---------------------------------------------------------------------------
@@ -228,6 +128,7 @@ void Session::stop(const std::string& code, const std::string& detail) {
   if (stop_code_.empty()) {
     stop_code_ = code;
     stop_detail_ = detail;
+    stopped_ = true;
     if (!o_.quiet) std::cerr << "kopt: agent stops: " << detail << "\n";
   }
 }
@@ -435,53 +336,10 @@ void Session::append_event(const json& e) {
 // ---------------------------------------------------------------------------
 // Candidates and budgets
 
-model::Result Session::compile_only_result(const cuda::CompileResult& cr) const {
-  model::Result r;
-  r.verdict = cr.ok ? model::Verdict::compiled : model::Verdict::compile_error;
-  r.detail = cr.ok ? "compiled for " + arch_ + "; not checked or timed (no GPU)"
-                   : "compilation failed (" + cr.error_name + ")";
-  r.error_name = cr.ok ? "" : cr.error_name;
-  r.compile_log = cr.log;
-  r.compile_ms = cr.compile_ms;
-  r.compile_cache_hit = cr.cache_hit;
-  return r;
-}
-
-const model::Attempt& Session::evaluate_and_record(const spec::Candidate& c, const std::string& kind) {
-  cuda::CompileResult cr = ev_->compile(c);
-  model::Result r;
-  if (compile_only_) {
-    r = compile_only_result(cr);
-  } else {
-    r = ev_->run(c, cr, kind == "initial");
-    if (kind != "initial") {
-      for (auto& cs : r.cases)
-        for (const auto& rc : reference_cases_)
-          if (rc.name == cs.name && rc.reference_latency && !cs.reference_latency) cs.reference_latency = rc.reference_latency;
-      if (reference_geomean_ && r.geomean_ms && *r.geomean_ms > 0) {
-        r.reference_geomean_ms = reference_geomean_;
-        r.speedup = *reference_geomean_ / *r.geomean_ms;
-      }
-    }
-  }
-  model::Attempt a;
-  a.kind = kind;
-  a.label = c.label;
-  a.params = c.params;
-  a.source = c.source;
-  a.compile_options = c.options;
-  a.result = std::move(r);
-  a.seconds_since_start = seconds_since(t0_);
-  store_->record(a);
-  const model::Attempt& rec = store_->history().back();
-  launches_[rec.index] = {c.entry, c.launch ? *c.launch : spec_->launch};
-  if (!o_.quiet) {
-    std::cerr << "kopt: [" << rec.index << "] " << rec.label << ": " << model::verdict_name(rec.result.verdict);
-    if (rec.result.geomean_ms) std::cerr << ", geomean " << fmt(*rec.result.geomean_ms) << " ms";
-    else if (!rec.result.detail.empty()) std::cerr << " - " << clip(rec.result.detail, 160);
-    std::cerr << "\n";
-  }
-  return rec;
+const model::Attempt& Session::evaluate_and_record(const spec::Candidate& c) {
+  last_ = bridge_->evaluate(c);
+  launches_[last_.index] = {c.entry, c.launch ? *c.launch : spec().launch};
+  return last_;
 }
 
 json Session::budget_left() const {
@@ -507,50 +365,58 @@ void Session::count_failure(bool failed, json& result) {
 }
 
 spec::Bindings Session::device_constants() const {
-  return opt::device_constants(device_ ? &*device_ : nullptr);
+  return search::device_constants(device() ? &*device() : nullptr);
 }
 
 json Session::tune_template(const json& a, const std::vector<spec::TuningParam>& params,
                             const std::vector<spec::Expr>& constraints, int budget) {
   std::vector<search::Config> valid;
-  std::unique_ptr<search::Space> space;
   try {
-    space = std::make_unique<search::Space>(params, constraints, device_constants());
-    valid = space->enumerate_valid();
+    valid = search::Space(params, constraints, device_constants()).enumerate_valid();
   } catch (const Error& e) {
     throw ToolFailure(e.what());
   }
   const int t = ++template_count_;
-  const std::string strategy_name = valid.size() <= static_cast<size_t>(budget) ? "exhaustive" : "surrogate";
-  auto strategy = search::make_strategy(strategy_name);
-  strategy->initialize(*space, o_.seed + static_cast<uint64_t>(t));
+  propose::SearchProposerOptions so;
   // The template itself: launch checked per configuration.
-  spec::Candidate base = candidate_from_args(*spec_, a, "hybrid-" + std::to_string(t), false, valid.front());
+  so.base = candidate_from_args(spec(), a, "hybrid-" + std::to_string(t), false, valid.front());
+  const std::pair<std::string, spec::Launch> base_launch = {so.base.entry, *so.base.launch};
+  so.params = params;
+  so.constraints = constraints;
+  so.strategy = valid.size() <= static_cast<size_t>(budget) ? "exhaustive" : "surrogate";
+  so.seed = o_.seed + static_cast<uint64_t>(t);
+  so.max_proposals = budget;
+  so.label_prefix = "hybrid-" + std::to_string(t) + ":";
+  so.precheck = [this](const spec::Candidate& c) -> std::optional<std::string> {
+    try {
+      validate_launch(spec(), *c.launch, c.params);
+    } catch (const ToolFailure& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  };
+  propose::SearchProposer search(std::move(so));
+  search.prepare(device_constants());
+  if (!time_up()) bridge_->tune(search);  // the driver evaluates and records each configuration
+
+  const auto& history = svc_->history();
   json results = json::array();
   int n = 0, passed = 0;
   std::optional<std::pair<double, json>> best;
-  while (n < budget && !time_up()) {
-    auto cfg = strategy->next();
-    if (!cfg) break;
+  for (const auto& out : search.outcomes()) {
+    json row = {{"params", out.config}};
     ++n;
-    spec::Candidate c = base;
-    for (const auto& [k, v] : *cfg) c.params[k] = v;
-    c.label = "hybrid-" + std::to_string(t) + ":" + search::config_key(*cfg);
-    json row = {{"params", *cfg}};
-    try {
-      validate_launch(*spec_, *c.launch, c.params);
-    } catch (const ToolFailure& e) {
-      strategy->observe({*cfg, false, 0});
+    if (!out.rejected.empty()) {
       row["verdict"] = "invalid_launch";
-      row["detail"] = e.what();
+      row["detail"] = out.rejected;
       results.push_back(row);
       continue;
     }
-    const model::Attempt& at = evaluate_and_record(c, "candidate");
+    if (out.attempt < 1 || static_cast<size_t>(out.attempt) > history.size()) continue;  // never evaluated
+    const model::Attempt& at = history[static_cast<size_t>(out.attempt) - 1];
     ++template_evaluations_;
     const bool good = at.result.verdict == model::Verdict::ok || at.result.verdict == model::Verdict::compiled;
     passed += good;
-    strategy->observe({*cfg, good, at.result.geomean_ms.value_or(1.0)});
     row["attempt"] = at.index;
     row["verdict"] = model::verdict_name(at.result.verdict);
     if (!good) {
@@ -561,6 +427,7 @@ json Session::tune_template(const json& a, const std::vector<spec::TuningParam>&
       row["geomean_ms"] = *at.result.geomean_ms;
       if (!best || *at.result.geomean_ms < best->first) best = {{*at.result.geomean_ms, row}};
     }
+    launches_[at.index] = base_launch;
     results.push_back(row);
   }
   std::stable_sort(results.begin(), results.end(), [](const json& x, const json& y) {
@@ -570,24 +437,25 @@ json Session::tune_template(const json& a, const std::vector<spec::TuningParam>&
   });
   if (results.size() > 12) results.erase(results.begin() + 12, results.end());
   json r = {{"template", t},
-            {"strategy", strategy_name},
+            {"strategy", search.name()},
             {"valid_configurations", valid.size()},
             {"evaluated", n},
             {"passed", passed},
             {"results", results}};
-  r["verdict"] = passed ? (compile_only_ ? "compiled" : "ok") : "failed";
+  r["verdict"] = passed ? (compile_only() ? "compiled" : "ok") : "failed";
   if (best) r["best"] = best->second;
-  if (const model::Attempt* b = store_->best())
+  if (const model::Attempt* b = svc_->best())
     r["best_so_far"] = {{"attempt", b->index}, {"label", b->label}, {"geomean_ms", *b->result.geomean_ms}};
-  if (compile_only_) r["note"] = "no GPU on this machine: configurations were compiled only, not checked or timed";
+  if (compile_only()) r["note"] = "no GPU on this machine: configurations were compiled only, not checked or timed";
   count_failure(passed == 0, r);
   return r;
 }
 
 std::pair<std::string, spec::Launch> Session::entry_and_launch(const model::Attempt& a) const {
   if (auto it = launches_.find(a.index); it != launches_.end()) return it->second;
-  std::string entry = spec_->initial ? spec_->initial->entry : "";
-  spec::Launch l = spec_->initial && spec_->initial->launch ? *spec_->initial->launch : spec_->launch;
+  const spec::Spec& sp = spec();
+  std::string entry = sp.initial ? sp.initial->entry : "";
+  spec::Launch l = sp.initial && sp.initial->launch ? *sp.initial->launch : sp.launch;
   try {
     const auto ann = spec::parse_annotations(a.source, a.label);
     if (ann.entry) entry = *ann.entry;
@@ -603,8 +471,7 @@ std::pair<std::string, spec::Launch> Session::entry_and_launch(const model::Atte
   return {entry, l};
 }
 
-int Session::finish() {
-  const model::Attempt* best = store_->best();
+json Session::summary() const {
   json agent = {{"calls", calls_},
                 {"model_turns", turns_},
                 {"tool_calls", tool_calls_},
@@ -614,56 +481,27 @@ int Session::finish() {
                 {"stop_detail", stop_detail_},
                 {"model", client_.config().model},
                 {"api", client_.config().resolved_api()},
-                {"compile_only", compile_only_},
+                {"compile_only", compile_only()},
                 {"evaluations", evaluations_},
                 {"template_evaluations", template_evaluations_}};
   if (!generated_spec_.empty()) {
     agent["generated_spec"] = generated_spec_.string();
     agent["warning"] = kGeneratedWarning;
   }
-  json extra = {{"strategy", hybrid_ ? "hybrid" : "agent"},
-                {"budget", {{"evaluations", o_.max_evaluations}, {"minutes", o_.max_minutes},
-                            {"max_repairs", ao_.max_repairs}, {"token_budget", ao_.token_budget}}},
-                {"budget_used", {{"model_turns", turns_}, {"evaluations", evaluations_ + template_evaluations_},
-                                 {"minutes", seconds_since(t0_) / 60.0}, {"tokens", usage_.total_tokens}}},
-                {"stop", stop_detail_},
-                {"agent", agent}};
-  if (compile_only_) extra["compile_only"] = {{"arch", arch_}, {"reason", no_device_}};
-  if (reference_geomean_) extra["reference_geomean_ms"] = *reference_geomean_;
-  if (initial_geomean_) extra["initial_geomean_ms"] = *initial_geomean_;
-  if (best && best->result.geomean_ms) {
-    json fb = {{"index", best->index}, {"label", best->label}, {"params", best->params},
-               {"geomean_ms", *best->result.geomean_ms}};
-    if (reference_geomean_) fb["speedup_vs_reference"] = *reference_geomean_ / *best->result.geomean_ms;
-    if (initial_geomean_) fb["speedup_vs_initial"] = *initial_geomean_ / *best->result.geomean_ms;
-    extra["final_best"] = fb;
-  }
-  store_->write_summary(extra);
-  if (best) {
-    const auto [entry, launch] = entry_and_launch(*best);
-    store_->write_best(*best, entry, launch_lines(launch));
-  }
-  std::vector<std::string> perf;
-  for (const auto* c : spec_->performance_cases()) perf.push_back(c->name);
-  report::write_reports(*store_, perf);
+  return {{"strategy", hybrid_ ? "hybrid" : "agent"},
+          {"budget_used", {{"model_turns", turns_}, {"evaluations", evaluations_ + template_evaluations_},
+                           {"minutes", seconds_since(t0_) / 60.0}, {"tokens", usage_.total_tokens}}},
+          {"stop", stop_detail_},
+          {"agent", agent}};
+}
 
-  std::cout << fs::read_file(store_->dir() / "summary.json") << std::flush;
-  if (!o_.quiet) {
+void Session::report_end() const {
+  if (!o_.quiet)
     std::cerr << "kopt: agent: " << calls_ << " model call(s), " << usage_.total_tokens << " tokens, "
               << evaluations_ + template_evaluations_ << " candidate(s); stopped: " << stop_detail_ << "\n";
-    if (best && best->result.geomean_ms)
-      std::cerr << "kopt: best " << best->label << ": geomean " << fmt(*best->result.geomean_ms) << " ms"
-                << (initial_geomean_ ? ", " + fmt(*initial_geomean_ / *best->result.geomean_ms, 3) + "x the initial kernel" : "")
-                << "\n";
-    std::cerr << "kopt: run folder " << store_->dir().string() << "\n";
-  }
   if (!generated_spec_.empty())
     std::cerr << "kopt: the workload was drafted by the model: review " << generated_spec_.string()
               << " and re-use it with --spec\nkopt: NOTE: " << kGeneratedWarning << "\n";
-  if (stop_code_ == "llm_error") return 3;
-  if (compile_only_) return 77;
-  return best ? 0 : 1;
 }
-
 
 }  // namespace kopt::agent

@@ -1,8 +1,9 @@
 // One agent run (see agent.h): the conversation loop, the budgets, the run
 // folder's agent/ files, and the state the tools (agent/tools/) work on.
-// Internal to the agent: callers use agent::optimize.
+// Internal to the agent: the driver sees it through agent/proposer.h.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -18,48 +19,65 @@
 #include "agent/agent.h"
 #include "agent/common.h"
 #include "agent/llm.h"
-#include "cuda/nvrtc.h"
-#include "eval/evaluator.h"
 #include "model/attempt.h"
 #include "model/device_info.h"
-#include "run/store.h"
+#include "propose/proposer.h"
+#include "spec/candidate.h"
 #include "spec/spec.h"
 
 namespace kopt::agent {
 
+class Bridge;
+
 class Session {
  public:
-  Session(const opt::OptimizeOptions& o, LlmClient& client, bool hybrid);
+  Session(const RunOptions& o, const AgentOptions& ao, LlmClient& client);
   ~Session();
 
-  /// The whole run: drafting (description only), the initial kernel, the
-  /// conversation, the summary. Returns optimize()'s exit code.
-  int run(std::filesystem::path* run_dir);
+  /// Description only: drafts the workload in context.staging (the
+  /// conversation goes on after it); returns the spec file, or nullopt.
+  std::optional<std::filesystem::path> draft(const propose::DraftContext& context);
+  /// The run folder is open: the tools read the run through `service` and
+  /// evaluate through `bridge`.
+  void attach(propose::EvaluationService& service, Bridge& bridge);
+  /// The optimization conversation, until a limit, the model or the driver ends it
+  /// (on the conversation thread).
+  void converse_optimize();
+  /// The driver asked for nothing more (Bridge threw Stopped): the stop reason.
+  void stop_for_driver();
+  /// summary.json's agent keys (after the conversation ended).
+  nlohmann::json summary() const;
+  /// The closing lines on stderr.
+  void report_end() const;
 
   // --- what the tools read ------------------------------------------------
-  const opt::OptimizeOptions& options() const { return o_; }
+  const RunOptions& options() const { return o_; }
   const AgentOptions& agent_options() const { return ao_; }
-  /// The workload (set once drafted or loaded).
-  const spec::Spec& spec() const { return *spec_; }
-  const std::optional<model::DeviceInfo>& device() const { return device_; }
-  const std::string& arch() const { return arch_; }
-  bool compile_only() const { return compile_only_; }
-  /// The run folder's store; null while drafting.
-  const run::RunStore* store() const { return store_ ? &*store_ : nullptr; }
+  /// The workload (drafted, or the run's).
+  const spec::Spec& spec() const { return svc_ ? svc_->spec() : *spec_; }
+  const std::optional<model::DeviceInfo>& device() const { return svc_ ? svc_->device() : draft_.device; }
+  const std::string& arch() const { return svc_ ? svc_->arch() : draft_.arch; }
+  bool compile_only() const { return !device().has_value(); }
+  /// The run (null while drafting).
+  const propose::EvaluationService* service() const { return svc_; }
   /// <run>/agent (while drafting: the staging folder's agent/).
   const std::filesystem::path& agent_dir() const { return agent_dir_; }
   /// Description-only mode: where the drafted workload is written.
-  const std::filesystem::path& staging_dir() const { return staging_; }
-  std::optional<double> reference_geomean() const { return reference_geomean_; }
-  std::optional<double> initial_geomean() const { return initial_geomean_; }
+  const std::filesystem::path& staging_dir() const { return draft_.staging; }
+  /// Drafting: compiles (and with a GPU self-checks) the drafted kernels.
+  nlohmann::json check_workload(const spec::Spec& s) const { return draft_.check_workload(s); }
+  std::optional<double> reference_geomean() const { return svc_ ? svc_->reference_geomean_ms() : std::nullopt; }
+  std::optional<double> initial_geomean() const { return svc_ ? svc_->initial_geomean_ms() : std::nullopt; }
   /// -D constants of the device for template constraints (MAX_SHARED_PER_BLOCK...).
   spec::Bindings device_constants() const;
 
   // --- budgets and stopping ----------------------------------------------
   /// Ends the loop after the current turn (the first reason given is kept).
   void stop(const std::string& code, const std::string& detail);
-  bool stopped() const { return !stop_code_.empty(); }
+  /// Stopped by a limit, the model, or the driver.
+  bool stopped() const;
   const std::string& stop_detail() const { return stop_detail_; }
+  const std::string& stop_code() const { return stop_code_; }
   bool time_up() const { return max_minutes_ > 0 && seconds_since(t0_) / 60.0 >= max_minutes_; }
   double max_minutes() const { return max_minutes_; }
   /// The iteration budget (model turns and evaluate_candidate evaluations; 0: none).
@@ -81,10 +99,12 @@ class Session {
   }
   /// The next profile's number (folders agent/profile-NNNN).
   int next_profile() { return ++profile_count_; }
-  /// Compiles (and, with a GPU, checks and times) a candidate and records it.
-  const model::Attempt& evaluate_and_record(const spec::Candidate& c, const std::string& kind);
+  /// Has the driver compile (and, with a GPU, check and time) a candidate and
+  /// record it; the recorded attempt. Throws Stopped when the run is ending.
+  const model::Attempt& evaluate_and_record(const spec::Candidate& c);
   /// propose_template's search: tunes the template (tool arguments `a`) over
-  /// `params` under `constraints`, at most `budget` configurations.
+  /// `params` under `constraints`, at most `budget` configurations, through
+  /// the driver.
   nlohmann::json tune_template(const nlohmann::json& a, const std::vector<spec::TuningParam>& params,
                                const std::vector<spec::Expr>& constraints, int budget);
   /// submit_workload accepted the drafted workload: drafting ends.
@@ -94,13 +114,7 @@ class Session {
   }
 
  private:
-  // --- setup and phases (session.cpp)
-  bool draft();
-  void open_evaluator();
-  void open_store(std::filesystem::path* run_dir);
-  void evaluate_initial();
   void converse(const std::string& phase);
-  int finish();
 
   // --- one model turn
   void turn();
@@ -109,11 +123,10 @@ class Session {
   void save_call(const ChatRequest& rq, const ChatResponse* resp, const LlmError* err, double elapsed);
   void append_event(const nlohmann::json& e);
 
-  model::Result compile_only_result(const cuda::CompileResult& cr) const;
   std::string optimize_prompt() const;
   std::pair<std::string, spec::Launch> entry_and_launch(const model::Attempt& a) const;
 
-  const opt::OptimizeOptions& o_;
+  const RunOptions& o_;
   const AgentOptions& ao_;
   LlmClient& client_;
   bool hybrid_;
@@ -133,20 +146,17 @@ class Session {
   std::string events_;
   std::filesystem::path agent_dir_;
   std::string stop_code_, stop_detail_;
+  std::atomic<bool> stopped_{false};  // stop_code_ set: read by the driver's thread
 
-  std::optional<spec::Spec> spec_;
-  std::unique_ptr<eval::Evaluator> ev_;
-  std::optional<model::DeviceInfo> device_;
-  std::string arch_, no_device_;
-  bool compile_only_ = false;
-  std::optional<run::RunStore> store_;
-  std::optional<double> reference_geomean_, initial_geomean_;
-  std::vector<model::CaseResult> reference_cases_;
+  propose::EvaluationService* svc_ = nullptr;
+  Bridge* bridge_ = nullptr;
+  model::Attempt last_;  // the attempt evaluate_and_record returned last
   std::map<int, std::pair<std::string, spec::Launch>> launches_;
   int agent_count_ = 0, template_count_ = 0, profile_count_ = 0;
 
   // description-only mode
-  std::filesystem::path staging_;
+  propose::DraftContext draft_;
+  std::optional<spec::Spec> spec_;  // the drafted workload
   bool drafted_ = false;
   std::filesystem::path generated_spec_;
 };

@@ -4,7 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
-#include "opt/optimizer.h"
+#include "tune/driver.h"
 #include "util/error.h"
 
 namespace kopt::cli {
@@ -124,7 +124,7 @@ int OptimizeCommand::run() {
     throw UsageError("kopt.cli.006", "optimize: give --spec FILE (or --description TEXT for the agent proposer)");
   if (o_.spec.empty() && !o_.strategy.empty() && o_.strategy != "agent" && o_.strategy != "hybrid")
     throw UsageError("kopt.cli.006", "optimize: --strategy " + o_.strategy + " needs --spec FILE");
-  return opt::optimize(o_);
+  return tune::optimize(o_);
 }
 
 }  // namespace

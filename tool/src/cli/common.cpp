@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "opt/optimizer.h"
+#include "tune/driver.h"
 #include "util/error.h"
 
 namespace kopt::cli {

@@ -429,7 +429,7 @@ int generate(const GenerateOptions& o) {
     std::filesystem::path run_dir;
     int code = 0;
     try {
-      code = opt::optimize(oo, &run_dir);
+      code = tune::optimize(oo, &run_dir);
     } catch (const NoDeviceError& e) {
       // The full reason (which library, which call) goes to stderr once; the
       // generated files carry the short form.

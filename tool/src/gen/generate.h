@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "opt/optimizer.h"
+#include "tune/driver.h"
 #include "spec/spec.h"
 
 namespace kopt::gen {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +81,19 @@ class EvaluationService {
   virtual double minutes_elapsed() const = 0;
 };
 
+/// A run from a description alone: what a proposer that drafts the workload
+/// (the agent) gets before any spec or run folder exists.
+struct DraftContext {
+  std::string description;
+  std::optional<model::DeviceInfo> device;  // nullopt: compile-only
+  std::string arch;
+  std::filesystem::path staging;  // a fresh folder; the driver moves its files into the run folder
+  /// Compiles the drafted workload's reference and initial kernels (with a
+  /// GPU, runs the reference's self-check): {"checks": {...}} when they pass,
+  /// {"error": "..."} when not.
+  std::function<nlohmann::json(const spec::Spec&)> check_workload;
+};
+
 /// What the user asked of the run, as every proposer reads it.
 struct Budget {
   int64_t evaluations = 0;  // --budget evals=N / --max-iterations N (0: no limit)
@@ -118,6 +132,15 @@ class Proposer {
   /// yet: check what can be checked, so that bad input leaves no run folder
   /// behind (a parameter space without a valid configuration throws here).
   virtual void prepare(const spec::Bindings& device_constants) { (void)device_constants; }
+
+  /// Drafts the workload into context.staging and returns the spec file
+  /// written there (its kernel files beside it), or nullopt when none came out
+  /// (exit_code() then says how the run ends). Only proposers that can draft
+  /// override it.
+  virtual std::optional<std::filesystem::path> draft_workload(const DraftContext& context) {
+    (void)context;
+    return std::nullopt;
+  }
 
   /// The run folder is open. `service` outlives the proposer's use of it.
   virtual void start(EvaluationService& service) = 0;

@@ -5,9 +5,12 @@
 
 namespace kopt::tune {
 
+int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* run_dir);  // draft.cpp
+
 int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
+  if (o.spec.empty() && is_agent(o)) return optimize_from_description(o, run_dir);
   spec::Spec s = load_spec_with_overrides(o);
-  propose::ProposerPtr proposer = make_proposer(o, s);
+  propose::ProposerPtr proposer = make_proposer(o, &s);
   Driver driver(o, std::move(s), *proposer);
   driver.open_device();
   proposer->prepare(driver.device_constants());

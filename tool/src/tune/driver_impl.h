@@ -58,8 +58,13 @@ class Driver final : public propose::EvaluationService {
  public:
   Driver(const OptimizeOptions& options, spec::Spec spec, propose::Proposer& proposer);
 
-  /// Phases 2-6 (the evaluator and device come from open_device()).
-  int run(std::filesystem::path* run_dir);
+  /// Phases 2-6 (the evaluator and device come from open_device()). With
+  /// `drafted` (a folder with spec.generated.json and its kernels), the run
+  /// folder adopts its files and the spec is reloaded from there first.
+  int run(std::filesystem::path* run_dir, const std::filesystem::path& drafted = {});
+
+  /// The device a drafting run probed (draft.cpp), for run.json's device.json.
+  void preset_device(const propose::DraftContext& context);
 
   /// Phase 1's device part: starts the evaluator's worker and reads the GPU;
   /// without one, compile-only mode when --arch was given, else rethrows
@@ -82,6 +87,8 @@ class Driver final : public propose::EvaluationService {
  private:
   // setup.cpp
   void open_store(std::filesystem::path* run_dir);
+  // draft.cpp
+  void adopt_draft(const std::filesystem::path& drafted);
   // initial.cpp
   void replay_history();
   void evaluate_initial();

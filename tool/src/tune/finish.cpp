@@ -141,13 +141,17 @@ int Driver::compile_only_listing() {
   return 77;
 }
 
-int Driver::run(std::filesystem::path* run_dir) {
+int Driver::run(std::filesystem::path* run_dir, const std::filesystem::path& drafted) {
   stop_ = search::any_of(proposer_.stop_conditions(budget()));
   if (compile_only() && !proposer_.finish_policy().compile_only_run_folder) return compile_only_listing();
+  open_store(run_dir);
+  if (!drafted.empty()) {
+    adopt_draft(drafted);
+    open_device();
+  }
   if (compile_only() && !o_.quiet)
     std::cerr << "kopt: " << no_device_ << "\nkopt: no GPU: candidates are compiled for " << arch_
               << " only (verdict 'compiled'); checking and timing need a GPU\n";
-  open_store(run_dir);
   proposer_.start(*this);
   struct FinishOnce {  // the proposer ends its own work however the run ends
     propose::Proposer& p;

@@ -1,5 +1,6 @@
 #include "tune/proposers.h"
 
+#include "agent/agent.h"
 #include "propose/search_proposer.h"
 #include "search/strategy.h"
 #include "util/error.h"
@@ -26,10 +27,37 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   return std::make_unique<propose::SearchProposer>(std::move(so));
 }
 
+/// The LLM agent (and the hybrid: the agent proposes templates, the search tunes them).
+propose::ProposerPtr make_agent(const OptimizeOptions& o, const spec::Spec*) {
+  if (o.spec.empty() && o.description.empty())
+    throw UsageError("kopt.agent.101", "give --spec FILE, or --description TEXT for the agent to draft the workload");
+  if (o.spec.empty() && !o.resume.empty())
+    throw UsageError("kopt.agent.101", "--resume needs --spec (use the run's spec.generated.json)");
+  agent::RunOptions r;
+  r.hybrid = o.strategy == "hybrid";
+  r.draft = o.spec.empty();
+  r.description = o.description;
+  r.results_dir = o.results_dir;
+  r.worker_argv = o.worker_argv;
+  r.cache_dir = o.cache_dir;
+  r.arch = o.arch;
+  r.device = o.device;
+  r.seed = o.seed;
+  r.max_evaluations = o.max_evaluations;
+  r.max_minutes = o.max_minutes;
+  r.quiet = o.quiet;
+  return agent::make_proposer(r, o.agent);
+}
+
 }  // namespace
 
-propose::ProposerPtr make_proposer(const OptimizeOptions& o, const spec::Spec& s) {
-  return make_search(o, s);
+bool is_agent(const OptimizeOptions& o) {
+  return o.strategy == "agent" || o.strategy == "hybrid" || (o.spec.empty() && !o.description.empty());
+}
+
+propose::ProposerPtr make_proposer(const OptimizeOptions& o, const spec::Spec* s) {
+  if (is_agent(o)) return make_agent(o, s);
+  return make_search(o, *s);
 }
 
 std::vector<std::string> proposer_names() {

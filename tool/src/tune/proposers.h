@@ -14,7 +14,11 @@ namespace kopt::tune {
 /// default strategy for the space's size). Checks what the proposer needs of
 /// the spec and the options before any work: throws UsageError/SpecError
 /// (kopt.opt.002-005, kopt.search.801, the agent's option errors).
-propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::Spec& spec);
+/// `spec` is null for a run from a description alone (the agent drafts it).
+propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::Spec* spec);
+
+/// True when the options ask for the agent (or hybrid) proposer.
+bool is_agent(const OptimizeOptions& options);
 
 /// Every name --strategy takes (the search strategies and the agent proposers).
 std::vector<std::string> proposer_names();

@@ -33,7 +33,7 @@ json feedback(const Session& s, const model::Attempt& a) {
   if (r.geomean_ms) j["geomean_ms"] = *r.geomean_ms;
   if (r.speedup) j["speedup_vs_reference"] = *r.speedup;
   if (s.initial_geomean() && r.geomean_ms) j["speedup_vs_initial"] = *s.initial_geomean() / *r.geomean_ms;
-  if (const model::Attempt* b = s.store()->best()) {
+  if (const model::Attempt* b = s.service()->best()) {
     j["best_so_far"] = {{"attempt", b->index}, {"label", b->label}, {"geomean_ms", *b->result.geomean_ms}};
     j["is_new_best"] = b->index == a.index;
   }
@@ -63,7 +63,7 @@ json run(Session& s, const json& a) {
   }
   spec::Candidate c = candidate_from_args(s.spec(), a, "agent-" + std::to_string(s.agent_count() + 1), true);
   s.count_agent_evaluation();
-  const model::Attempt& at = s.evaluate_and_record(c, "candidate");
+  const model::Attempt& at = s.evaluate_and_record(c);
   json r = feedback(s, at);
   const bool failed = at.result.verdict != model::Verdict::ok && at.result.verdict != model::Verdict::compiled;
   s.count_failure(failed, r);

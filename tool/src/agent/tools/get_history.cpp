@@ -13,9 +13,9 @@ ToolDef define() {
 }
 
 json run(Session& s, const json&) {
-  const run::RunStore* store = s.store();
+  const propose::EvaluationService* run = s.service();
   json list = json::array();
-  const auto& h = store ? store->history() : std::vector<model::Attempt>{};
+  const auto& h = run ? run->history() : std::vector<model::Attempt>{};
   const size_t from = h.size() > 60 ? h.size() - 60 : 0;
   for (size_t i = from; i < h.size(); ++i) {
     const auto& a = h[i];
@@ -27,7 +27,7 @@ json run(Session& s, const json&) {
     list.push_back(std::move(j));
   }
   json r = {{"attempts", list}, {"total", h.size()}};
-  const model::Attempt* b = store ? store->best() : nullptr;
+  const model::Attempt* b = run ? run->best() : nullptr;
   r["best_attempt"] = b ? json(b->index) : json(nullptr);
   if (s.reference_geomean()) r["reference_geomean_ms"] = *s.reference_geomean();
   return r;

@@ -7,7 +7,6 @@
 #include "agent/ncu.h"
 #include "agent/session.h"
 #include "agent/tools/registry.h"
-#include "opt/optimizer.h"
 #include "util/fs.h"
 
 namespace kopt::agent::tools::profile_candidate {
@@ -64,8 +63,8 @@ json run(Session& s, const json& a) {
   fs::write_file_atomic(dir / "kernel.cu", c.source);
   const stdfs::path kopt = kopt_executable(s);
   if (kopt.empty()) return {{"available", false}, {"reason", "profiling unavailable: the kopt executable is unknown"}};
-  const opt::OptimizeOptions& o = s.options();
-  std::vector<std::string> target = {kopt.string(), "evaluate", "--spec", (s.store()->dir() / "spec.json").string(),
+  const RunOptions& o = s.options();
+  std::vector<std::string> target = {kopt.string(), "evaluate", "--spec", (s.service()->run_dir() / "spec.json").string(),
                                      "--kernel", (dir / "kernel.cu").string(), "--cases", case_name, "--no-time",
                                      "--no-reference-timing", "--quiet", "--device", std::to_string(o.device)};
   if (!o.cache_dir.empty()) {

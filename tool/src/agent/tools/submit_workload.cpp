@@ -6,8 +6,6 @@
 #include "agent/common.h"
 #include "agent/session.h"
 #include "agent/tools/registry.h"
-#include "eval/evaluator.h"
-#include "opt/optimizer.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -71,53 +69,6 @@ spec::Spec parse(const json& doc, const stdfs::path& spec_path) {
   return s;
 }
 
-/// The reference (and the initial kernel) must compile; with a GPU the
-/// reference must pass its own check. Returns what was checked.
-json check_kernels(const Session& session, const spec::Spec& s) {
-  const opt::OptimizeOptions& o = session.options();
-  eval::EvaluatorOptions eo;
-  eo.worker_argv = o.worker_argv;
-  eo.cache_dir = o.cache_dir;
-  eo.arch = session.arch();
-  eo.time = false;
-  eo.time_reference = false;
-  eval::Evaluator ev(s, eo);
-  ev.arch();
-  auto kernel_candidate = [](const spec::KernelSource& k, const spec::Launch& dflt, const char* label) {
-    spec::Candidate c;
-    c.label = label;
-    c.source = fs::read_file(k.source);
-    c.source_name = k.source.filename().string();
-    c.entry = k.entry;
-    c.launch = k.launch ? *k.launch : dflt;
-    c.options = k.compile_options;
-    c.params = k.defines;
-    return c;
-  };
-  json checks = json::object();
-  if (s.reference.kind == spec::Reference::Kind::kernel) {
-    spec::Candidate rc = kernel_candidate(s.reference.kernel, s.launch, "reference");
-    cuda::CompileResult cr = ev.compile(rc);
-    if (!cr.ok)
-      throw ToolFailure("the reference kernel does not compile (" + cr.error_name + "):\n" + clip(cr.log, 6000));
-    checks["reference"] = "compiled";
-    if (!session.compile_only()) {
-      model::Result r = ev.run(rc, cr, false);
-      if (r.verdict != model::Verdict::ok)
-        throw ToolFailure("the reference kernel failed when checked against itself: " +
-                          std::string(model::verdict_name(r.verdict)) + " - " + clip(r.detail, 2000));
-      checks["reference"] = "ran and passed its self-check";
-    }
-  }
-  if (s.initial) {
-    spec::Candidate ic = kernel_candidate(*s.initial, s.launch, "initial");
-    cuda::CompileResult cr = ev.compile(ic);
-    if (!cr.ok) throw ToolFailure("the initial kernel does not compile (" + cr.error_name + "):\n" + clip(cr.log, 6000));
-    checks["initial"] = "compiled";
-  }
-  return checks;
-}
-
 }  // namespace
 
 ToolDef define() {
@@ -138,7 +89,9 @@ json run(Session& session, const json& a) {
   json doc;
   const stdfs::path spec_path = stage(a, session.staging_dir(), doc);
   spec::Spec s = parse(doc, spec_path);
-  const json checks = check_kernels(session, s);
+  const json checked = session.check_workload(s);
+  if (checked.contains("error")) throw ToolFailure(checked["error"].get<std::string>());
+  const json checks = checked.value("checks", json::object());
   session.accept_workload(std::move(s));
   if (!session.options().quiet) std::cerr << "kopt: the drafted workload validates; " << kGeneratedWarning << "\n";
   return {{"accepted", true},

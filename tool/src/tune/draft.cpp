@@ -1,0 +1,135 @@
+// A run from a description alone: the device probed before any spec exists,
+// the proposer (the agent) drafts the workload in a staging folder, and the
+// run folder adopts what it wrote.
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "eval/supervisor.h"
+#include "run/fingerprint.h"
+#include "tune/driver_impl.h"
+#include "tune/proposers.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+namespace kopt::tune {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+/// The candidate of a kernel the drafted spec names.
+spec::Candidate kernel_candidate(const spec::KernelSource& k, const spec::Launch& dflt, const char* label) {
+  spec::Candidate c;
+  c.label = label;
+  c.source = fs::read_file(k.source);
+  c.source_name = k.source.filename().string();
+  c.entry = k.entry;
+  c.launch = k.launch ? *k.launch : dflt;
+  c.options = k.compile_options;
+  c.params = k.defines;
+  return c;
+}
+
+/// The drafted reference and initial kernels must compile; with a GPU the
+/// reference must pass its own check.
+nlohmann::json check_workload(const OptimizeOptions& o, const std::string& arch, bool compile_only,
+                              const spec::Spec& s) {
+  eval::EvaluatorOptions eo;
+  eo.worker_argv = o.worker_argv;
+  eo.cache_dir = o.cache_dir;
+  eo.arch = arch;
+  eo.time = false;
+  eo.time_reference = false;
+  eval::Evaluator ev(s, eo);
+  ev.arch();
+  auto error = [](const std::string& what, const std::string& log) {
+    return nlohmann::json{{"error", what + (log.size() > 6000 ? log.substr(0, 6000) + "..." : log)}};
+  };
+  nlohmann::json checks = nlohmann::json::object();
+  if (s.reference.kind == spec::Reference::Kind::kernel) {
+    spec::Candidate rc = kernel_candidate(s.reference.kernel, s.launch, "reference");
+    cuda::CompileResult cr = ev.compile(rc);
+    if (!cr.ok) return error("the reference kernel does not compile (" + cr.error_name + "):\n", cr.log);
+    checks["reference"] = "compiled";
+    if (!compile_only) {
+      model::Result r = ev.run(rc, cr, false);
+      if (r.verdict != model::Verdict::ok)
+        return error("the reference kernel failed when checked against itself: " +
+                         std::string(model::verdict_name(r.verdict)) + " - ",
+                     r.detail.size() > 2000 ? r.detail.substr(0, 2000) + "..." : r.detail);
+      checks["reference"] = "ran and passed its self-check";
+    }
+  }
+  if (s.initial) {
+    spec::Candidate ic = kernel_candidate(*s.initial, s.launch, "initial");
+    cuda::CompileResult cr = ev.compile(ic);
+    if (!cr.ok) return error("the initial kernel does not compile (" + cr.error_name + "):\n", cr.log);
+    checks["initial"] = "compiled";
+  }
+  return {{"checks", checks}};
+}
+
+/// The device before there is a spec: a worker's hello.
+void probe_device(const OptimizeOptions& o, propose::DraftContext& ctx) {
+  eval::SupervisorOptions so;
+  so.worker_argv = o.worker_argv;
+  eval::Supervisor sup(so);
+  try {
+    ctx.device = model::DeviceInfo::from_json(sup.hello().at("device"));
+  } catch (const NoDeviceError&) {
+    if (o.arch.empty()) throw;
+  }
+  ctx.arch = !o.arch.empty() ? o.arch : ctx.device->arch();
+}
+
+}  // namespace
+
+void Driver::preset_device(const propose::DraftContext& ctx) {
+  device_ = ctx.device;
+  arch_ = ctx.arch;
+}
+
+void Driver::adopt_draft(const stdfs::path& drafted) {
+  // The drafted workload and the drafting calls move into the run folder.
+  const stdfs::path dir = store_->dir();
+  std::vector<stdfs::path> entries;
+  for (const auto& e : stdfs::directory_iterator(drafted)) entries.push_back(e.path());
+  for (const auto& from : entries) {
+    const stdfs::path to = dir / from.filename();
+    if (stdfs::exists(to)) stdfs::remove_all(to);
+    stdfs::rename(from, to);
+  }
+  stdfs::remove_all(drafted);
+  // The spec now names the kernel files beside it, in the run folder:
+  // spec.json (and its hash in run.json) are rewritten before any attempt.
+  spec_ = spec::load_spec(dir / "spec.generated.json");
+  initial_ = initial_candidate(spec_);
+  const nlohmann::json moved = spec::to_json(spec_);
+  nlohmann::json run_json = nlohmann::json::parse(fs::read_file(dir / "run.json"));
+  run_json["spec_file_hash"] = run::RunStore::hash_spec(moved);
+  fs::write_file_atomic(dir / "spec.json", dump_json(moved, 2) + "\n");
+  fs::write_file_atomic(dir / "run.json", dump_json(run_json, 2) + "\n");
+  store_ = run::RunStore::open(dir, run::spec_fingerprint(spec_));
+}
+
+int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* run_dir) {
+  propose::ProposerPtr proposer = make_proposer(o, nullptr);
+  propose::DraftContext ctx;
+  ctx.description = o.description;
+  probe_device(o, ctx);
+  const stdfs::path results = o.results_dir.empty() ? stdfs::path("results") : o.results_dir;
+  ctx.staging = stdfs::absolute(results) /
+                ("agent-draft-" + std::to_string(::getpid()) + "-" +
+                 std::to_string(std::chrono::system_clock::now().time_since_epoch().count()));
+  stdfs::create_directories(ctx.staging);
+  ctx.check_workload = [&o, &ctx](const spec::Spec& s) { return check_workload(o, ctx.arch, !ctx.device, s); };
+  const std::optional<stdfs::path> spec_file = proposer->draft_workload(ctx);
+  if (!spec_file) return proposer->exit_code().value_or(1);
+  Driver driver(o, spec::load_spec(*spec_file), *proposer);
+  driver.preset_device(ctx);
+  return driver.run(run_dir, ctx.staging);
+}
+
+}  // namespace kopt::tune
