@@ -24,7 +24,10 @@
 //                      (join_variants, split_variants)
 //
 // Plain text in, plain text out: nothing here reads the run folder, the
-// device or the compiler (this part may use util only).
+// device or the compiler (spec may use util and model; this uses util).
+// The callers fill in what only they know: the run folder the header's
+// values (run/store), gen the variants to join, the agent the launch it
+// evaluated a candidate with.
 #pragma once
 
 #include <cstddef>
