@@ -3,67 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "spec/annotations.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 namespace kopt::eval {
-
-Candidate candidate_from_file(const std::filesystem::path& file) {
-  Candidate c;
-  c.source = fs::read_file(file);
-  c.source_name = file.filename().string();
-  c.label = file.filename().string();
-  const spec::Annotations a = spec::parse_annotations(c.source, file.string());
-  if (a.entry) c.entry = *a.entry;
-  if (a.grid || a.block || a.shared_bytes) {
-    spec::Launch l;
-    for (int i = 0; i < 3; ++i) {
-      l.grid[i] = a.grid ? (*a.grid)[i] : spec::Expr::constant(1);
-      l.block[i] = a.block ? (*a.block)[i] : spec::Expr::constant(1);
-    }
-    l.shared_bytes = a.shared_bytes ? *a.shared_bytes : spec::Expr::constant(0);
-    c.launch = l;
-  }
-  c.options = a.options;
-  c.params = a.params;
-  return c;
-}
-
-std::vector<Candidate> candidates_from_file(const std::filesystem::path& file) {
-  Candidate whole = candidate_from_file(file);
-  // A generated file with shape-specialised variants (gen::combine_variants):
-  // "// ===== variant <i>: ..." sections whose annotations read "kopt-variant:".
-  const std::string marker = "// ===== variant ";
-  std::vector<size_t> starts;
-  for (size_t p = whole.source.find(marker); p != std::string::npos; p = whole.source.find(marker, p + 1))
-    if (p == 0 || whole.source[p - 1] == '\n') starts.push_back(p);
-  if (starts.size() < 2) return {whole};
-  std::vector<Candidate> out;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    std::string body = whole.source.substr(starts[i], (i + 1 < starts.size() ? starts[i + 1] : whole.source.size()) - starts[i]);
-    for (size_t p = body.find("// kopt-variant:"); p != std::string::npos; p = body.find("// kopt-variant:", p + 1))
-      body.replace(p, 16, "// kopt:");
-    const spec::Annotations a = spec::parse_annotations(body, file.string() + " (variant " + std::to_string(i) + ")");
-    if (!a.entry || !a.grid || !a.block)
-      throw SpecError("kopt.annot.405", file.string() + ": variant " + std::to_string(i) +
-                                            " lacks its kopt-variant:entry/grid/block lines");
-    Candidate c = whole;
-    c.label = file.filename().string() + " (variant " + std::to_string(i) + ")";
-    c.entry = *a.entry + "_v" + std::to_string(i);
-    spec::Launch l;
-    for (int d = 0; d < 3; ++d) {
-      l.grid[d] = (*a.grid)[d];
-      l.block[d] = (*a.block)[d];
-    }
-    l.shared_bytes = a.shared_bytes ? *a.shared_bytes : spec::Expr::constant(0);
-    c.launch = l;
-    c.params = a.params;
-    c.options = whole.options;  // the file's kopt:options line (every variant shares them)
-    out.push_back(std::move(c));
-  }
-  return out;
-}
 
 LaunchDims resolve_launch(const spec::Launch& l, const spec::Case& c,
                           const std::map<std::string, int64_t>& params) {

@@ -17,6 +17,7 @@
 #include "eval/protocol.h"
 #include "eval/supervisor.h"
 #include "spec/candidate.h"
+#include "spec/kernel_file.h"
 #include "spec/spec.h"
 
 namespace kopt::eval {
@@ -24,15 +25,10 @@ namespace kopt::eval {
 using spec::Candidate;
 
 
-/// Reads a .cu file into a Candidate, applying its kopt: annotations.
-/// Throws SpecError on unreadable files or bad annotations.
-Candidate candidate_from_file(const std::filesystem::path& file);
-
-/// Like candidate_from_file, but a generated file holding shape-specialised
-/// variants (see gen::combine_variants) gives one candidate per variant
-/// (entry <entry>_v<i>, that variant's launch and parameters), so that every
-/// variant is checked. Throws SpecError as candidate_from_file does.
-std::vector<Candidate> candidates_from_file(const std::filesystem::path& file);
+/// Reading a .cu file into a Candidate (one per variant of a generated file)
+/// is the kernel-file format's: see spec/kernel_file.h.
+using spec::candidate_from_file;
+using spec::candidates_from_file;
 
 struct EvaluatorOptions {
   std::vector<std::string> worker_argv;  // e.g. {"/path/kopt", "worker", "--device", "0"}

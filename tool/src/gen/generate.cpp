@@ -9,6 +9,7 @@
 #include "run/fingerprint.h"
 #include "run/store.h"
 #include "spec/annotations.h"
+#include "spec/kernel_file.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -38,20 +39,6 @@ std::vector<std::string> size_order(const spec::Spec& s) {
   for (const auto& n : all)
     if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
   return order;
-}
-
-/// Makes sure a kernel source carries its own entry and launch annotations.
-std::string with_annotations(const std::string& source, const std::string& origin, const std::string& entry,
-                             const spec::Launch& launch) {
-  const spec::Annotations a = spec::parse_annotations(source, origin);
-  std::string head;
-  if (!a.entry) head += "// kopt:entry " + entry + "\n";
-  auto join = [](const spec::Expr* e) { return e[0].text() + ", " + e[1].text() + ", " + e[2].text(); };
-  if (!a.grid) head += "// kopt:grid " + join(launch.grid) + "\n";
-  if (!a.block) head += "// kopt:block " + join(launch.block) + "\n";
-  if (!a.shared_bytes)
-    head += "// kopt:shared " + (launch.shared_bytes.empty() ? std::string("0") : launch.shared_bytes.text()) + "\n";
-  return head + source;
 }
 
 /// Writes both outputs, each atomically; only called once both are ready.
@@ -133,17 +120,9 @@ std::string gpu_label(const nlohmann::json& gpu) {
 namespace {
 
 /// One variant's parsed annotations, checked.
-spec::Annotations variant_annotations(const KernelVariant& v) {
-  const spec::Annotations a = spec::parse_annotations(v.source, v.origin);
-  if (!a.entry || !a.grid || !a.block)
-    throw SpecError("kopt.gen.101", v.origin + ": the kernel needs kopt:entry, kopt:grid and kopt:block lines");
-  return a;
-}
+spec::Annotations variant_annotations(const KernelVariant& v) { return spec::parse_variant_annotations(v.source, v.origin); }
 
-/// The entry point variant `i` of `n` is compiled under.
-std::string variant_entry(const std::string& entry, size_t i, size_t n) {
-  return n == 1 ? entry : entry + "_v" + std::to_string(i);
-}
+using spec::variant_entry;
 
 std::string c_string(const std::string& text) {
   std::string out = "\"";
@@ -302,72 +281,9 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
 }
 
 std::string combine_variants(const std::vector<KernelVariant>& variants) {
-  if (variants.empty()) throw UsageError("kopt.gen.105", "no kernel to generate");
-  if (variants.size() == 1) return variants[0].source;
-  std::vector<spec::Annotations> ann;
-  std::set<std::string> params;
-  for (const auto& v : variants) {
-    ann.push_back(variant_annotations(v));
-    for (const auto& [k, x] : ann.back().params) params.insert(k);
-  }
-  const size_t n = variants.size();
-  for (size_t i = 1; i < n; ++i)
-    if (ann[i].options != ann[0].options)
-      throw SpecError("kopt.gen.107", variants[i].origin + ": variant " + std::to_string(i) +
-                                          " has other compile options than variant 0; one file compiles all variants "
-                                          "with one set of options");
-  std::ostringstream o;
-  // Variant 0's annotations under its renamed entry, so that kopt evaluate /
-  // kopt bench on this file check and time the best single configuration.
-  const spec::Annotations& a0 = ann[0];
-  auto join = [](const std::vector<spec::Expr>& e) { return e[0].text() + ", " + e[1].text() + ", " + e[2].text(); };
-  o << "// " << n << " shape-specialised variants of " << *a0.entry << " (entry points " << *a0.entry << "_v0.."
-    << *a0.entry << "_v" << n - 1 << "); the launch header chooses among them by size.\n"
-    << "// The kopt: lines describe variant 0, the best single configuration.\n"
-    << "// kopt:entry " << variant_entry(*a0.entry, 0, n) << "\n"
-    << "// kopt:grid " << join(*a0.grid) << "\n"
-    << "// kopt:block " << join(*a0.block) << "\n"
-    << "// kopt:shared " << (a0.shared_bytes ? a0.shared_bytes->text() : std::string("0")) << "\n";
-  if (!a0.options.empty()) {
-    o << "// kopt:options";
-    for (const auto& opt : a0.options) o << " " << opt;
-    o << "\n";
-  }
-  for (const auto& [k, v] : a0.params) o << "// kopt:param " << k << "=" << v << "\n";
-  // #include lines move to the top: each variant body sits in a namespace.
-  std::set<std::string> includes;
-  std::vector<std::string> bodies;
-  for (const auto& v : variants) {
-    std::istringstream in(v.source);
-    std::string line, body;
-    while (std::getline(in, line)) {
-      const auto b = line.find_first_not_of(" \t");
-      if (b != std::string::npos && line.compare(b, 8, "#include") == 0) {
-        includes.insert(line.substr(b));
-        continue;
-      }
-      // Only the header above speaks for the file.
-      const auto p = line.find("// kopt:");
-      if (p != std::string::npos) line = line.substr(0, p) + "// kopt-variant:" + line.substr(p + 8);
-      body += line + "\n";
-    }
-    bodies.push_back(body);
-  }
-  o << "\n";
-  for (const auto& inc : includes) o << inc << "\n";
-  for (size_t i = 0; i < n; ++i) {
-    o << "\n// ===== variant " << i << ": " << (variants[i].label.empty() ? "" : variants[i].label) << " =====\n";
-    for (const auto& k : params) o << "#undef " << k << "\n";
-    o << "#define " << *ann[i].entry << " " << variant_entry(*ann[i].entry, i, n) << "\n"
-      << "namespace kopt_variant_" << i << " {\n"
-      << bodies[i] << "}  // namespace kopt_variant_" << i << "\n"
-      << "#undef " << *ann[i].entry << "\n"
-      // extern "C": one symbol whatever the namespace; this makes the
-      // unqualified name (kopt evaluate's NVRTC name expression) find it.
-      << "using kopt_variant_" << i << "::" << variant_entry(*ann[i].entry, i, n) << ";\n";
-  }
-  for (const auto& k : params) o << "#undef " << k << "\n";
-  return o.str();
+  std::vector<spec::VariantSource> vs;
+  for (const auto& v : variants) vs.push_back({v.source, v.origin, v.label});
+  return spec::join_variants(vs);
 }
 
 nlohmann::json read_cache(const std::filesystem::path& file) {
@@ -520,7 +436,7 @@ int generate(const GenerateOptions& o) {
     throw SpecError("kopt.gen.104", s.path.string() + ": no GPU, no usable tuning cache entry and no initial kernel to fall back on");
   const std::string src = fs::read_file(s.initial->source);
   const spec::Launch l = s.initial->launch ? *s.initial->launch : s.launch;
-  emit(o, s, {KernelVariant{with_annotations(src, s.initial->source.string(), s.initial->entry, l),
+  emit(o, s, {KernelVariant{spec::with_missing_annotations(src, s.initial->source.string(), s.initial->entry, l),
                             s.initial->source.string(), "", {}}},
        "the initial kernel " + s.initial->source.filename().string() + ", not tuned (" + no_gpu_reason + cache_note + ")");
   return 0;

@@ -68,7 +68,8 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
 /// The generated .cu for the variants: one variant is its source unchanged;
 /// several are each wrapped in a namespace with their tuning #defines reset
 /// and their entry point renamed <entry>_v<i> by a macro; #include lines are
-/// hoisted to the top, and the file's kopt: lines describe variant 0.
+/// hoisted to the top, and the file's kopt: lines describe variant 0
+/// (spec::join_variants; spec::split_variants reads such a file back).
 std::string combine_variants(const std::vector<KernelVariant>& variants);
 
 /// Tuning cache I/O. The file is {"format_version":1,"entries":[...]} with

@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "spec/kernel_file.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -81,13 +81,6 @@ const Attempt* first_ok_of_kind(const std::vector<Attempt>& history, const std::
     if (a.kind == kind && a.result.verdict == model::Verdict::ok && finite_positive(a.result.geomean_ms))
       return &a;
   return nullptr;
-}
-
-// One line of a comment: no line breaks, no control characters.
-std::string one_line(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
-  return out;
 }
 
 std::string fmt_double(double v, const char* f = "%.4g") {
@@ -519,15 +512,16 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
                           const std::vector<std::string>& launch_lines, const std::filesystem::path& file) const {
   const Attempt* b = &attempt;
   const json sum = summary();
-  std::ostringstream o;
+  using spec::one_line;
+  spec::SelfContainedKernel k;
   if (file.empty())
-    o << "// best.cu: the fastest kernel of " << one_line(dir_.string()) << ", written by KernelOptimizer "
-      << KOPT_VERSION << ".\n";
+    k.header.title = "best.cu: the fastest kernel of " + one_line(dir_.string()) + ", written by KernelOptimizer " +
+                     KOPT_VERSION + ".";
   else
-    o << "// " << one_line(file.generic_string()) << ": a shape-specialised variant of " << one_line(dir_.string())
-      << " (see summary.json \"specialization\"), written by KernelOptimizer " << KOPT_VERSION << ".\n";
+    k.header.title = one_line(file.generic_string()) + ": a shape-specialised variant of " + one_line(dir_.string()) +
+                     " (see summary.json \"specialization\"), written by KernelOptimizer " + KOPT_VERSION + ".";
   const std::string workload = one_line(spec_json_.is_object() ? spec_json_.value("name", "") : "");
-  o << "// Workload:  " << (workload.empty() ? "(unnamed)" : workload) << "\n";
+  k.header.fields.emplace_back("Workload", workload.empty() ? "(unnamed)" : workload);
   std::string gpu;
   if (device_json_.is_object()) {
     if (device_json_.contains("name") && device_json_["name"].is_string())
@@ -535,108 +529,37 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
     if (device_json_.contains("arch") && device_json_["arch"].is_string())
       gpu += (gpu.empty() ? "" : " (") + device_json_["arch"].get<std::string>() + (gpu.empty() ? "" : ")");
   }
-  o << "// GPU:       " << (gpu.empty() ? "unknown" : one_line(gpu)) << "\n";
+  k.header.fields.emplace_back("GPU", gpu.empty() ? "unknown" : one_line(gpu));
+  std::ostringstream geo;
   if (finite_positive(b->result.geomean_ms)) {
     const double g = *b->result.geomean_ms;
     int nperf = 0;
     for (const model::CaseResult& c : b->result.cases) nperf += c.latency ? 1 : 0;
-    o << "// Geomean:   " << fmt_double(g) << " ms over " << nperf << " performance case"
-      << (nperf == 1 ? "" : "s");
+    geo << fmt_double(g) << " ms over " << nperf << " performance case" << (nperf == 1 ? "" : "s");
     if (sum["reference_geomean_ms"].is_number())
-      o << "; " << fmt_double(sum["reference_geomean_ms"].get<double>() / g, "%.3g") << "x the reference";
+      geo << "; " << fmt_double(sum["reference_geomean_ms"].get<double>() / g, "%.3g") << "x the reference";
     if (sum["initial_geomean_ms"].is_number())
-      o << "; " << fmt_double(sum["initial_geomean_ms"].get<double>() / g, "%.3g") << "x the initial kernel";
-    o << "\n";
+      geo << "; " << fmt_double(sum["initial_geomean_ms"].get<double>() / g, "%.3g") << "x the initial kernel";
   } else {
-    o << "// Geomean:   not timed (verdict " << model::verdict_name(b->result.verdict) << ")\n";
+    geo << "not timed (verdict " << model::verdict_name(b->result.verdict) << ")";
   }
-  o << "// Attempt:   #" << b->index << " of " << history_.size() << " (" << b->kind;
-  if (!b->label.empty()) o << " \"" << one_line(b->label) << "\"";
-  o << ")\n";
-  o << "// Reproduce: kopt evaluate --kernel " << (file.empty() ? std::string("best.cu") : one_line(file.filename().string()))
-    << " (parameters are #defines below: override "
-       "with -DNAME=VALUE)\n";
-  o << "//\n";
-
-  // Annotations. Keys given here supersede the same keys in the source.
-  std::vector<std::string> ann;
-  if (!entry.empty()) ann.push_back("// kopt:entry " + one_line(entry));
-  bool has_options = false;
-  for (std::string l : launch_lines) {
-    l = one_line(l);
-    const auto b0 = l.find_first_not_of(' ');
-    if (b0 == std::string::npos) continue;
-    l = l.substr(b0);
-    if (l.rfind("//", 0) != 0) l = "// " + l;
-    if (l.find("// kopt:options") != std::string::npos) has_options = true;
-    ann.push_back(l);
-  }
-  if (!has_options) {
-    std::string opts;
-    for (const std::string& opt : b->compile_options) {
-      // -DNAME=... of a tuning parameter is already a #define below.
-      bool is_param = false;
-      for (const auto& [name, v] : b->params) {
-        (void)v;
-        if (opt.rfind("-D" + name + "=", 0) == 0 || opt == "-D" + name) is_param = true;
-      }
-      if (!is_param) opts += (opts.empty() ? "" : " ") + one_line(opt);
-    }
-    if (!opts.empty()) ann.push_back("// kopt:options " + opts);
-  }
-  for (const auto& [name, v] : b->params) ann.push_back("// kopt:param " + name + "=" + std::to_string(v));
-  for (const std::string& l : ann) o << l << "\n";
-
-  if (!b->params.empty()) {
-    o << "\n";
-    for (const auto& [name, v] : b->params)
-      o << "#ifndef " << name << "\n#define " << name << " " << v << "\n#endif\n";
-  }
-  o << "\n";
-
-  // What the header sets: annotation keys, and parameter names for kopt:param.
-  // The source's lines for the same keys (names) are neutralised, so that a
-  // reader (and the annotation parser, whatever its precedence) sees one value.
-  auto key_of = [](const std::string& line, std::string* param) -> std::string {
-    const auto p = line.find("// kopt:");
-    if (p == std::string::npos) return "";
-    const std::string rest = line.substr(p + 8);
-    const auto sp = rest.find_first_of(" \t");
-    const std::string key = rest.substr(0, sp);
-    if (key == "param" && param && sp != std::string::npos) {
-      std::string v = rest.substr(sp);
-      v = v.substr(0, v.find('='));
-      const auto b0 = v.find_first_not_of(" \t"), e0 = v.find_last_not_of(" \t");
-      *param = b0 == std::string::npos ? "" : v.substr(b0, e0 - b0 + 1);
-    }
-    return key;
-  };
-  std::set<std::string> keys;
-  for (const std::string& l : ann) {
-    std::string k = key_of(l, nullptr);
-    if (!k.empty() && k != "param") keys.insert(k);
-  }
-  std::istringstream in(b->source);
-  std::string line;
-  bool first = true;
-  std::string body;
-  while (std::getline(in, line)) {
-    std::string param;
-    const std::string key = key_of(line, &param);
-    if (!key.empty() && (keys.count(key) || (key == "param" && b->params.count(param)))) {
-      const auto p = line.find("// kopt:");
-      line = line.substr(0, p) + "// kopt-superseded:" + line.substr(p + 8);
-    }
-    if (!first) body += "\n";
-    body += line;
-    first = false;
-  }
-  if (!b->source.empty() && b->source.back() == '\n') body += "\n";
-  o << body;
-  if (body.empty() || body.back() != '\n') o << "\n";
+  k.header.fields.emplace_back("Geomean", geo.str());
+  std::ostringstream att;
+  att << "#" << b->index << " of " << history_.size() << " (" << b->kind;
+  if (!b->label.empty()) att << " \"" << one_line(b->label) << "\"";
+  att << ")";
+  k.header.fields.emplace_back("Attempt", att.str());
+  k.header.fields.emplace_back("Reproduce", "kopt evaluate --kernel " +
+                                                (file.empty() ? std::string("best.cu") : one_line(file.filename().string())) +
+                                                " (parameters are #defines below: override with -DNAME=VALUE)");
+  k.entry = entry;
+  k.launch_lines = launch_lines;
+  k.compile_options = b->compile_options;
+  k.params = b->params;
+  k.source = b->source;
   const std::filesystem::path out = dir_ / (file.empty() ? std::filesystem::path(kBestCu) : file);
   std::filesystem::create_directories(out.parent_path());
-  fs::write_file_atomic(out, o.str());
+  fs::write_file_atomic(out, spec::self_contained_kernel_file(k));
 }
 
 }  // namespace kopt::run

@@ -102,14 +102,15 @@ class RunStore {
   /// (e.g. the final interleaved re-timing, the cuBLAS baseline, budget used).
   void write_summary(const nlohmann::json& extra = {}) const;
 
-  /// Writes best.cu: a comment header (workload, GPU, geomean, launch), the
-  /// tuning parameters as #defines guarded by #ifndef, `// kopt:` annotations
-  /// (entry, grid, block, shared, options, one `// kopt:param NAME=VALUE` per
-  /// parameter) so that `kopt evaluate --kernel best.cu` reproduces it, then
-  /// the source. Annotation lines of the source that the header supersedes
+  /// Writes best.cu: a comment header (workload, GPU, geomean, attempt),
+  /// `// kopt:` annotations (entry, grid, block, shared, options, one
+  /// `// kopt:param NAME=VALUE` per parameter) so that `kopt evaluate
+  /// --kernel best.cu` reproduces it, the tuning parameters as #defines
+  /// guarded by #ifndef, then the source. Annotation lines of the source that the header supersedes
   /// are neutralised (`// kopt:grid` becomes `// kopt-superseded:grid`) so
-  /// that the header's win. Throws kopt::Error(kopt.run.906) when no attempt
-  /// passed (best() is null).
+  /// that the header's win. The run folder supplies the header's values; the
+  /// file's form is spec::self_contained_kernel_file's (spec/kernel_file.h).
+  /// Throws kopt::Error(kopt.run.906) when no attempt passed (best() is null).
   void write_best(const std::string& entry, const std::vector<std::string>& launch_lines) const;
   /// Same, for a given attempt (e.g. the winner of the final re-timing),
   /// into `file` relative to the run folder (default best.cu; the optimizer
