@@ -1,10 +1,12 @@
 // Candidates from the model's tool arguments (see candidate.h).
 #include "agent/candidate.h"
 
+#include "spec/kernel_file.h"
+
 #include <sstream>
 
 #include "agent/common.h"
-#include "eval/evaluator.h"
+#include "spec/launch.h"
 #include "util/error.h"
 
 namespace kopt::agent {
@@ -16,13 +18,6 @@ std::string launch_text(const spec::Launch& l) {
   return "grid (" + e(l.grid[0], "1") + ", " + e(l.grid[1], "1") + ", " + e(l.grid[2], "1") + "), block (" +
          e(l.block[0], "1") + ", " + e(l.block[1], "1") + ", " + e(l.block[2], "1") + "), shared_bytes " +
          e(l.shared_bytes, "0");
-}
-
-std::vector<std::string> launch_lines(const spec::Launch& l) {
-  auto e = [](const spec::Expr& x, const char* dflt) { return x.empty() ? std::string(dflt) : x.text(); };
-  return {"// kopt:grid " + e(l.grid[0], "1") + ", " + e(l.grid[1], "1") + ", " + e(l.grid[2], "1"),
-          "// kopt:block " + e(l.block[0], "1") + ", " + e(l.block[1], "1") + ", " + e(l.block[2], "1"),
-          "// kopt:shared " + e(l.shared_bytes, "0")};
 }
 
 spec::Expr parse_expr(const json& v, const std::string& where) {
@@ -91,31 +86,6 @@ spec::Launch fold_case_launches(const spec::Launch& base, const std::vector<std:
   return out;
 }
 
-/// Comment lines "// kopt:entry" etc. of the model's source that the recorded
-/// trailer supersedes become "// kopt-superseded:..." (same line count, so
-/// compiler line numbers stay those of the model's source).
-std::string neutralise_annotations(const std::string& src) {
-  std::string out;
-  std::istringstream in(src);
-  bool first = true;
-  for (std::string line; std::getline(in, line);) {
-    if (!first) out += "\n";
-    first = false;
-    size_t p = line.find_first_not_of(" \t");
-    if (p != std::string::npos && line.compare(p, 2, "//") == 0) {
-      size_t q = line.find_first_not_of(" \t", p + 2);
-      if (q != std::string::npos && line.compare(q, 5, "kopt:") == 0) {
-        const std::string key = line.substr(q + 5, line.find_first_of(" \t", q + 5) - (q + 5));
-        if (key == "entry" || key == "grid" || key == "block" || key == "shared" || key == "options")
-          line.replace(q, 5, "kopt-superseded:");
-      }
-    }
-    out += line;
-  }
-  if (!src.empty() && src.back() == '\n') out += "\n";
-  return out;
-}
-
 spec::Launch launch_from_annotations(const spec::Annotations& ann) {
   spec::Launch l;
   for (int i = 0; i < 3; ++i) {
@@ -128,9 +98,9 @@ spec::Launch launch_from_annotations(const spec::Annotations& ann) {
 
 void validate_launch(const spec::Spec& s, const spec::Launch& l, const std::map<std::string, int64_t>& params) {
   for (const spec::Case& c : s.cases) {
-    eval::LaunchDims d;
+    spec::LaunchDims d;
     try {
-      d = eval::resolve_launch(l, c, params);
+      d = spec::resolve_launch(l, c, params);
     } catch (const Error& e) {
       throw ToolFailure(std::string("launch: ") + e.what());
     }
@@ -211,18 +181,7 @@ spec::Candidate candidate_from_args(const spec::Spec& s, const json& a, const st
   if (validate) validate_launch(s, *c.launch, c.params);
   // The recorded source carries its entry and launch, so that candidates/NNNN/kernel.cu
   // reproduces the attempt with `kopt evaluate --kernel` (appended: line numbers unchanged).
-  std::ostringstream rec;
-  rec << neutralise_annotations(source);
-  if (!source.empty() && source.back() != '\n') rec << "\n";
-  rec << "// ---- kopt: the entry and launch this candidate was evaluated with ----\n";
-  rec << "// kopt:entry " << c.entry << "\n";
-  for (const auto& l : launch_lines(*c.launch)) rec << l << "\n";
-  if (!c.options.empty()) {
-    rec << "// kopt:options";
-    for (const auto& x : c.options) rec << " " << x;
-    rec << "\n";
-  }
-  c.source = rec.str();
+  c.source = spec::with_evaluated_trailer(source, c.entry, *c.launch, c.options);
   return c;
 }
 

@@ -20,8 +20,6 @@ namespace kopt::agent {
 /// "grid (a, b, c), block (x, y, z), shared_bytes s" (for prompts).
 std::string launch_text(const spec::Launch& l);
 
-/// The "// kopt:grid", "// kopt:block" and "// kopt:shared" lines of a launch.
-std::vector<std::string> launch_lines(const spec::Launch& l);
 
 /// An integer expression: a string or an integer. Throws ToolFailure naming `where`.
 spec::Expr parse_expr(const nlohmann::json& v, const std::string& where);
@@ -39,10 +37,6 @@ spec::Launch launch_from_annotations(const spec::Annotations& ann);
 spec::Launch fold_case_launches(const spec::Launch& base,
                                 const std::vector<std::pair<const spec::Case*, spec::Launch>>& ov);
 
-/// Comment lines "// kopt:entry" etc. of the model's source that the recorded
-/// trailer supersedes become "// kopt-superseded:..." (same line count, so
-/// compiler line numbers stay those of the model's source).
-std::string neutralise_annotations(const std::string& src);
 
 /// Resolves the launch for every case of `s`: each dimension >= 1, shared
 /// bytes >= 0. Throws ToolFailure.

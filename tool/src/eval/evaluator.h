@@ -121,9 +121,6 @@ class Evaluator {
   std::optional<Started> started_;
 };
 
-/// Resolves a launch for one case: evaluates grid/block/shared expressions with
-/// the case's sizes and `params`. Throws SpecError naming the case.
-LaunchDims resolve_launch(const spec::Launch& l, const spec::Case& c,
-                          const std::map<std::string, int64_t>& params);
+using spec::resolve_launch;
 
 }  // namespace kopt::eval

@@ -41,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/result.h"
+#include "spec/launch.h"
 #include "spec/spec.h"
 
 namespace kopt::eval {
@@ -58,11 +59,7 @@ namespace json_io = model::json_io;
 
 
 /// Launch configuration resolved for one case.
-struct LaunchDims {
-  std::array<int64_t, 3> grid{1, 1, 1};
-  std::array<int64_t, 3> block{1, 1, 1};
-  int64_t shared_bytes = 0;  // dynamic shared memory, bytes
-};
+using spec::LaunchDims;
 
 /// One kernel argument resolved for one case.
 struct ArgSpec {

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "report/report.h"
-#include "spec/annotations.h"
+#include "spec/kernel_file.h"
 #include "tune/driver_impl.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -16,9 +16,7 @@ namespace {
 
 std::vector<std::string> launch_lines(const spec::Candidate& c, const spec::Spec& s) {
   const spec::Launch l = c.launch ? *c.launch : (s.initial && s.initial->launch ? *s.initial->launch : s.launch);
-  auto join = [](const spec::Expr* e) { return e[0].text() + ", " + e[1].text() + ", " + e[2].text(); };
-  return {"// kopt:grid " + join(l.grid), "// kopt:block " + join(l.block),
-          "// kopt:shared " + (l.shared_bytes.empty() ? std::string("0") : l.shared_bytes.text())};
+  return spec::launch_annotation_lines(l);
 }
 
 }  // namespace

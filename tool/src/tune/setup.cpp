@@ -8,6 +8,7 @@
 #include "run/fingerprint.h"
 #include "search/device_constants.h"
 #include "spec/annotations.h"
+#include "spec/kernel_file.h"
 #include "tune/driver_impl.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -201,15 +202,7 @@ spec::Candidate Driver::candidate_of(const model::Attempt& a) const {
   try {
     const auto ann = spec::parse_annotations(a.source, a.label);
     if (ann.entry) c.entry = *ann.entry;
-    if (ann.grid || ann.block) {
-      spec::Launch l;
-      for (int i = 0; i < 3; ++i) {
-        l.grid[i] = ann.grid && static_cast<size_t>(i) < ann.grid->size() ? (*ann.grid)[i] : spec::Expr::constant(1);
-        l.block[i] = ann.block && static_cast<size_t>(i) < ann.block->size() ? (*ann.block)[i] : spec::Expr::constant(1);
-      }
-      l.shared_bytes = ann.shared_bytes ? *ann.shared_bytes : spec::Expr::constant(0);
-      c.launch = l;
-    }
+    c.launch = spec::annotated_launch(ann);
   } catch (const Error&) {
   }
   return c;

@@ -1,0 +1,27 @@
+#include "spec/launch.h"
+
+#include "util/error.h"
+
+namespace kopt::spec {
+
+LaunchDims resolve_launch(const Launch& l, const Case& c,
+                          const std::map<std::string, int64_t>& params) {
+  const Bindings b = bindings_for(c, params);
+  LaunchDims d;
+  auto ev = [&](const Expr& e, const char* what) -> int64_t {
+    if (e.empty()) return std::string(what) == "shared_bytes" ? 0 : 1;
+    try {
+      return e.eval(b);
+    } catch (const Error& err) {
+      throw SpecError("kopt.launch.501", std::string("launch ") + what + " for case " + c.name + ": " + err.what());
+    }
+  };
+  for (int i = 0; i < 3; ++i) {
+    d.grid[i] = ev(l.grid[i], "grid");
+    d.block[i] = ev(l.block[i], "block");
+  }
+  d.shared_bytes = ev(l.shared_bytes, "shared_bytes");
+  return d;
+}
+
+}  // namespace kopt::spec

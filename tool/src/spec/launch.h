@@ -1,0 +1,24 @@
+// A launch (grid, block, dynamic shared memory) resolved for one case.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "spec/spec.h"
+
+namespace kopt::spec {
+
+struct LaunchDims {
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  int64_t shared_bytes = 0;  // dynamic shared memory, bytes
+};
+
+/// Evaluates grid/block/shared expressions with the case's sizes and
+/// `params` (an empty grid or block dimension is 1, empty shared is 0).
+/// Throws SpecError(kopt.launch.501) naming the case and the expression.
+LaunchDims resolve_launch(const Launch& l, const Case& c, const std::map<std::string, int64_t>& params);
+
+}  // namespace kopt::spec
