@@ -1,0 +1,455 @@
+// Spec parser, second pass: checks that span sections (names, per-case values, buffers, files).
+#include "spec/spec_parse.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "spec/inputs.h"
+
+namespace kopt::spec::detail {
+
+namespace stdfs = std::filesystem;
+
+namespace {
+
+/// Per-case evaluation context: names every expression may use.
+class Validator {
+ public:
+  Validator(const Ctx& ctx, Spec& s) : ctx_(ctx), s_(s) {
+    for (const TuningParam& tp : s.tuning.params) first_values_[tp.name] = tp.values.front();
+    for (const auto& [name, v] : s.cases.front().sizes) common_sizes_.insert(name);
+    for (const Case& c : s.cases) {
+      std::set<std::string> keep;
+      for (const std::string& n : common_sizes_) {
+        if (c.sizes.count(n)) keep.insert(n);
+      }
+      common_sizes_ = std::move(keep);
+    }
+  }
+
+  void run(bool launch_given) {
+    check_tuning_names();
+    check_signature();
+    check_launches(launch_given);
+    check_constraints();
+    check_overrides();
+    check_inputs_npy();
+    check_tolerances();
+    check_reference();
+    check_defines(s_.reference.kind == Reference::Kind::kernel ? &s_.reference.kernel : nullptr,
+                  "$.reference");
+    if (s_.initial) check_defines(&*s_.initial, "$.initial");
+    if (s_.template_kernel) check_defines(&*s_.template_kernel, "$.template");
+  }
+
+ private:
+  bool is_common_size(const std::string& n) const { return common_sizes_.count(n) > 0; }
+
+  void check_tuning_names() {
+    for (const TuningParam& tp : s_.tuning.params) {
+      for (const Case& c : s_.cases) {
+        if (c.sizes.count(tp.name)) {
+          ctx_.fail("kopt.spec.130", child("$.tuning.params", tp.name),
+                    "tuning parameter '" + tp.name + "' has the name of a size of case '" +
+                        c.name + "'; rename one of them");
+        }
+      }
+    }
+  }
+
+  /// Names an expression may use must be sizes of every case or tuning
+  /// parameters (constraints may also use constraint_constant_names()).
+  void check_names(const Expr& e, const std::string& path, bool constraint = false) const {
+    const auto& constants = constraint_constant_names();
+    for (const std::string& n : e.names()) {
+      if (is_common_size(n) || first_values_.count(n)) continue;
+      if (constraint && std::find(constants.begin(), constants.end(), n) != constants.end()) continue;
+      std::vector<std::string> missing;
+      for (const Case& c : s_.cases) {
+        if (!c.sizes.count(n)) missing.push_back("'" + c.name + "'");
+      }
+      std::string why = missing.size() == s_.cases.size()
+                            ? "no case has this size"
+                            : "missing from the sizes of case(s) " + join(missing);
+      ctx_.fail("kopt.spec.112", path,
+                "'" + n + "' in '" + e.text() +
+                    "' is neither a size of every case nor a tuning parameter (" + why +
+                    "; sizes of every case: " + join_set(common_sizes_) +
+                    "; tuning parameters: " + join_keys(first_values_) +
+                    (constraint ? "; device constants: " + join(constants) : std::string()) + ")");
+    }
+  }
+
+  static std::string join_set(const std::set<std::string>& s) {
+    return s.empty() ? "none" : join(std::vector<std::string>(s.begin(), s.end()));
+  }
+
+  /// Evaluates for case `c` with tuning parameters at their first value.
+  int64_t eval(const Expr& e, const Case& c, const std::string& path) const {
+    try {
+      return e.eval(bindings_for(c, first_values_));
+    } catch (const SpecError& err) {
+      ctx_.fail("kopt.spec.113", path, "cannot evaluate for case '" + c.name + "'" +
+                                           tuning_note() + ": " + err.what());
+    }
+  }
+  std::string tuning_note() const {
+    if (first_values_.empty()) return "";
+    std::string out;
+    for (const auto& [n, v] : first_values_) out += (out.empty() ? "" : ", ") + n + "=" + std::to_string(v);
+    return " (tuning parameters at their first value: " + out + ")";
+  }
+
+  void check_signature() {
+    bool has_output = false;
+    for (size_t i = 0; i < s_.signature.size(); ++i) {
+      const Param& p = s_.signature[i];
+      const std::string path = child("$.signature", i);
+      if (p.is_buffer) {
+        has_output = has_output || is_output(p);
+        check_count(p, child(path, "count"));
+        if (is_input(p)) check_generator_fits(p.generator, p.dtype, child(path, "init"));
+      } else if (!p.value.empty()) {
+        check_scalar(p, child(path, "value"));
+      }
+    }
+    if (!has_output) {
+      ctx_.fail("kopt.spec.116", "$.signature",
+                "expected at least one buffer with role 'output' or 'inout'");
+    }
+  }
+
+  void check_count(const Param& p, const std::string& path) {
+    check_names(p.count, path);
+    for (const Case& c : s_.cases) {
+      const int64_t n = eval(p.count, c, path);
+      int64_t bytes = 0;
+      if (n <= 0) {
+        ctx_.fail("kopt.spec.114", path,
+                  "count '" + p.count.text() + "' of buffer '" + p.name + "' is " +
+                      std::to_string(n) + " for case '" + c.name +
+                      "' (a buffer needs at least one element)");
+      }
+      if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(p.dtype)), &bytes)) {
+        ctx_.fail("kopt.spec.114", path, "count of buffer '" + p.name + "' is too large for case '" +
+                                             c.name + "'");
+      }
+      counts_[p.name].push_back(n);
+    }
+  }
+
+  void check_scalar(const Param& p, const std::string& path) const {
+    check_names(p.value, path);
+    for (const Case& c : s_.cases) {
+      const int64_t v = eval(p.value, c, path);
+      if (!fits(v, p.dtype)) {
+        ctx_.fail("kopt.spec.127", path, "value " + std::to_string(v) + " of scalar '" + p.name +
+                                             "' does not fit in " + dtype_name(p.dtype) +
+                                             " for case '" + c.name + "'");
+      }
+    }
+  }
+
+  static bool fits(int64_t v, DType t) {
+    switch (t) {
+      case DType::i8: return v >= INT8_MIN && v <= INT8_MAX;
+      case DType::u8: return v >= 0 && v <= UINT8_MAX;
+      case DType::i32: return v >= INT32_MIN && v <= INT32_MAX;
+      case DType::u32: return v >= 0 && v <= int64_t{UINT32_MAX};
+      case DType::u64: return v >= 0;
+      default: return true;  // int64 and floating types
+    }
+  }
+  static std::pair<int64_t, int64_t> int_range_of(DType t) {
+    switch (t) {
+      case DType::i8: return {INT8_MIN, INT8_MAX};
+      case DType::u8: return {0, UINT8_MAX};
+      case DType::i32: return {INT32_MIN, INT32_MAX};
+      case DType::u32: return {0, UINT32_MAX};
+      case DType::u64: return {0, INT64_MAX};
+      default: return {INT64_MIN, INT64_MAX};
+    }
+  }
+
+  /// Integer buffers: int_range and constant values must be representable;
+  /// bfloat16 buffers cannot come from .npy (no such dtype).
+  void check_generator_fits(const Generator& g, DType t, const std::string& path) const {
+    if (g.kind == Generator::Kind::npy && t == DType::bf16) {
+      ctx_.fail("kopt.spec.132", path, "a bfloat16 buffer cannot be read from .npy (numpy has no "
+                                       "bfloat16 dtype); use another generator");
+    }
+    if (dtype_is_float(t)) return;
+    const auto [lo, hi] = int_range_of(t);
+    if (g.kind == Generator::Kind::int_range && (g.int_low < lo || g.int_high > hi)) {
+      ctx_.fail("kopt.spec.119", path, "int_range [" + std::to_string(g.int_low) + ", " +
+                                           std::to_string(g.int_high) + "] does not fit in " +
+                                           dtype_name(t));
+    }
+    if (g.kind == Generator::Kind::constant &&
+        (g.value != std::floor(g.value) || g.value < static_cast<double>(lo) ||
+         g.value > static_cast<double>(hi))) {
+      ctx_.fail("kopt.spec.119", path, "constant " + json(g.value).dump() + " is not a value of " +
+                                           dtype_name(t));
+    }
+  }
+
+  void check_launch(const Launch& l, const std::string& path) const {
+    static const char* const kAxes[] = {"x", "y", "z"};
+    for (int part = 0; part < 2; ++part) {
+      const Expr* dims = part == 0 ? l.grid : l.block;
+      const std::string p = child(path, part == 0 ? "grid" : "block");
+      for (size_t d = 0; d < 3; ++d) {
+        check_names(dims[d], child(p, d));
+        for (const Case& c : s_.cases) {
+          const int64_t v = eval(dims[d], c, child(p, d));
+          if (v < 1) {
+            ctx_.fail("kopt.spec.126", child(p, d),
+                      std::string(part == 0 ? "grid" : "block") + "." + kAxes[d] + " '" +
+                          dims[d].text() + "' is " + std::to_string(v) + " for case '" + c.name +
+                          "'" + tuning_note() + "; expected >= 1");
+          }
+        }
+      }
+    }
+    const std::string sp = child(path, "shared_bytes");
+    check_names(l.shared_bytes, sp);
+    for (const Case& c : s_.cases) {
+      const int64_t v = eval(l.shared_bytes, c, sp);
+      if (v < 0) {
+        ctx_.fail("kopt.spec.126", sp, "shared_bytes '" + l.shared_bytes.text() + "' is " +
+                                           std::to_string(v) + " for case '" + c.name +
+                                           "'; expected >= 0");
+      }
+    }
+  }
+
+  void check_launches(bool launch_given) {
+    if (launch_given) check_launch(s_.launch, "$.launch");
+    if (s_.reference.kind == Reference::Kind::kernel && s_.reference.kernel.launch) {
+      check_launch(*s_.reference.kernel.launch, "$.reference.launch");
+    }
+    if (s_.initial && s_.initial->launch) check_launch(*s_.initial->launch, "$.initial.launch");
+    if (s_.template_kernel && s_.template_kernel->launch) {
+      check_launch(*s_.template_kernel->launch, "$.template.launch");
+    }
+  }
+
+  void check_constraints() const {
+    for (size_t i = 0; i < s_.tuning.constraints.size(); ++i) {
+      check_names(s_.tuning.constraints[i], child("$.tuning.constraints", i), true);
+    }
+  }
+
+  void check_overrides() const {
+    for (size_t i = 0; i < s_.cases.size(); ++i) {
+      const Case& c = s_.cases[i];
+      for (const auto& [name, g] : c.input_overrides) {
+        const std::string path = child(child(child("$.cases", i), "inputs"), name);
+        const Param* p = s_.find_param(name);
+        if (!p || !is_input(*p)) {
+          ctx_.fail("kopt.spec.129", path,
+                    "'" + name + "' is not an input or inout buffer of the signature (inputs: " +
+                        join(input_names()) + ")");
+        }
+        check_generator_fits(g, p->dtype, path);
+      }
+    }
+  }
+
+  std::vector<std::string> input_names() const {
+    std::vector<std::string> out;
+    for (const Param& p : s_.signature) {
+      if (is_input(p)) out.push_back(p.name);
+    }
+    return out.empty() ? std::vector<std::string>{"none"} : out;
+  }
+  std::vector<std::string> output_names() const {
+    std::vector<std::string> out;
+    for (const Param& p : s_.signature) {
+      if (is_output(p)) out.push_back(p.name);
+    }
+    return out;
+  }
+  size_t param_index(const std::string& name) const {
+    for (size_t i = 0; i < s_.signature.size(); ++i) {
+      if (s_.signature[i].name == name) return i;
+    }
+    return 0;
+  }
+
+  /// A .npy file (input or golden) must exist for each case and hold `count`
+  /// elements of the buffer's dtype.
+  void check_npy_file(const stdfs::path& pattern, const Param& p, size_t case_index,
+                      const std::string& path) const {
+    const Case& c = s_.cases[case_index];
+    const stdfs::path file = expand_case(pattern, c.name);
+    std::error_code ec;
+    if (!stdfs::is_regular_file(file, ec)) {
+      ctx_.fail("kopt.spec.122", path, "file not found: '" + file.string() + "' (case '" + c.name + "')");
+    }
+    NpyArray header;
+    try {
+      header = read_npy_header(file);
+    } catch (const SpecError& e) {
+      ctx_.fail(e.id().c_str(), path, std::string("case '") + c.name + "': " + e.what());
+    }
+    const int64_t want = counts_.at(p.name)[case_index];
+    if (header.dtype != p.dtype || header.count() != want) {
+      ctx_.fail("kopt.spec.132", path,
+                "'" + file.string() + "' for buffer '" + p.name + "' in case '" + c.name +
+                    "': expected " + std::to_string(want) + " elements of " + dtype_name(p.dtype) +
+                    ", found " + std::to_string(header.count()) + " elements of " +
+                    dtype_name(header.dtype));
+    }
+  }
+
+  void check_inputs_npy() const {
+    for (size_t ci = 0; ci < s_.cases.size(); ++ci) {
+      const Case& c = s_.cases[ci];
+      for (size_t pi = 0; pi < s_.signature.size(); ++pi) {
+        const Param& p = s_.signature[pi];
+        if (!is_input(p)) continue;
+        auto ov = c.input_overrides.find(p.name);
+        const bool overridden = ov != c.input_overrides.end();
+        const Generator& g = overridden ? ov->second : p.generator;
+        if (g.kind != Generator::Kind::npy) continue;
+        const std::string path =
+            overridden ? child(child(child(child("$.cases", ci), "inputs"), p.name), "path")
+                       : child(child(child("$.signature", pi), "init"), "path");
+        check_npy_file(g.npy, p, ci, path);
+      }
+    }
+  }
+
+  void check_tolerances() {
+    for (const auto& [name, t] : s_.tolerance) {
+      const std::string path = child("$.tolerance", name);
+      const Param* p = s_.find_param(name);
+      if (!p || !is_output(*p)) {
+        ctx_.fail("kopt.spec.118", path, "'" + name + "' is not an output buffer (outputs: " +
+                                             join(output_names()) + ")");
+      }
+      if (t.kind == Tolerance::Kind::gemm) {
+        check_gemm_names(path, {{"a", t.a}, {"b", t.b}}, {{"m", t.m}, {"n", t.n}, {"k", t.k}});
+      }
+    }
+    for (const Param& p : s_.signature) {
+      if (is_output(p)) s_.tolerance.emplace(p.name, Tolerance{});  // default allclose
+    }
+  }
+
+  /// Buffers must be in the signature, sizes must be sizes of every case.
+  void check_gemm_names(const std::string& path,
+                        const std::vector<std::pair<std::string, std::string>>& buffers,
+                        const std::vector<std::pair<std::string, std::string>>& sizes) const {
+    for (const auto& [key, name] : buffers) {
+      const Param* p = s_.find_param(name);
+      if (!p || !p->is_buffer) {
+        ctx_.fail("kopt.spec.123", child(path, key),
+                  "'" + name + "' is not a buffer of the signature");
+      }
+    }
+    for (const auto& [key, name] : sizes) {
+      if (!is_common_size(name)) {
+        ctx_.fail("kopt.spec.123", child(path, key),
+                  "'" + name + "' is not a size of every case (sizes of every case: " +
+                      join_set(common_sizes_) + ")");
+      }
+    }
+  }
+
+  void check_reference() const {
+    const Reference& r = s_.reference;
+    if (r.kind == Reference::Kind::npy) check_npy_reference(r);
+    if (r.kind == Reference::Kind::cublas) check_cublas(r.gemm, "$.reference");
+    if (s_.cublas_baseline) check_cublas(*s_.cublas_baseline, "$.baseline");
+  }
+
+  void check_npy_reference(const Reference& r) const {
+    for (const auto& [name, file] : r.npy) {
+      const Param* p = s_.find_param(name);
+      if (!p || !is_output(*p)) {
+        ctx_.fail("kopt.spec.131", child("$.reference.outputs", name),
+                  "'" + name + "' is not an output buffer (outputs: " + join(output_names()) + ")");
+      }
+    }
+    for (const std::string& out : output_names()) {
+      if (!r.npy.count(out)) {
+        ctx_.fail("kopt.spec.131", "$.reference.outputs",
+                  "output buffer '" + out + "' has no golden .npy file");
+      }
+    }
+    for (const auto& [name, file] : r.npy) {
+      const Param& p = s_.signature[param_index(name)];
+      if (p.dtype == DType::bf16) {
+        ctx_.fail("kopt.spec.132", child("$.reference.outputs", name),
+                  "a bfloat16 output cannot have a golden .npy file (numpy has no bfloat16 dtype)");
+      }
+      for (size_t ci = 0; ci < s_.cases.size(); ++ci) {
+        check_npy_file(file, p, ci, child("$.reference.outputs", name));
+      }
+    }
+  }
+
+  /// A cuBLAS sgemm (reference or baseline) at `path`: names, types, roles, counts.
+  void check_cublas(const Reference::Gemm& g, const std::string& path) const {
+    check_gemm_names(path, {{"a", g.a}, {"b", g.b}, {"c", g.c}}, {{"m", g.m}, {"n", g.n}, {"k", g.k}});
+    struct Operand {
+      const char* key;
+      const std::string& name;
+      bool output;
+      const std::string& rows;
+      const std::string& cols;
+    };
+    const Operand ops[] = {{"a", g.a, false, g.m, g.k}, {"b", g.b, false, g.k, g.n},
+                           {"c", g.c, true, g.m, g.n}};
+    for (const Operand& op : ops) {
+      const Param& p = *s_.find_param(op.name);
+      const std::string kp = child(path, op.key);
+      if (p.dtype != DType::f32) {
+        ctx_.fail("kopt.spec.124", kp, "cublas sgemm needs float buffers; '" + op.name + "' is " +
+                                           dtype_name(p.dtype));
+      }
+      if (op.output ? !is_output(p) : !is_input(p)) {
+        ctx_.fail("kopt.spec.124", kp, "'" + op.name + "' must be an " +
+                                           (op.output ? "output" : "input") + " buffer, it is " +
+                                           role_name(p.role));
+      }
+      for (size_t ci = 0; ci < s_.cases.size(); ++ci) {
+        const Case& c = s_.cases[ci];
+        int64_t want = 0;
+        if (__builtin_mul_overflow(c.sizes.at(op.rows), c.sizes.at(op.cols), &want)) want = -1;
+        const int64_t have = counts_.at(op.name)[ci];
+        if (have != want) {
+          ctx_.fail("kopt.spec.124", kp,
+                    "'" + op.name + "' holds " + std::to_string(have) + " elements in case '" +
+                        c.name + "', cublas sgemm needs " + op.rows + "*" + op.cols + " = " +
+                        std::to_string(want));
+        }
+      }
+    }
+  }
+
+  void check_defines(const KernelSource* k, const std::string& path) const {
+    if (!k) return;
+    for (const auto& [name, v] : k->defines) {
+      if (first_values_.count(name)) {
+        ctx_.fail("kopt.spec.107", child(child(path, "defines"), name),
+                  "define '" + name + "' is also a tuning parameter");
+      }
+    }
+  }
+
+  const Ctx& ctx_;
+  Spec& s_;
+  std::map<std::string, int64_t> first_values_;
+  std::set<std::string> common_sizes_;
+  std::map<std::string, std::vector<int64_t>> counts_;  // buffer -> count per case
+};
+
+}  // namespace
+
+void validate(const Ctx& ctx, Spec& s, bool launch_given) { Validator(ctx, s).run(launch_given); }
+
+}  // namespace kopt::spec::detail
