@@ -87,13 +87,7 @@ spec::Launch fold_case_launches(const spec::Launch& base, const std::vector<std:
 }
 
 spec::Launch launch_from_annotations(const spec::Annotations& ann) {
-  spec::Launch l;
-  for (int i = 0; i < 3; ++i) {
-    l.grid[i] = ann.grid && static_cast<size_t>(i) < ann.grid->size() ? (*ann.grid)[i] : spec::Expr::constant(1);
-    l.block[i] = ann.block && static_cast<size_t>(i) < ann.block->size() ? (*ann.block)[i] : spec::Expr::constant(1);
-  }
-  l.shared_bytes = ann.shared_bytes ? *ann.shared_bytes : spec::Expr::constant(0);
-  return l;
+  return spec::annotated_launch(ann).value_or(spec::Launch{});
 }
 
 void validate_launch(const spec::Spec& s, const spec::Launch& l, const std::map<std::string, int64_t>& params) {

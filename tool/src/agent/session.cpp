@@ -17,6 +17,7 @@
 #include "propose/search_proposer.h"
 #include "search/device_constants.h"
 #include "spec/annotations.h"
+#include "spec/kernel_file.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -459,13 +460,7 @@ std::pair<std::string, spec::Launch> Session::entry_and_launch(const model::Atte
   try {
     const auto ann = spec::parse_annotations(a.source, a.label);
     if (ann.entry) entry = *ann.entry;
-    if (ann.grid || ann.block) {
-      for (int i = 0; i < 3; ++i) {
-        l.grid[i] = ann.grid && static_cast<size_t>(i) < ann.grid->size() ? (*ann.grid)[i] : spec::Expr::constant(1);
-        l.block[i] = ann.block && static_cast<size_t>(i) < ann.block->size() ? (*ann.block)[i] : spec::Expr::constant(1);
-      }
-      l.shared_bytes = ann.shared_bytes ? *ann.shared_bytes : spec::Expr::constant(0);
-    }
+    if (ann.grid || ann.block) l = *spec::annotated_launch(ann);
   } catch (const Error&) {
   }
   return {entry, l};

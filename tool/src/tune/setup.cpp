@@ -202,7 +202,7 @@ spec::Candidate Driver::candidate_of(const model::Attempt& a) const {
   try {
     const auto ann = spec::parse_annotations(a.source, a.label);
     if (ann.entry) c.entry = *ann.entry;
-    c.launch = spec::annotated_launch(ann);
+    if (ann.grid || ann.block) c.launch = spec::annotated_launch(ann);
   } catch (const Error&) {
   }
   return c;
