@@ -57,7 +57,7 @@ def geometric_mean(values):
 
 
 def device_constants(dev):
-    """What `kopt optimize` binds for the constraints (opt/optimizer.cpp)."""
+    """What `kopt optimize` binds for the constraints (search/device_constants.cpp)."""
     return {
         "MAX_SHARED_PER_BLOCK": dev["shared_per_block_optin_bytes"],
         "MAX_THREADS_PER_BLOCK": dev["max_threads_per_block"],
