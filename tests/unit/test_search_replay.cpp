@@ -51,7 +51,7 @@ int seeds() {
 
 const std::vector<std::string> kModelGuided = {"anneal", "genetic", "surrogate"};
 
-/// The spec's space exactly as `kopt optimize` builds it (opt/optimizer.cpp):
+/// The spec's space exactly as `kopt optimize` builds it (tune/, search/device_constants.cpp):
 /// its parameters and constraints, with the recorded device's constants.
 Space spec_space(const spec::Spec& s, const Record& r) {
   return Space(s.tuning.params, s.tuning.constraints, r.constants.empty() ? h200_constants() : r.constants);

@@ -21,7 +21,7 @@ class GenerateCommand final : public Command {
   int run() override;
 
  private:
-  gen::GenerateOptions o_;  // defaults in gen/generate.h and opt/optimizer.h
+  gen::GenerateOptions o_;  // defaults in gen/generate.h and tune/driver.h
   Environment env_;         // --device, --cache-dir, --quiet
   Budget budget_;           // --budget
 };

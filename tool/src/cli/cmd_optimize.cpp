@@ -32,7 +32,7 @@ class OptimizeCommand final : public Command {
   void add_search(CLI::App& sub);
   static void add_agent(CLI::App& sub, agent::AgentOptions& a);
 
-  tune::OptimizeOptions o_;  // the options that map one to one; defaults in opt/optimizer.h
+  tune::OptimizeOptions o_;  // the options that map one to one; defaults in tune/driver.h
   Environment env_;         // --device, --arch, --cache-dir, --quiet
   Budget budget_;           // --budget, --max-iterations
   std::string results_dir_ = tune::OptimizeOptions().results_dir.string();  // --results-dir
