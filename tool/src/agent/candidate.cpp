@@ -86,10 +86,6 @@ spec::Launch fold_case_launches(const spec::Launch& base, const std::vector<std:
   return out;
 }
 
-spec::Launch launch_from_annotations(const spec::Annotations& ann) {
-  return spec::annotated_launch(ann).value_or(spec::Launch{});
-}
-
 void validate_launch(const spec::Spec& s, const spec::Launch& l, const std::map<std::string, int64_t>& params) {
   for (const spec::Case& c : s.cases) {
     spec::LaunchDims d;
@@ -138,7 +134,7 @@ spec::Candidate candidate_from_args(const spec::Spec& s, const json& a, const st
   if (auto l = a.find("launch"); l != a.end() && !l->is_null()) {
     base = parse_launch(*l, "launch");
   } else if (ann.grid || ann.block) {
-    base = launch_from_annotations(ann);
+    base = *spec::annotated_launch(ann);
   } else {
     base = s.initial && s.initial->launch ? *s.initial->launch : s.launch;
   }

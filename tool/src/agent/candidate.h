@@ -27,9 +27,6 @@ spec::Expr parse_expr(const nlohmann::json& v, const std::string& where);
 /// {"grid": [..1-3..], "block": [..], "shared_bytes": e} -> Launch. Throws ToolFailure.
 spec::Launch parse_launch(const nlohmann::json& j, const std::string& where);
 
-/// The launch that "// kopt:grid/block/shared" annotations give (missing
-/// dimensions are 1, missing shared bytes 0); call when ann.grid or ann.block is set.
-spec::Launch launch_from_annotations(const spec::Annotations& ann);
 
 /// The base launch with per-case overrides folded into its expressions: each
 /// dimension becomes "(C1) * (O1) + (!(C1)) * (...)" where Ci tests the sizes

@@ -36,12 +36,9 @@ spec::Candidate kernel_candidate(const spec::KernelSource& k, const spec::Launch
 /// reference must pass its own check.
 nlohmann::json check_workload(const OptimizeOptions& o, const std::string& arch, bool compile_only,
                               const spec::Spec& s) {
-  eval::EvaluatorOptions eo;
-  eo.worker_argv = o.worker_argv;
-  eo.cache_dir = o.cache_dir;
+  eval::EvaluatorOptions eo = evaluator_options(o);
   eo.arch = arch;
   eo.time = false;
-  eo.time_reference = false;
   eval::Evaluator ev(s, eo);
   ev.arch();
   auto error = [](const std::string& what, const std::string& log) {

@@ -31,6 +31,11 @@ std::string fmt(double v, int precision = 4);
 /// The NVRTC compile threads for --compile-threads N (0: hardware threads - 1, at least 1).
 unsigned compile_threads(int requested);
 
+/// The evaluator as the driver uses it: the worker command, the NVRTC cache,
+/// --arch; candidates timed, the reference not (it is timed once, beside the
+/// initial kernel).
+eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o);
+
 /// How the pipeline spent the search's wall time (summary.json "tuner").
 struct PipelineStats {
   int64_t evaluated = 0;

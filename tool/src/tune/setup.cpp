@@ -91,11 +91,6 @@ std::optional<spec::Candidate> initial_candidate(const spec::Spec& s) {
   return c;
 }
 
-namespace {
-
-/// The evaluator as the driver uses it: the worker command, the NVRTC cache,
-/// --arch; candidates timed, the reference not (it is timed once, beside the
-/// initial kernel).
 eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
   eval::EvaluatorOptions eo;
   eo.worker_argv = o.worker_argv;
@@ -105,8 +100,6 @@ eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
   eo.time_reference = false;
   return eo;
 }
-
-}  // namespace
 
 Driver::Driver(const OptimizeOptions& o, spec::Spec spec, propose::Proposer& proposer)
     : o_(o), spec_(std::move(spec)), proposer_(proposer) {
