@@ -17,6 +17,7 @@ Python 3 standard library only.
 """
 import argparse
 import concurrent.futures
+import fcntl
 import hashlib
 import json
 import os
@@ -40,6 +41,7 @@ FSIZE_LIMIT_KIB = 512 * 1024     # ulimit -f (bash counts 1024-byte blocks)
 MAX_STDERR = 256 * 1024          # a bad input never warrants more stderr than this
 MAX_FIRST_LINE = 4096            # ... nor a first line longer than this
 NOBODY = 65534
+NOBODY_LOCK = os.path.join(tempfile.gettempdir(), "kopt-bad-input-nobody.lock")
 # Never on stderr, whatever the input: the class of the defect, not one example.
 FORBIDDEN = [
     (r"\bkopt tune\b", "a command that does not exist"),
@@ -272,6 +274,7 @@ class Ctx:
         if self.case.nobody and self.suite.is_root:
             kw = dict(user=NOBODY, group=NOBODY, extra_groups=[])
             e["HOME"] = str(self.dir)
+            e["KOPT_CACHE_DIR"] = str(self.dir / ".nvrtc-cache")  # the shared one holds root's folders
         if nproc is None:
             nproc = self.case.nproc
         if nproc is not None and not self.suite.is_root:
@@ -495,8 +498,10 @@ def run_case(suite, case):
             if isinstance(stdin, bytes):
                 stdin = ctx.write("../" + d.name + ".stdin", stdin)
             if case.nobody and suite.is_root:
-                # ulimit -u counts every process of the user: one nobody case at a time
-                with suite.nobody_run_lock:
+                # ulimit -u counts every process of the user: one nobody case at a
+                # time, across the suite's processes too (CTest runs groups at once)
+                with suite.nobody_run_lock, open(NOBODY_LOCK, "a") as lk:
+                    fcntl.flock(lk, fcntl.LOCK_EX)
                     res = ctx.run_cmd(case.argv, stdin=stdin)
             else:
                 res = ctx.run_cmd(case.argv, stdin=stdin)
