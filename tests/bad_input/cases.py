@@ -746,7 +746,7 @@ BUDGETS = [
 ]
 for n, b in BUDGETS:
     # a negative budget is not "zero" (the wording the issue reports)
-    add(cli("optimize_budget_" + n, optimize(budget=b), ("^(?!.*is zero)" if "negative" in n else "") + "--budget"))
+    add(cli("optimize_budget_" + n, optimize(budget=b), ("^(?!.*is zero).*" if "negative" in n else "") + "--budget"))
 add(cli("generate_budget_nan", generate("--budget", "minutes=nan"), "--budget"))
 
 for opt, bad in [("--max-iterations", ["-1", "abc"]), ("--seed", ["-1", "abc", "1.5", "99999999999999999999"]),
@@ -1195,8 +1195,11 @@ for c in CASES:
 # --------------------------------------------------------------------------
 
 add(
-    Case("resource.compile_threads_100000", optimize("--compile-threads", "100000"), first="--compile-threads",
-         nproc=64, note="under ulimit -u: a clean usage error, no thread storm, no hang"),
+    # The issue: "cap the count (for example at 4x the hardware threads)": refused
+    # (exit 2) or capped with a warning (exit 0); either way the first line says so.
+    Case("resource.compile_threads_100000", optimize("--compile-threads", "100000"), exit={0, 2},
+         first="--compile-threads", first_always=True, nproc=64, unchanged="on_error",
+         note="under ulimit -u: no thread storm, no hang, no abort"),
     # A valid count whose threads cannot all start: a clean exit (any code), no
     # deadlock, no abort. Two limits: main aborts under one and deadlocks under the other.
     Case("resource.compile_threads_cannot_start_5", optimize("--compile-threads", "6"), exit={0, 2, 3},
@@ -1354,4 +1357,38 @@ add(
          timeout=90, note="exit 143, summary.json written, recorded attempts kept"),
     Case("signal.ctrl_c_mid_run", custom=interrupted(signal.SIGINT, 130, group=True), unchanged=False,
          timeout=90, note="SIGINT to the whole process group, as a terminal sends it"),
+)
+
+
+# --------------------------------------------------------------------------
+# URLs with credentials: never printed, never stored (the agent's base URL)
+# --------------------------------------------------------------------------
+
+def no_sentinel(ctx, res):
+    """SENTINEL appears nowhere: not on stdout or stderr, not in a file of the case folder."""
+    fails = []
+    for name, data in (("stdout", res.stdout), ("stderr", res.stderr)):
+        if b"SENTINEL" in data:
+            i = data.index(b"SENTINEL")
+            fails.append("%s shows a credential: ...%s..." % (name, data[max(0, i - 60):i + 20].decode(errors="replace")))
+    for dirpath, _, filenames in os.walk(ctx.dir):
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            try:
+                with open(p, "rb") as fh:
+                    if b"SENTINEL" in fh.read(64 << 20):
+                        fails.append("%s stores a credential" % os.path.relpath(p, ctx.dir))
+            except OSError:
+                pass
+    return fails
+
+
+URL = "http://user:SENTINEL1@127.0.0.1:1/v1?key=SENTINEL2&token=SENTINEL3"
+add(
+    Case("urls.base_url_option_credentials", optimize("--strategy", "agent", "--llm-base-url", URL,
+                                                      "--llm-timeout", "2", budget="evals=1"),
+         exit={0, 1, 2, 3}, unchanged=False, check=no_sentinel, timeout=90,
+         note="no server listens: the agent fails; the URL's user-info and key= values are never shown"),
+    Case("urls.base_url_env_credentials", optimize("--strategy", "agent", "--llm-timeout", "2", budget="evals=1"),
+         exit={0, 1, 2, 3}, unchanged=False, check=no_sentinel, timeout=90, env={"OPENAI_BASE_URL": URL}),
 )

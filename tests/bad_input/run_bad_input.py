@@ -63,6 +63,8 @@ class Case:
     exit      the expected exit code, or a set of acceptable ones.
     first     regex that the FIRST line of stderr must match (re.search), e.g.
               the option name or the file's basename; None: not checked.
+              Checked when the command fails as expected; first_always: also
+              when it exits 0 (e.g. a warning).
     stderr    regex that stderr as a whole must match (optional).
     setup     fn(ctx) run before the command: writes the bad files.
     stdin     bytes, or fn(ctx) -> path of a file to feed on stdin.
@@ -83,12 +85,13 @@ class Case:
 
     def __init__(self, id, argv=None, exit=2, first=None, stderr=None, setup=None, stdin=None,
                  run_folder=False, unchanged=None, nproc=None, nobody=False, timeout=20, env=None,
-                 check=None, custom=None, note=""):
+                 check=None, custom=None, note="", first_always=False):
         self.id = id
         self.group = id.split(".", 1)[0]
         self.argv = argv or []
         self.exit = exit
         self.first = first
+        self.first_always = first_always
         self.stderr = stderr
         self.setup = setup
         self.stdin = stdin
@@ -455,7 +458,7 @@ def check_result(case, res):
     first = res.first_line
     if len(first) > MAX_FIRST_LINE:
         fails.append("the first stderr line is %d characters (more than %d)" % (len(first), MAX_FIRST_LINE))
-    if case.first and res.returncode in case.exits() and res.returncode != 0:
+    if case.first and res.returncode in case.exits() and (res.returncode != 0 or case.first_always):
         if not re.search(case.first, first):
             fails.append("first stderr line does not match /%s/: %s" % (case.first, short(first)))
     for pattern, why in FORBIDDEN:
