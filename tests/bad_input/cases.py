@@ -1134,6 +1134,8 @@ def cmake(name, call, stderr, setup_files=None):
     Configure must fail (exit 1); its message (CMake folds long lines) names
     optimize_kernel() and matches `stderr`, e.g. the keyword."""
     def setup(ctx):
+        if not ctx.suite.build:
+            raise RuntimeError("the cmake cases need --build-dir (a build tree with KernelOptimizerConfig.cmake)")
         for rel, data in (setup_files or {}).items():
             data(ctx, rel) if callable(data) else ctx.write(rel, data)
         ctx.write("proj/CMakeLists.txt", "cmake_minimum_required(VERSION 3.25)\nproject(badinput NONE)\n"
