@@ -48,7 +48,11 @@ targets, and gate merges on CTest correctness and benchmark tests.
     The parameter-search strategy; default: chosen by the size of the space.
 
   ``BUDGET``
-    The tuning budget, e.g. ``evals=200`` or ``evals=500,minutes=20``.
+    The tuning budget, e.g. ``evals=200`` or ``evals=500,minutes=20``:
+    comma-separated items ``evals=N`` (or a bare ``N``), ``minutes=M`` (or
+    ``Mm``) and ``patience=P``, N and P whole numbers of 1 or more, M a number
+    greater than 0, each key at most once. Checked when configuring (a ``;``,
+    as in ``"evals=10;minutes=2"``, is an error: use commas).
     Default: ``KOPT_DEFAULT_BUDGET``, else ``evals=100``.
 
   ``TARGET``
@@ -77,6 +81,14 @@ targets, and gate merges on CTest correctness and benchmark tests.
   ``PROPERTIES``
     Extra test properties, passed to ``set_tests_properties()``.
 
+  Bad arguments stop the configure step with a message naming
+  ``optimize_kernel()`` and the argument: besides unknown keywords and bad
+  values, a ``SPEC``, ``TEMPLATE``, ``INITIAL_KERNEL`` or ``REFERENCE`` that
+  does not exist or is a directory, an override file without a
+  ``// kopt:entry`` line, and a ``template``/``initial``/``reference``
+  ``source`` in the spec that does not exist (relative to the spec's folder;
+  an override keyword replaces the spec's file and its check).
+
   Without a GPU the build never fails for lack of one, unless the cache
   variable ``KOPT_REQUIRE_GPU`` is ON. The tests exit with code 77 and show as
   skipped. A failing tuning run leaves the previous generated kernel in place.
@@ -103,6 +115,80 @@ set(KOPT_DEFAULT_BUDGET "evals=100" CACHE STRING "Default BUDGET of optimize_ker
 option(KOPT_REQUIRE_GPU "Fail the build when a kernel cannot be tuned for lack of a GPU" OFF)
 set(KOPT_TARGET_GPU "" CACHE STRING "GPU name whose tuning-cache entry builds without a GPU use")
 
+# BUDGET's grammar, as `kopt --budget` reads it: comma-separated items
+# evals=N (or a bare N), minutes=M (or Mm), patience=P. `var` holds the value,
+# `what` names it in the messages (BUDGET or KOPT_DEFAULT_BUDGET).
+function(_kopt_check_budget var what)
+  set(value "${${var}}")
+  set(fix "e.g. ${what} evals=200 or ${what} evals=500,minutes=20")
+  if(value STREQUAL "")
+    message(FATAL_ERROR "optimize_kernel(): ${what} is empty; give a budget, ${fix}.")
+  endif()
+  string(FIND "${value}" ";" semicolon)
+  if(NOT semicolon EQUAL -1)
+    message(FATAL_ERROR "optimize_kernel(): ${what} '${value}' contains ';' (a CMake list): separate the "
+                        "items with commas, ${fix}.")
+  endif()
+  if(value MATCHES "[ \t\r\n]")
+    message(FATAL_ERROR "optimize_kernel(): ${what} '${value}' contains blanks: write the items without "
+                        "spaces, separated by commas, ${fix}.")
+  endif()
+  string(REPLACE "," ";" items "${value}")
+  set(seen "")
+  foreach(item IN LISTS items)
+    if(item STREQUAL "")
+      message(FATAL_ERROR "optimize_kernel(): ${what} '${value}' has an empty item (two commas, or a comma at "
+                          "an end), ${fix}.")
+    endif()
+    if(item MATCHES "^([^=]*)=(.*)$")
+      set(key "${CMAKE_MATCH_1}")
+      set(val "${CMAKE_MATCH_2}")
+    elseif(item MATCHES "^[0-9]+$")
+      set(key evals)
+      set(val "${item}")
+    elseif(item MATCHES "^(.*)m$")
+      set(key minutes)
+      set(val "${CMAKE_MATCH_1}")
+    else()
+      message(FATAL_ERROR "optimize_kernel(): ${what} item '${item}' is not KEY=VALUE (keys: evals, minutes, "
+                          "patience), ${fix}.")
+    endif()
+    if(key STREQUAL "evaluations")
+      set(key evals)
+    elseif(key STREQUAL "min")
+      set(key minutes)
+    endif()
+    if(NOT key MATCHES "^(evals|minutes|patience)$")
+      message(FATAL_ERROR "optimize_kernel(): ${what} item '${item}': unknown key '${key}' (known: evals, "
+                          "minutes, patience), ${fix}.")
+    endif()
+    if(key IN_LIST seen)
+      message(FATAL_ERROR "optimize_kernel(): ${what} '${value}' gives ${key} twice; give it once, ${fix}.")
+    endif()
+    list(APPEND seen ${key})
+    if(key STREQUAL "minutes")
+      if(NOT val MATCHES "^([0-9]+([.][0-9]*)?|[.][0-9]+)$" OR val MATCHES "^0*[.]?0*$")
+        message(FATAL_ERROR "optimize_kernel(): ${what} item '${item}': minutes must be a number greater than "
+                            "0 (such as 20 or 0.5), ${fix}.")
+      endif()
+    elseif(NOT val MATCHES "^[0-9]+$" OR val MATCHES "^0+$")
+      message(FATAL_ERROR "optimize_kernel(): ${what} item '${item}': ${key} must be a whole number of 1 or "
+                          "more, ${fix}.")
+    endif()
+  endforeach()
+endfunction()
+
+# A file argument (or a file the spec names) must be a readable file, not a
+# folder. `what` names it in the message.
+function(_kopt_check_file path what hint)
+  if(IS_DIRECTORY "${path}")
+    message(FATAL_ERROR "optimize_kernel(): ${what} '${path}' is a directory, not a file.${hint}")
+  endif()
+  if(NOT EXISTS "${path}")
+    message(FATAL_ERROR "optimize_kernel(): ${what} '${path}' does not exist.${hint}")
+  endif()
+endfunction()
+
 function(optimize_kernel)
   block(SCOPE_FOR POLICIES)
   cmake_policy(VERSION 3.24...3.31)
@@ -121,6 +207,18 @@ function(optimize_kernel)
   foreach(kw IN LISTS arg_KEYWORDS_MISSING_VALUES)
     message(FATAL_ERROR "optimize_kernel(): the keyword ${kw} needs a value, e.g. ${kw} <value>.")
   endforeach()
+  # An empty value ("") leaves the keyword undefined without being reported
+  # as missing (before CMake 3.31's CMP0174): find it among the arguments.
+  if(ARGC GREATER 1)
+    math(EXPR last "${ARGC} - 2")
+    foreach(i RANGE 0 ${last})
+      math(EXPR next "${i} + 1")
+      if("${ARGV${i}}" IN_LIST one_value AND "${ARGV${next}}" STREQUAL "")
+        message(FATAL_ERROR "optimize_kernel(): the keyword ${ARGV${i}} has an empty value; give one, "
+                            "e.g. ${ARGV${i}} <value>.")
+      endif()
+    endforeach()
+  endif()
   foreach(req NAME SPEC)
     if(NOT DEFINED arg_${req})
       message(FATAL_ERROR "optimize_kernel(): ${req} is required, e.g. "
@@ -153,8 +251,11 @@ function(optimize_kernel)
     message(FATAL_ERROR "optimize_kernel(): SEARCH_STRATEGY '${arg_SEARCH_STRATEGY}' is not one of "
                         "exhaustive, random, anneal, genetic, surrogate.")
   endif()
-  if(NOT DEFINED arg_BUDGET)
+  if(DEFINED arg_BUDGET)
+    _kopt_check_budget(arg_BUDGET BUDGET)
+  else()
     set(arg_BUDGET "${KOPT_DEFAULT_BUDGET}")
+    _kopt_check_budget(arg_BUDGET KOPT_DEFAULT_BUDGET)
   endif()
   if(NOT DEFINED arg_BENCHMARK_TOLERANCE)
     set(arg_BENCHMARK_TOLERANCE 10)
@@ -175,31 +276,82 @@ function(optimize_kernel)
                         "find_package(KernelOptimizer) or add_subdirectory() of KernelOptimizer first.")
   endif()
 
-  # Files: absolute, existing.
+  # Files: absolute, existing, not folders.
   foreach(kw SPEC TEMPLATE INITIAL_KERNEL REFERENCE CACHE_FILE)
     if(DEFINED arg_${kw})
       cmake_path(ABSOLUTE_PATH arg_${kw} BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE)
-      if(NOT kw STREQUAL "CACHE_FILE" AND NOT EXISTS "${arg_${kw}}")
-        message(FATAL_ERROR "optimize_kernel(): ${kw} file '${arg_${kw}}' does not exist. "
-                            "Check the path (relative paths are relative to ${CMAKE_CURRENT_SOURCE_DIR}).")
+      if(kw STREQUAL "CACHE_FILE")
+        if(IS_DIRECTORY "${arg_CACHE_FILE}")
+          message(FATAL_ERROR "optimize_kernel(): CACHE_FILE '${arg_CACHE_FILE}' is a directory; name a JSON "
+                              "file (it is created when missing).")
+        endif()
+      else()
+        _kopt_check_file("${arg_${kw}}" "${kw} file"
+                         " Check the path (relative paths are relative to ${CMAKE_CURRENT_SOURCE_DIR}).")
+      endif()
+    endif()
+  endforeach()
+  # An override file names its own entry point.
+  foreach(kw TEMPLATE INITIAL_KERNEL REFERENCE)
+    if(DEFINED arg_${kw})
+      file(STRINGS "${arg_${kw}}" entry_lines REGEX "// kopt:entry[ \t]+[A-Za-z_]" LIMIT_COUNT 1)
+      if(NOT entry_lines)
+        message(FATAL_ERROR "optimize_kernel(): ${kw} file '${arg_${kw}}' has no '// kopt:entry NAME' line; "
+                            "add one naming its __global__ function.")
       endif()
     endif()
   endforeach()
 
-  # Everything the tuning depends on: the spec and the sources it names.
-  file(READ "${arg_SPEC}" spec_text)
-  string(JSON spec_error ERROR_VARIABLE json_error TYPE "${spec_text}")
+  # Everything the tuning depends on: the spec and the sources it names (each
+  # must exist, or the build would stop at a missing dependency).
+  file(SIZE "${arg_SPEC}" spec_size)
+  if(spec_size GREATER 16777216)
+    message(FATAL_ERROR "optimize_kernel(): SPEC '${arg_SPEC}' is ${spec_size} bytes; a spec is at most 16 MiB.")
+  endif()
+  file(READ "${arg_SPEC}" spec_text LIMIT 16777217)
+  string(JSON spec_type ERROR_VARIABLE json_error TYPE "${spec_text}")
   if(json_error)
     message(FATAL_ERROR "optimize_kernel(): SPEC '${arg_SPEC}' is not valid JSON: ${json_error}")
   endif()
+  if(NOT spec_type STREQUAL "OBJECT")
+    message(FATAL_ERROR "optimize_kernel(): SPEC '${arg_SPEC}' is not a workload spec: its top level is "
+                        "${spec_type}, not an object.")
+  endif()
   cmake_path(GET arg_SPEC PARENT_PATH spec_dir)
   set(depends "${arg_SPEC}")
-  foreach(key template initial reference)
-    string(JSON src ERROR_VARIABLE no_key GET "${spec_text}" ${key} source)
-    if(NOT no_key AND src)
-      cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${spec_dir}" NORMALIZE)
-      list(APPEND depends "${src}")
+  foreach(key_kw template:TEMPLATE initial:INITIAL_KERNEL reference:REFERENCE)
+    string(REPLACE ":" ";" pair "${key_kw}")
+    list(GET pair 0 key)
+    list(GET pair 1 kw)
+    if(DEFINED arg_${kw})
+      continue()  # the override replaces the spec's own file
     endif()
+    string(JSON src_type ERROR_VARIABLE no_key TYPE "${spec_text}" ${key} source)
+    if(no_key)
+      continue()
+    endif()
+    if(NOT src_type STREQUAL "STRING")
+      message(FATAL_ERROR "optimize_kernel(): SPEC '${arg_SPEC}': ${key}.source must be a string (a file "
+                          "relative to the spec's folder), not ${src_type}.")
+    endif()
+    string(JSON src GET "${spec_text}" ${key} source)
+    if(src STREQUAL "")
+      message(FATAL_ERROR "optimize_kernel(): SPEC '${arg_SPEC}': ${key}.source is empty.")
+    endif()
+    set(abs_src "${src}")
+    cmake_path(ABSOLUTE_PATH abs_src BASE_DIRECTORY "${spec_dir}" NORMALIZE)
+    if(IS_DIRECTORY "${abs_src}" OR NOT EXISTS "${abs_src}")
+      if(IS_DIRECTORY "${abs_src}")
+        set(problem "is a directory, not a file")
+      else()
+        set(problem "does not exist")
+      endif()
+      message(FATAL_ERROR "optimize_kernel(): SPEC '${arg_SPEC}': ${key}.source '${src}' ${problem} "
+                          "(${abs_src}). Paths in a spec are relative to the spec's folder; fix the path, or "
+                          "pass ${kw} <file>.")
+    endif()
+    set(src "${abs_src}")
+    list(APPEND depends "${src}")
   endforeach()
   string(JSON has_params ERROR_VARIABLE no_params GET "${spec_text}" tuning params)
   if(no_params AND NOT DEFINED arg_TEMPLATE)
