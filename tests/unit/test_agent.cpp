@@ -704,6 +704,7 @@ class FakeServer {
       std::lock_guard<std::mutex> lock(mu_);
       auth_.push_back(req.get_header_value("Authorization"));
       bodies_.push_back(req.body);
+      api_key_params_.push_back(req.get_param_value("api_key"));
       if (next_ >= replies_.size()) {
         res.status = 400;
         res.set_content(R"({"error": {"message": "script exhausted", "type": "invalid_request_error"}})",
@@ -735,6 +736,12 @@ class FakeServer {
     std::lock_guard<std::mutex> lock(mu_);
     return bodies_;
   }
+  /// The api_key query parameter of each request ("" when none).
+  std::vector<std::string> api_key_params() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return api_key_params_;
+  }
+  int port() const { return port_; }
 
  private:
   httplib::Server svr_;
@@ -743,7 +750,7 @@ class FakeServer {
   std::mutex mu_;
   std::vector<json> replies_;
   size_t next_ = 0;
-  std::vector<std::string> auth_, bodies_;
+  std::vector<std::string> auth_, bodies_, api_key_params_;
 };
 
 json chat_tool_reply(const std::string& name, const json& args, int n) {
@@ -930,6 +937,100 @@ TEST(AgentE2E, FromADescriptionTheModelDraftsAValidatedWorkload) {
   expect_no_key_anywhere(dir);
   // The run resumes with its generated spec (run.json's hash matches the rewritten spec.json).
   EXPECT_NO_THROW(kopt::run::RunStore::open(dir, ""));
+}
+
+// ---------------------------------------------------------------------------
+// Credentials in the base URL: used for the requests, written nowhere
+
+const std::string kUrlPassword = "PW-URL-SENTINEL-4e8a1c";
+const std::string kUrlQueryKey = "QK-URL-SENTINEL-90d3f2";
+
+/// http://kopt-user:<password>@127.0.0.1:<port>/v1?api_key=<key>
+std::string secret_base_url(const FakeServer& srv) {
+  return "http://kopt-user:" + kUrlPassword + "@127.0.0.1:" + std::to_string(srv.port()) + "/v1?api_key=" + kUrlQueryKey;
+}
+
+/// Neither URL sentinel in any file under `dir` nor in `texts`.
+void expect_no_url_secret(const stdfs::path& dir, const std::vector<std::string>& texts) {
+  int files = 0;
+  for (const auto& e : stdfs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) {
+      ++files;
+      const std::string text = kopt::fs::read_file(e.path());
+      EXPECT_EQ(text.find(kUrlPassword), std::string::npos) << e.path();
+      EXPECT_EQ(text.find(kUrlQueryKey), std::string::npos) << e.path();
+    }
+  EXPECT_GT(files, 5) << dir;
+  for (const auto& t : texts) {
+    EXPECT_EQ(t.find(kUrlPassword), std::string::npos) << t;
+    EXPECT_EQ(t.find(kUrlQueryKey), std::string::npos) << t;
+  }
+}
+
+TEST(AgentE2E, CredentialsInTheBaseUrlAreWrittenNowhere) {
+  TempDir t;
+  // A run that works: the requests carry the real URL.
+  {
+    FakeServer srv({chat_tool_reply("evaluate_candidate", eval_args("repaired.cu", "vadd_repaired"), 1),
+                    chat_text_reply("done", 2)});
+    auto o = real_client_options(t, srv);
+    o.agent.llm_base_url = secret_base_url(srv);
+    o.quiet = false;
+    stdfs::path dir;
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    const int code = kopt::tune::optimize(o, &dir);
+    const std::string out = testing::internal::GetCapturedStdout();
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 77);
+    ASSERT_FALSE(dir.empty());
+    EXPECT_EQ(srv.api_key_params(), (std::vector<std::string>{kUrlQueryKey, kUrlQueryKey})) << "the real URL is used";
+    expect_no_url_secret(dir, {out, err});
+    expect_no_key_anywhere(dir);
+  }
+  // A run whose API calls fail: the error quotes the endpoint, without its credentials.
+  {
+    FakeServer srv({});  // every call: HTTP 400
+    auto o = real_client_options(t, srv);
+    o.agent.llm_base_url = secret_base_url(srv);
+    o.quiet = false;
+    stdfs::path dir;
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    const int code = kopt::tune::optimize(o, &dir);
+    const std::string out = testing::internal::GetCapturedStdout();
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 3) << err;
+    ASSERT_FALSE(dir.empty());
+    const json sum = read_json(dir / "summary.json");
+    const std::string shown = "POST http://127.0.0.1:" + std::to_string(srv.port()) + "/v1/chat/completions?api_key=[REDACTED]";
+    EXPECT_NE(sum["agent"]["stop_detail"].get<std::string>().find(shown), std::string::npos) << sum.dump(1);
+    EXPECT_NE(err.find("agent stops: [kopt.agent.013] " + shown), std::string::npos) << err;
+    EXPECT_NE(kopt::fs::read_file(dir / "agent" / "call-0001.json").find(shown), std::string::npos);
+    EXPECT_NE(kopt::fs::read_file(dir / "report.html").find("api_key=[REDACTED]"), std::string::npos);
+    expect_no_url_secret(dir, {out, err});
+  }
+}
+
+// The same through the command line, with OPENAI_BASE_URL.
+TEST(AgentE2E, CredentialsInOpenAiBaseUrlAreNotPrintedByTheCli) {
+  TempDir t;
+  FakeServer srv({});  // every call fails: the URL is quoted in the error
+  const std::string cmd = "cd " + t.path().string() + " && OPENAI_API_KEY=" + kSentinel + " OPENAI_BASE_URL='" +
+                          secret_base_url(srv) + "' OPENAI_MODEL=fake-model KOPT_LLM_API=chat " + KOPT_CLI +
+                          " optimize --spec " + kData + "vadd.json --strategy agent --arch sm_90 --max-iterations 2 " +
+                          "--results-dir " + (t.path() / "results").string() + " --cache-dir " +
+                          (t.path() / "cache").string() + " --worker-command '" + KOPT_FAKE_WORKER + " --no-device'" +
+                          " >" + (t.path() / "out.txt").string() + " 2>" + (t.path() / "err.txt").string();
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 3);
+  const std::string out = kopt::fs::read_file(t.path() / "out.txt");
+  const std::string err = kopt::fs::read_file(t.path() / "err.txt");
+  EXPECT_NE(err.find("v1/chat/completions?api_key=[REDACTED]"), std::string::npos) << err;
+  EXPECT_NE(out.find("\"stop_detail\""), std::string::npos) << "stdout is summary.json: " << out;
+  expect_no_url_secret(t.path(), {});  // the run folder, stdout and stderr (out.txt, err.txt) alike
+  expect_no_key_anywhere(t.path());
 }
 
 TEST(AgentCli, UsageErrorsExitWith2) {

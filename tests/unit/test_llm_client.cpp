@@ -457,6 +457,8 @@ TEST(LlmWire, ApiSelectionAndEndpoint) {
   EXPECT_EQ(wire::endpoint_url(c), "http://127.0.0.1:8000/v1/chat/completions");
   c.base_url = "http://127.0.0.1:8000/v1/chat/completions";
   EXPECT_EQ(wire::endpoint_url(c), "http://127.0.0.1:8000/v1/chat/completions");
+  c.base_url = "http://127.0.0.1:8000/openai/v1/?api-version=2024-10-21";  // the query stays at the end
+  EXPECT_EQ(wire::endpoint_url(c), "http://127.0.0.1:8000/openai/v1/chat/completions?api-version=2024-10-21");
   c.base_url = "https://my-res.openai.azure.com/openai/v1";
   EXPECT_TRUE(c.is_openai_host());
   EXPECT_EQ(c.resolved_api(), "chat");
@@ -974,6 +976,58 @@ TEST(LlmClient, AuthErrorNeverLeaksTheKey) {
   EXPECT_EQ(r.response.dump().find(kSentinel), std::string::npos);
   EXPECT_EQ(r.message.content, "your key is [REDACTED]");
   for (const auto& note : log.notes) EXPECT_EQ(note.find(kSentinel), std::string::npos) << note;
+}
+
+// Credentials in the base URL (user-info, a key= parameter) are used for the
+// request and appear in no error message, note or saved exchange.
+TEST(LlmClient, CredentialsInTheBaseUrlNeverLeak) {
+  const std::string pass = "PW-SENTINEL-31c9e7a0", qkey = "QK-SENTINEL-8d24b6f1";
+  const std::string creds = "kopt-user:" + pass + "@";
+  HookLog log;
+  // Refused connections (a transport error, which libcurl describes).
+  DeadPort dead;
+  LlmConfig c;
+  c.base_url = "http://" + creds + "127.0.0.1:" + std::to_string(dead.port()) + "/v1?api_key=" + qkey;
+  c.max_retries = 1;
+  const LlmError t = expect_llm_error([&] { kopt::agent::make_client(c, log.hooks())->complete(simple_request()); });
+  EXPECT_EQ(t.kind(), LlmError::Kind::transport);
+  const std::string tw = t.what();
+  EXPECT_NE(tw.find("POST http://127.0.0.1:" + std::to_string(dead.port()) + "/v1/chat/completions?api_key=[REDACTED]"),
+            std::string::npos) << tw;
+  // A 404 whose body echoes the URL, and a reply that does.
+  FakeServer server;
+  server.push(Reply{404, R"({"error":{"message":"no route http://)" + creds + R"(x/v1?api_key=)" + qkey + R"("}})", {}, 0});
+  server.push_json(R"({"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"see )" +
+                   qkey + R"("}}]})");
+  LlmConfig c2 = local_config(server);
+  c2.base_url = "http://" + creds + c2.base_url.substr(7) + "?api_key=" + qkey;
+  auto client = kopt::agent::make_client(c2, log.hooks());
+  const LlmError nf = expect_llm_error([&] { client->complete(simple_request()); });
+  EXPECT_EQ(nf.kind(), LlmError::Kind::not_found);
+  const ChatResponse r = client->complete(simple_request());
+  EXPECT_EQ(r.message.content, "see [REDACTED]");
+  // The requests went to the real URL.
+  ASSERT_EQ(server.received().size(), 2u);
+  EXPECT_EQ(server.received()[0].path, "/v1/chat/completions");
+  for (const std::string& text : {tw, std::string(nf.what()), r.request.dump(), r.response.dump()}) {
+    EXPECT_EQ(text.find(pass), std::string::npos) << text;
+    EXPECT_EQ(text.find(qkey), std::string::npos) << text;
+  }
+  for (const auto& note : log.notes) {
+    EXPECT_EQ(note.find(pass), std::string::npos) << note;
+    EXPECT_EQ(note.find(qkey), std::string::npos) << note;
+  }
+  // A malformed base URL is quoted without them.
+  LlmConfig bad;
+  bad.base_url = creds + "example.com/v1?token=" + qkey;
+  try {
+    kopt::agent::make_client(bad);
+    ADD_FAILURE() << "accepted " << bad.base_url;
+  } catch (const kopt::UsageError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("(got 'example.com/v1?token=[REDACTED]')"), std::string::npos) << w;
+    EXPECT_EQ(w.find(pass), std::string::npos) << w;
+  }
 }
 
 TEST(LlmClient, AuthorizationHeaderOnlyWithAKey) {

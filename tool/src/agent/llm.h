@@ -8,7 +8,8 @@
 //     OpenAI's own host (api.openai.com).
 // Transport is libcurl; JSON is nlohmann/json. The API key is only ever put in
 // the Authorization header: it never reaches a log, a saved request, an error
-// message or the run folder (see redact()).
+// message or the run folder (see redact()); nor do credentials in the base URL
+// (user-info, key=/token= parameters), which requests still use.
 #pragma once
 
 #include <chrono>
@@ -199,6 +200,12 @@ std::map<std::string, std::string> parse_dotenv(const std::string& text, const s
 /// `text` with every occurrence of `secret` (when at least 4 characters long)
 /// replaced by "[REDACTED]".
 std::string redact(const std::string& text, const std::string& secret);
+
+/// What may be printed, logged or stored of `text`: the API key removed, every
+/// URL in it shown without credentials (util/url.h: user-info stripped,
+/// key=/token=/sig=... values masked), and the base URL's secret pieces
+/// removed wherever they occur.
+std::string redact(const std::string& text, const LlmConfig& config);
 
 // ---------------------------------------------------------------------------
 // Client

@@ -17,6 +17,7 @@
 #include "agent/llm.h"
 #include "agent/llm_wire.h"
 #include "util/json.h"
+#include "util/url.h"
 
 namespace kopt::agent {
 
@@ -58,7 +59,7 @@ class HttpClient final : public LlmClient {
     const json body = responses_ ? wire::responses_request(request, config_)
                                  : wire::chat_request(request, config_);
     const std::string text = dump_json(body);
-    const std::string where = "POST " + redact(url_, config_.api_key);
+    const std::string where = "POST " + redact(url_, config_);  // the URL without its credentials
     const int max_attempts = std::max(0, config_.max_retries) + 1;
 
     for (int attempt = 1;; ++attempt) {
@@ -67,7 +68,7 @@ class HttpClient final : public LlmClient {
 
       // Transport failure.
       if (!ex.ok()) {
-        const std::string what = redact(ex.error, config_.api_key);
+        const std::string what = redact(ex.error, config_);  // libcurl may echo the URL
         if (!last && http::retryable(ex.code)) {
           const double delay = backoff(attempt, std::nullopt);
           note(attempt, 0, "transport error (" + what + "); retrying in " + seconds_text(delay));
@@ -81,7 +82,7 @@ class HttpClient final : public LlmClient {
       }
 
       const int status = static_cast<int>(ex.status);
-      const std::string reply = redact(ex.body, config_.api_key);
+      const std::string reply = redact(ex.body, config_);
 
       // Success.
       if (status >= 200 && status < 300) {
@@ -156,14 +157,14 @@ class HttpClient final : public LlmClient {
   }
 
   void note(int attempt, int status, const std::string& text) const {
-    if (hooks_.on_attempt) hooks_.on_attempt(attempt, status, redact(text, config_.api_key));
+    if (hooks_.on_attempt) hooks_.on_attempt(attempt, status, redact(text, config_));
   }
 
   json redact_json(const json& j) const {
-    if (config_.api_key.size() < 4) return j;
     const std::string text = dump_json(j);
-    if (text.find(config_.api_key) == std::string::npos) return j;
-    json out = json::parse(redact(text, config_.api_key), nullptr, false);
+    const std::string clean = redact(text, config_);
+    if (clean == text) return j;
+    json out = json::parse(clean, nullptr, false);
     return out.is_discarded() ? json("[REDACTED]") : out;
   }
 
@@ -192,7 +193,7 @@ std::unique_ptr<LlmClient> make_client(const LlmConfig& config, ClientHooks hook
   const auto bad = [](const std::string& what) { throw UsageError("kopt.agent.002", what); };
   if (config.base_url.rfind("http://", 0) != 0 && config.base_url.rfind("https://", 0) != 0)
     bad("the LLM base URL must start with http:// or https:// (got '" +
-        redact(config.base_url, config.api_key) + "')");
+        redact(url::redact_url(config.base_url), config) + "')");
   if (config.api != "auto" && config.api != "chat" && config.api != "responses")
     bad("unknown LLM API '" + config.api + "' (expected auto, chat or responses)");
   if (config.model.empty()) bad("no LLM model given (set OPENAI_MODEL)");

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "agent/llm.h"
+#include "util/url.h"
 
 namespace kopt::agent {
 
@@ -109,6 +110,10 @@ std::string redact(const std::string& text, const std::string& secret) {
   if (pos == 0) return text;
   out.append(text, pos, std::string::npos);
   return out;
+}
+
+std::string redact(const std::string& text, const LlmConfig& config) {
+  return url::redact_text(redact(text, config.api_key), url::url_secrets(config.base_url));
 }
 
 // ---------------------------------------------------------------------------

@@ -128,10 +128,16 @@ bool send_reasoning_effort(const LlmConfig& config) {
 
 std::string endpoint_url(const LlmConfig& config) {
   std::string base = config.base_url;
+  // A query (Azure's ?api-version=...) stays at the end.
+  std::string query;
+  if (const size_t q = base.find_first_of("?#"); q != std::string::npos) {
+    query = base.substr(q);
+    base.erase(q);
+  }
   const std::string endpoint = config.resolved_api() == "responses" ? "/responses" : "/chat/completions";
   while (!base.empty() && base.back() == '/') base.pop_back();
-  if (ends_with(base, endpoint)) return base;
-  return base + endpoint;
+  if (ends_with(base, endpoint)) return base + query;
+  return base + endpoint + query;
 }
 
 ToolCall make_tool_call(std::string id, std::string name, const json& arguments) {

@@ -16,7 +16,8 @@ namespace kopt::agent::wire {
 bool send_reasoning_effort(const LlmConfig& config);
 
 /// The full endpoint URL: base_url + "/chat/completions" or "/responses"
-/// (unchanged when base_url already ends with the endpoint).
+/// (unchanged when base_url already ends with the endpoint); a query string
+/// of base_url (?api-version=...) is kept at the end.
 std::string endpoint_url(const LlmConfig& config);
 
 /// Chat Completions request body (POST /chat/completions).

@@ -55,7 +55,6 @@ json message_summary(const std::vector<Message>& messages, const std::vector<Too
 
 Session::Session(const RunOptions& o, const AgentOptions& ao, LlmClient& client)
     : o_(o), ao_(ao), client_(client), hybrid_(o.hybrid), t0_(Clock::now()) {
-  api_key_ = client.config().api_key;
   max_turns_ = o.max_evaluations;
   max_minutes_ = o.max_minutes;
 }
@@ -128,9 +127,11 @@ std::string Session::optimize_prompt() const {
 void Session::stop(const std::string& code, const std::string& detail) {
   if (stop_code_.empty()) {
     stop_code_ = code;
-    stop_detail_ = detail;
+    // Shown on stderr and kept in summary.json and the report: an API error
+    // quotes the endpoint, whose credentials must not be.
+    stop_detail_ = redact(detail, client_.config());
     stopped_ = true;
-    if (!o_.quiet) std::cerr << "kopt: agent stops: " << detail << "\n";
+    if (!o_.quiet) std::cerr << "kopt: agent stops: " << stop_detail_ << "\n";
   }
 }
 
@@ -195,9 +196,9 @@ void Session::turn() {
           continue;
         }
         return stop("context_length", std::string("the prompt is too long for the model even after trimming: ") +
-                                           redact(e.what(), api_key_));
+                                           e.what());
       }
-      return stop("llm_error", redact(e.what(), api_key_));
+      return stop("llm_error", e.what());
     }
   }
   usage_ += resp.usage;
@@ -326,11 +327,11 @@ void Session::save_call(const ChatRequest& rq, const ChatResponse* resp, const L
     j["error"] = {{"kind", llm_error_kind_name(err->kind())}, {"http_status", err->http_status()}, {"message", err->what()}};
   }
   j["elapsed_s"] = elapsed;
-  fs::write_file_atomic(agent_dir_ / numbered("call-", calls_, ".json"), redact(dump_json(j, 2), api_key_) + "\n");
+  fs::write_file_atomic(agent_dir_ / numbered("call-", calls_, ".json"), redact(dump_json(j, 2), client_.config()) + "\n");
 }
 
 void Session::append_event(const json& e) {
-  events_ += redact(dump_json(e), api_key_) + "\n";
+  events_ += redact(dump_json(e), client_.config()) + "\n";
   fs::write_file_atomic(agent_dir_ / "events.jsonl", events_);
 }
 

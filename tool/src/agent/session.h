@@ -131,7 +131,6 @@ class Session {
   LlmClient& client_;
   bool hybrid_;
   Clock::time_point t0_;
-  std::string api_key_;
   int64_t max_turns_ = 0;
   double max_minutes_ = 0;
 

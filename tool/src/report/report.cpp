@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/url.h"
 
 namespace kopt::report {
 
@@ -71,8 +72,10 @@ std::vector<uint32_t> decode_utf8(const std::string& s) {
 
 // Escapes text for XML/HTML content and attribute values. Invalid UTF-8 and
 // characters XML forbids become U+FFFD; with `multiline` false, tabs and line
-// breaks become spaces.
-std::string esc(const std::string& s, bool multiline = false) {
+// breaks become spaces. A URL in the text is shown without its credentials
+// (util/url.h), whatever the run folder holds.
+std::string esc(const std::string& text, bool multiline = false) {
+  const std::string s = text.find("://") == std::string::npos ? text : url::redact_text(text);
   std::string out;
   out.reserve(s.size() + 16);
   for (uint32_t cp : decode_utf8(s)) {
