@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -27,6 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "agent/doc_fetch.h"
+#include "agent/http.h"
 #include "agent/llm.h"
 #include "tune/driver.h"
 #include "run/store.h"
@@ -674,6 +677,9 @@ TEST(AgentTools, FetchUrlGetsPagesAsTextWithinTheCaps) {
   s->add(text("done"));
   auto o = base_options(t);
   o.agent.allow_doc_fetch = true;
+  // The page server is on loopback: allowed, and exempt from the address check (testing only).
+  o.agent.doc_fetch_allow = {"http://127.0.0.1:" + std::to_string(port)};
+  o.agent.doc_fetch_unchecked_endpoints = {"127.0.0.1:" + std::to_string(port)};
   const RunOut r = run_with(o, s);
   svr.stop();
   th.join();
@@ -692,6 +698,144 @@ TEST(AgentTools, FetchUrlGetsPagesAsTextWithinTheCaps) {
   }
   EXPECT_NE(json::parse(res[2]).value("error", "").find("fetch failed"), std::string::npos) << res[2];
   EXPECT_NE(json::parse(res[3]).value("error", "").find("only http(s) URLs"), std::string::npos) << res[3];
+}
+
+/// A page server on 127.0.0.1 for fetch_url: /guide (a page), /to?u=URL (a
+/// redirect to URL); counts the requests for /guide.
+class PageServer {
+ public:
+  PageServer() {
+    svr_.Get("/guide", [this](const httplib::Request&, httplib::Response& res) {
+      ++guide_hits_;
+      res.set_content("<p>Coalescing</p>", "text/html");
+    });
+    svr_.Get("/to", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_redirect(req.get_param_value("u"));
+    });
+    port_ = svr_.bind_to_any_port("127.0.0.1");
+    th_ = std::thread([this] {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &set, nullptr);
+      svr_.listen_after_bind();
+    });
+    for (int i = 0; i < 500 && !svr_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ~PageServer() {
+    svr_.stop();
+    th_.join();
+  }
+  int port() const { return port_; }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string url(const std::string& path) const { return "http://" + endpoint() + path; }
+  int guide_hits() const { return guide_hits_; }
+
+ private:
+  httplib::Server svr_;
+  std::thread th_;
+  int port_ = 0;
+  std::atomic<int> guide_hits_{0};
+};
+
+/// The fetch_url results the model got for `urls` (one turn), with `o` set up by `setup`.
+std::vector<json> fetch_results(const std::vector<std::string>& urls,
+                                const std::function<void(kopt::tune::OptimizeOptions&)>& setup) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  std::vector<ToolCall> calls;
+  for (const auto& u : urls) calls.push_back(call("fetch_url", {{"url", u}}));
+  s->add(reply(calls));
+  s->add(text("done"));
+  auto o = base_options(t);
+  o.agent.allow_doc_fetch = true;
+  setup(o);
+  const RunOut r = run_with(o, s);
+  std::vector<json> out;
+  if (s->requests.size() < 2) return out;
+  for (const auto& res : tool_results(s->requests[1])) out.push_back(json::parse(res));
+  return out;
+}
+
+std::string error_of(const json& result) { return result.value("error", std::string("(no error: ") + result.dump() + ")"); }
+
+TEST(AgentTools, FetchUrlRefusesHostsOffTheAllowlistWithAMessageTheModelSees) {
+  const auto res = fetch_results({"https://evil.example.com/x", "http://docs.nvidia.com/cuda/", "https://u:p@docs.nvidia.com/",
+                                  "https://docs.nvidia.com:8443/"},
+                                 [](kopt::tune::OptimizeOptions&) {});
+  ASSERT_EQ(res.size(), 4u);
+  EXPECT_NE(error_of(res[0]).find("fetch refused: 'evil.example.com' is not on the documentation allowlist (docs.nvidia.com"),
+            std::string::npos) << error_of(res[0]);
+  EXPECT_NE(error_of(res[0]).find("--doc-fetch-allow"), std::string::npos);
+  EXPECT_NE(error_of(res[1]).find("plain http:// is not allowed for 'docs.nvidia.com'"), std::string::npos) << error_of(res[1]);
+  EXPECT_NE(error_of(res[2]).find("must not carry credentials"), std::string::npos) << error_of(res[2]);
+  EXPECT_NE(error_of(res[3]).find("port 8443 is not allowed"), std::string::npos) << error_of(res[3]);
+}
+
+TEST(AgentTools, FetchUrlRefusesLoopbackEvenWhenTheHostIsAllowed) {
+  PageServer srv;
+  const auto res = fetch_results({srv.url("/guide"), "http://localhost:" + std::to_string(srv.port()) + "/guide"},
+                                 [&](kopt::tune::OptimizeOptions& o) {
+                                   o.agent.doc_fetch_allow = {"http://" + srv.endpoint(),
+                                                              "http://localhost:" + std::to_string(srv.port())};
+                                 });
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_NE(error_of(res[0]).find("fetch refused: 127.0.0.1 is a loopback address"), std::string::npos) << error_of(res[0]);
+  EXPECT_NE(error_of(res[1]).find("'localhost' resolves to "), std::string::npos) << error_of(res[1]);
+  EXPECT_EQ(srv.guide_hits(), 0) << "nothing was fetched";
+}
+
+TEST(AgentTools, FetchUrlChecksEveryRedirect) {
+  PageServer srv;
+  const std::string lo = "http://localhost:" + std::to_string(srv.port()) + "/guide";
+  const auto res = fetch_results(
+      {srv.url("/to?u=" + lo), srv.url("/to?u=http://169.254.169.254/latest/meta-data/"),
+       srv.url("/to?u=https://evil.example.com/"), srv.url("/to?u=/guide"), srv.url("/to?u=/to%3Fu%3D/to%253Fu%253D/guide")},
+      [&](kopt::tune::OptimizeOptions& o) {
+        o.agent.doc_fetch_allow = {"http://" + srv.endpoint(), "http://localhost:" + std::to_string(srv.port()),
+                                   "http://169.254.169.254"};
+        o.agent.doc_fetch_unchecked_endpoints = {srv.endpoint()};  // the first hop only
+      });
+  ASSERT_EQ(res.size(), 5u);
+  EXPECT_NE(error_of(res[0]).find("fetch refused: redirect 1 to " + lo + ": 'localhost' resolves to "), std::string::npos)
+      << error_of(res[0]);
+  EXPECT_NE(error_of(res[1]).find("169.254.169.254 is a link-local address"), std::string::npos) << error_of(res[1]);
+  EXPECT_NE(error_of(res[2]).find("'evil.example.com' is not on the documentation allowlist"), std::string::npos)
+      << error_of(res[2]);
+  // A redirect that stays on the allowed server is followed (relative Location, and two in a row).
+  EXPECT_EQ(res[3].value("text", ""), " Coalescing ") << res[3].dump();
+  EXPECT_EQ(res[3].value("url", ""), srv.url("/guide"));
+  EXPECT_EQ(res[4].value("text", ""), " Coalescing ") << res[4].dump();
+  EXPECT_EQ(srv.guide_hits(), 2) << "only the allowed hops were fetched";
+}
+
+// The connection is pinned to the checked addresses and each socket's address
+// is checked again: DNS asked twice cannot hand out another address.
+TEST(AgentHttp, GetIsPinnedAndGuarded) {
+  PageServer srv;
+  namespace http = kopt::agent::http;
+  http::GetOptions pinned;
+  pinned.resolve = {"pinned.invalid:" + std::to_string(srv.port()) + ":127.0.0.1"};  // .invalid never resolves
+  pinned.use_proxy = false;
+  const http::Result ok = http::get("http://pinned.invalid:" + std::to_string(srv.port()) + "/guide", pinned);
+  EXPECT_TRUE(ok.ok()) << ok.error;
+  EXPECT_EQ(ok.body, "<p>Coalescing</p>");
+  http::GetOptions guarded = pinned;
+  guarded.allow_connect = [](const struct sockaddr* a) {
+    return kopt::agent::docfetch::classify(a) == kopt::agent::docfetch::AddressClass::public_address;
+  };
+  const http::Result refused = http::get("http://pinned.invalid:" + std::to_string(srv.port()) + "/guide", guarded);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.refused_address, "127.0.0.1");
+  EXPECT_EQ(srv.guide_hits(), 1);
+  http::GetOptions manual;
+  manual.follow_redirects = false;
+  manual.use_proxy = false;
+  const http::Result moved = http::get(srv.url("/to?u=/guide"), manual);
+  EXPECT_TRUE(moved.ok()) << moved.error;
+  EXPECT_EQ(moved.status, 302);
+  EXPECT_EQ(moved.redirect_url, srv.url("/guide")) << "absolute, for the caller to check";
+  EXPECT_EQ(srv.guide_hits(), 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -1042,6 +1186,11 @@ TEST(AgentCli, UsageErrorsExitWith2) {
   EXPECT_EQ(run("optimize --spec " + kData + "vadd.json --strategy agent --llm-tool-choice launch_rockets"), 2);
   EXPECT_EQ(run("optimize --spec " + kData + "vadd.json --strategy agent --llm-api grpc"), 2);
   EXPECT_EQ(run("optimize --description x --strategy random"), 2);
+  EXPECT_EQ(run("optimize --spec " + kData + "vadd.json --strategy agent --doc-fetch-allow docs.example.com"), 2)
+      << "--doc-fetch-allow needs --allow-doc-fetch";
+  EXPECT_EQ(run("optimize --spec " + kData + "vadd.json --strategy agent --allow-doc-fetch --doc-fetch-allow a/b"), 2);
+  EXPECT_EQ(run("optimize --spec " + kData + "vadd.json --strategy agent --allow-doc-fetch "
+                "--doc-fetch-allow ok.example --doc-fetch-allow 'bad host'"), 2);
 }
 
 }  // namespace

@@ -10,8 +10,10 @@
 #include "agent/agent.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 
+#include "agent/doc_fetch.h"
 #include "agent/session.h"
 #include "agent/tools/registry.h"
 #include "agent/proposer.h"
@@ -97,6 +99,10 @@ propose::ProposerPtr make_proposer(const RunOptions& o, const AgentOptions& ao) 
   if (ao.token_budget < 0) throw UsageError("kopt.agent.103", "--token-budget must be 0 (no limit) or more");
   if (ao.llm_timeout_s < 0) throw UsageError("kopt.agent.103", "--llm-timeout must be positive");
   check_tool_choice(o, ao);
+  if (!ao.doc_fetch_allow.empty() && !ao.allow_doc_fetch)
+    throw UsageError("kopt.agent.104", "--doc-fetch-allow: it needs --allow-doc-fetch (fetch_url is off without it)");
+  if (ao.allow_doc_fetch)  // a malformed entry is an error now, not at the model's first fetch
+    docfetch::make_policy(ao.doc_fetch_allow, std::getenv("KOPT_DOC_FETCH_ALLOW"), ao.doc_fetch_unchecked_endpoints);
   if (!ao.llm_api.empty() && ao.llm_api != "auto" && ao.llm_api != "chat" && ao.llm_api != "responses")
     throw UsageError("kopt.agent.103", "--llm-api '" + ao.llm_api + "': expected auto, chat or responses");
   LlmOverrides ov;

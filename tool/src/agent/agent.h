@@ -60,6 +60,9 @@ struct AgentOptions {
   std::string tool_choice = "auto";  // --llm-tool-choice auto|required|<tool name>
   double llm_timeout_s = 0;          // --llm-timeout seconds per HTTP attempt (0: the client's default)
   bool allow_doc_fetch = false;      // --allow-doc-fetch: offer the fetch_url tool
+  /// --doc-fetch-allow ENTRY (repeatable): hosts fetch_url may fetch besides
+  /// the documentation hosts (agent/doc_fetch.h; also KOPT_DOC_FETCH_ALLOW).
+  std::vector<std::string> doc_fetch_allow;
   int identical_call_limit = 3;      // stop at the Nth identical call in a row
   int max_truncated = 3;             // stop after this many truncated replies in a row
   int template_evaluations = 8;      // configurations the search tunes per propose_template
@@ -71,6 +74,9 @@ struct AgentOptions {
   std::optional<std::string> api_key;  // instead of OPENAI_API_KEY
   /// Makes the client (default: make_client(config)).
   std::function<std::unique_ptr<LlmClient>(const LlmConfig&)> client_factory;
+  /// "host:port" endpoints fetch_url connects to without checking their
+  /// addresses (a test's page server on 127.0.0.1).
+  std::vector<std::string> doc_fetch_unchecked_endpoints;
 };
 
 /// What the agent reads of the run's options (the driver's OptimizeOptions).

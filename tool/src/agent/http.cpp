@@ -1,7 +1,10 @@
 // HTTP over libcurl (see http.h): one easy handle per exchange.
 #include "agent/http.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
@@ -101,11 +104,35 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
+/// GetOptions::allow_connect and what it refused.
+struct ConnectGuard {
+  const std::function<bool(const ::sockaddr*)>* allow = nullptr;
+  std::string refused;
+};
+
+curl_socket_t open_socket(void* user, curlsocktype purpose, struct curl_sockaddr* a) {
+  auto* g = static_cast<ConnectGuard*>(user);
+  if (purpose != CURLSOCKTYPE_IPCXN || !(*g->allow)(&a->addr)) {
+    char text[128] = "?";
+    if (a->addr.sa_family == AF_INET || a->addr.sa_family == AF_INET6) {
+      const void* in = a->addr.sa_family == AF_INET
+                           ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&a->addr)->sin_addr)
+                           : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&a->addr)->sin6_addr);
+      inet_ntop(a->addr.sa_family, in, text, sizeof text);
+    }
+    g->refused = text;
+    return CURL_SOCKET_BAD;
+  }
+  return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 /// One exchange's handle and what its callbacks fill.
 struct Exchange {
   CurlHandle h;
   HeaderCapture cap;
   BodySink sink;
+  ConnectGuard guard;
+  CurlList resolve;
   char errbuf[CURL_ERROR_SIZE] = {0};
   Result r;
 };
@@ -144,9 +171,12 @@ Result perform(Exchange& x) {
   if (code != CURLE_OK) {
     r.error = x.errbuf[0] ? x.errbuf : curl_easy_strerror(code);
     r.code_text = curl_easy_strerror(code);
+    r.refused_address = x.guard.refused;
     return std::move(r);
   }
   curl_easy_getinfo(x.h.get(), CURLINFO_RESPONSE_CODE, &r.status);
+  char* location = nullptr;
+  if (curl_easy_getinfo(x.h.get(), CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location) r.redirect_url = location;
   r.retry_after_s = x.cap.retry_after_ms_s ? x.cap.retry_after_ms_s : x.cap.retry_after_s;
   return std::move(r);
 }
@@ -174,8 +204,16 @@ Result get(const std::string& url, const GetOptions& o) {
   open_exchange(x, url, o.timeout_s, o.user_agent, o.max_bytes);
   CURL* c = x.h.get();
   curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, o.follow_redirects ? 1L : 0L);
   curl_easy_setopt(c, CURLOPT_MAXREDIRS, o.max_redirects);
+  for (const auto& entry : o.resolve) append_header(x.resolve, entry);
+  if (x.resolve) curl_easy_setopt(c, CURLOPT_RESOLVE, x.resolve.get());
+  if (o.allow_connect) {
+    x.guard.allow = &o.allow_connect;
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &x.guard);
+  }
+  if (!o.use_proxy) curl_easy_setopt(c, CURLOPT_PROXY, "");
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(o.max_bytes));
 #if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -4,10 +4,14 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/llm.h"
+
+struct sockaddr;
 
 namespace kopt::agent::http {
 
@@ -19,6 +23,8 @@ struct Result {
   long status = 0;         // the HTTP status
   std::string body;
   std::optional<double> retry_after_s;  // from retry-after-ms, else retry-after
+  std::string redirect_url;  // get() without follow_redirects: where a 3xx points (absolute)
+  std::string refused_address;  // get() with allow_connect: the address it refused (code != 0 then)
   bool ok() const { return code == 0; }
 };
 
@@ -36,6 +42,15 @@ struct GetOptions {
   size_t max_bytes = 4000000;     // a longer body fails (code CURLE_FILESIZE_EXCEEDED)
   const char* user_agent = "kopt-agent";
   long max_redirects = 50;        // redirects are followed (http and https only)
+  /// false: a redirect is a result (status 3xx, redirect_url) for the caller to check.
+  bool follow_redirects = true;
+  /// CURLOPT_RESOLVE entries ("host:port:addr[,addr...]"): the addresses to
+  /// connect to, instead of asking DNS again.
+  std::vector<std::string> resolve;
+  /// When set, called with each socket's address before it connects; false
+  /// refuses it (the exchange then fails with Result::refused_address set).
+  std::function<bool(const ::sockaddr*)> allow_connect;
+  bool use_proxy = true;          // false: no proxy, whatever http_proxy and friends say
 };
 
 /// GETs an http:// or https:// URL (other schemes fail, redirects included).

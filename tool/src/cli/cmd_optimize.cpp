@@ -107,6 +107,10 @@ void OptimizeCommand::add_agent(CLI::App& sub, agent::AgentOptions& a) {
   sub.add_flag("--allow-doc-fetch", a.allow_doc_fetch,
                "Agent: let the model fetch documentation pages from URLs (off by default)")
       ->group("Agent");
+  sub.add_option("--doc-fetch-allow", a.doc_fetch_allow,
+                 "Agent: also allow fetch_url this host: [http://|https://]HOST[:PORT] or *.DOMAIN (repeatable; "
+                 "also $KOPT_DOC_FETCH_ALLOW); loopback and private addresses stay refused")
+      ->allow_extra_args(false)->take_all()->group("Agent");
 }
 
 int OptimizeCommand::run() {
