@@ -1,16 +1,23 @@
 // kopt generate's launch header: compiled by the host compiler, with and
-// without size names.
+// without size names; a header that would not compile is refused with the
+// reason (kopt.gen.107/108), by launch_header() and by `kopt generate`.
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "gen/generate.h"
 #include "spec/spec.h"
+#include "util/error.h"
 
 namespace {
 
@@ -71,6 +78,153 @@ TEST(GenerateHeader, CompilesWithoutSizes) {
   expect_header_compiles(d, kopt::gen::launch_header("k", variants, s),
                          "  kopt_k::LaunchConfig c = kopt_k::launch_config();\n"
                          "  return c.grid[0] == 4 && kopt_k::kVariants == 2 ? 0 : 1;");
+  fsys::remove_all(d);
+}
+
+/// launch_header() throws SpecError `id` with every piece of `want` in its message.
+void expect_refused(const std::function<void()>& f, const std::string& id, const std::vector<std::string>& want) {
+  try {
+    f();
+    ADD_FAILURE() << "no error, expected " << id;
+  } catch (const kopt::SpecError& e) {
+    EXPECT_EQ(e.id(), id) << e.what();
+    for (const auto& w : want) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << w << " in " << e.what();
+  }
+}
+
+/// vadd.json with its size N renamed (signature, launch, cases).
+fsys::path vadd_with_size(const fsys::path& dir, const std::string& size) {
+  json j = json::parse(std::ifstream(kData + "vadd.json"));
+  for (auto& p : j["signature"]) {
+    if (p.contains("count")) p["count"] = size;
+    if (p.contains("value")) p["value"] = size;
+  }
+  j["launch"]["grid"] = json::array({"ceil_div(" + size + ", 256)", 1, 1});
+  for (auto& c : j["cases"]) c["sizes"] = {{size, c["sizes"]["N"]}};
+  j["reference"]["source"] = kData + "reference.cu";
+  j["initial"]["source"] = kData + "initial.cu";
+  const fsys::path f = dir / ("vadd_" + size + ".json");
+  std::ofstream(f) << j.dump(1);
+  return f;
+}
+
+// The header says in which order launch_config() takes the sizes.
+TEST(GenerateHeader, DocumentsTheOrderOfLaunchConfigsArguments) {
+  const kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
+  const std::string kernel =
+      "// kopt:entry sgemm\n// kopt:grid ceil_div(N, 64), ceil_div(M, 64), 1\n// kopt:block 256, 1, 1\n"
+      "extern \"C\" __global__ void sgemm() {}\n";
+  const std::string h = kopt::gen::launch_header("k", kernel, s, "best.cu");
+  EXPECT_NE(h.find("// Arguments: launch_config(M, N, K). The sizes come in the order of the\n"
+                   "// kernel signature's scalar parameters that are sizes"),
+            std::string::npos)
+      << h.substr(0, 600);
+  EXPECT_NE(h.find("swapped sizes compile: pass them in this order"), std::string::npos);
+  EXPECT_NE(h.find("inline LaunchConfig launch_config(long long M, long long N, long long K)"), std::string::npos);
+}
+
+// An initial kernel whose annotations use tuning parameters without their
+// values: the header would not compile, so it is refused with the reason.
+TEST(GenerateHeader, LaunchExpressionsMayUseOnlySizesAndTheKernelsParams) {
+  const kopt::spec::Spec s = kopt::spec::load_spec(kData + "vadd.json");
+  const std::string uses_bs =
+      "// kopt:entry vadd\n// kopt:grid ceil_div(N, BS * ITEMS), 1, 1\n// kopt:block BS, 1, 1\n"
+      "extern \"C\" __global__ void vadd(const float* A, const float* B, float* C, int N) {}\n";
+  expect_refused([&] { kopt::gen::launch_header("k", uses_bs, s, "initial.cu"); }, "kopt.gen.107",
+                 {"initial.cu: kopt:grid 'ceil_div(N, BS * ITEMS)' uses 'BS'", "neither a size of the workload (N)",
+                  "// kopt:param BS=VALUE", "would not compile"});
+  const std::string shared =
+      "// kopt:entry vadd\n// kopt:grid 1\n// kopt:block 256\n// kopt:shared TILE * 4\n"
+      "extern \"C\" __global__ void vadd(const float* A, const float* B, float* C, int N) {}\n";
+  expect_refused([&] { kopt::gen::launch_header("k", shared, s, "mine.cu"); }, "kopt.gen.107",
+                 {"mine.cu: kopt:shared 'TILE * 4' uses 'TILE'"});
+  // With its parameters' values (a tuned best.cu has them) it compiles.
+  const fsys::path d = temp_dir("params");
+  const std::string with_params = "// kopt:param BS=128\n// kopt:param ITEMS=2\n" + uses_bs;
+  expect_header_compiles(d, kopt::gen::launch_header("k", with_params, s, "best.cu"),
+                         "  kopt_k::LaunchConfig c = kopt_k::launch_config(1000);\n"
+                         "  return c.grid[0] == 4 && c.block[0] == 128 && kopt_k::BS == 128 ? 0 : 1;");
+  fsys::remove_all(d);
+}
+
+// Every function of the expression language compiles, min and max with any
+// number of arguments.
+TEST(GenerateHeader, EveryExpressionFunctionCompiles) {
+  const fsys::path d = temp_dir("functions");
+  const kopt::spec::Spec s = kopt::spec::load_spec(kData + "vadd.json");
+  const std::string kernel =
+      "// kopt:entry vadd\n"
+      "// kopt:grid min(N, 7, 9, 11), max(1, 2, 3, 4, 5), align_up(N, 8) / 8\n"
+      "// kopt:block pow2(log2(N)) + is_pow2(64), abs(-3), ceil_div(N, 100) % 7 + (N != 0 || !N)\n"
+      "// kopt:shared N * 4\n"
+      "extern \"C\" __global__ void vadd(const float* A, const float* B, float* C, int N) {}\n";
+  const std::string h = kopt::gen::launch_header("k", kernel, s, "f.cu");
+  expect_header_compiles(d, h,
+                         "  kopt_k::LaunchConfig c = kopt_k::launch_config(1000);\n"
+                         "  return c.grid[0] == 7 && c.grid[1] == 5 && c.grid[2] == 125 && c.block[1] == 3 &&\n"
+                         "         c.shared_bytes == 4000 ? 0 : 1;");
+  fsys::remove_all(d);
+}
+
+// Size and parameter names the header uses itself, or C++ keywords, are
+// refused; the header's local names cannot collide with a size.
+TEST(GenerateHeader, NamesTheHeaderCannotDeclareAreRefused) {
+  const fsys::path d = temp_dir("names");
+  const kopt::spec::Spec s = kopt::spec::load_spec(kData + "vadd.json");
+  for (const char* bad : {"min", "int", "kernel", "launch_config", "kopt_x", "variant0", "B M"}) {
+    const std::string k = std::string("// kopt:param ") + bad + "=4\n" +
+                          "// kopt:entry vadd\n// kopt:grid 1\n// kopt:block 256\n"
+                          "extern \"C\" __global__ void vadd(const float* A, const float* B, float* C, int N) {}\n";
+    expect_refused([&] { kopt::gen::launch_header("k", k, s, "p.cu"); }, "kopt.gen.108",
+                   {"p.cu: the kopt:param '" + std::string(bad) + "'", "launch header"});
+  }
+  const kopt::spec::Spec bad_size = kopt::spec::load_spec(vadd_with_size(d, "max"));
+  expect_refused([&] { kopt::gen::launch_header("k", kKernel, bad_size, "k.cu"); }, "kopt.gen.108",
+                 {"the size 'max' cannot be a name"});
+  // Sizes named like the header's locals (c, v, want, best, r, s, d, i) compile, with two variants:
+  // one header per name (namespace kopt_k_<name>), all compiled at once.
+  std::string use;
+  std::ofstream all(d / "all.cpp");
+  for (const char* size : {"c", "v", "want", "best", "r", "s", "d", "i", "Shape"}) {
+    const kopt::spec::Spec sp = kopt::spec::load_spec(vadd_with_size(d, size));
+    const std::string k = std::string("// kopt:entry vadd\n// kopt:grid ceil_div(") + size +
+                          ", 256), 1, 1\n// kopt:block 256, 1, 1\n"
+                          "extern \"C\" __global__ void vadd(const float* A, const float* B, float* C, int " + size +
+                          ") {}\n";
+    std::vector<kopt::gen::KernelVariant> vs = {{k, "a.cu", "A", {{{size, 1000}}}}, {k, "b.cu", "B", {{{size, 4}}}}};
+    const std::string name = std::string("k_") + size;
+    std::ofstream(d / (name + "_launch.h")) << kopt::gen::launch_header(name, vs, sp);
+    all << "#include \"" << name << "_launch.h\"\n";
+    use += "  if (kopt_" + name + "::launch_config(1000).grid[0] != 4) return 1;\n";
+  }
+  all << "int main() {\n" << use << "  return 0;\n}\n";
+  all.close();
+  const std::string cmd = "c++ -std=c++17 -Wall -Werror -fsyntax-only -I" + d.string() + " " + (d / "all.cpp").string() +
+                          " 2>" + (d / "cc.log").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  fsys::remove_all(d);
+}
+
+// `kopt generate` from such an initial kernel: exit 2, the reason on stderr,
+// and no generated file.
+TEST(GenerateCli, AnInitialKernelWhoseLaunchDoesNotCompileIsRefused) {
+  const fsys::path d = temp_dir("cli");
+  std::ofstream(d / "tmpl_initial.cu")
+      << "// kopt:entry vadd_initial\n// kopt:grid ceil_div(N, BS), 1, 1\n// kopt:block BS, 1, 1\n"
+         "extern \"C\" __global__ void vadd_initial(const float* A, const float* B, float* C, int N) {}\n";
+  const std::string cmd = std::string(KOPT_CLI) + " generate --spec " + kData + "vadd.json --name k --no-tune --out-dir " +
+                          (d / "out").string() + " --initial-kernel " + (d / "tmpl_initial.cu").string() +
+                          " --cache-dir " + (d / "cache").string() + " 2>" + (d / "err.txt").string() + " >/dev/null";
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+  std::ifstream in(d / "err.txt");
+  std::string first;
+  std::getline(in, first);
+  EXPECT_NE(first.find("[kopt.gen.107]"), std::string::npos) << first;
+  EXPECT_NE(first.find("tmpl_initial.cu: kopt:grid 'ceil_div(N, BS)' uses 'BS'"), std::string::npos) << first;
+  EXPECT_FALSE(fsys::exists(d / "out" / "k_launch.h"));
+  EXPECT_FALSE(fsys::exists(d / "out" / "k.cu"));
   fsys::remove_all(d);
 }
 

@@ -1,5 +1,6 @@
 #include "gen/generate.h"
 
+#include <algorithm>
 #include <ctime>
 #include <iostream>
 #include <regex>
@@ -124,6 +125,71 @@ spec::Annotations variant_annotations(const KernelVariant& v) { return spec::par
 
 using spec::variant_entry;
 
+/// Names the header declares itself (and C++'s keywords): a size or tuning
+/// parameter with one of these names would not compile.
+const std::set<std::string>& reserved_names() {
+  static const std::set<std::string> names = {
+      // the header's own names
+      "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "kEntry", "kVariants",
+      "kVariantLabels", "LaunchConfig", "launch_config",
+      "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std",
+      // C++20 keywords and alternative tokens
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default",
+      "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float",
+      "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not",
+      "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert",
+      "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef",
+      "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
+      "xor", "xor_eq", "NULL"};
+  return names;
+}
+
+/// A size or tuning parameter name the header can declare: not reserved, not
+/// in the header's own kopt_ prefix, not a variantN namespace.
+void check_header_name(const std::string& name, const std::string& what, const std::string& where) {
+  static const std::regex variant_ns("^variant[0-9]+$");
+  static const std::regex ident("^[A-Za-z_][A-Za-z0-9_]*$");
+  if (!std::regex_match(name, ident))
+    throw SpecError("kopt.gen.108", where + ": the " + what + " '" + name.substr(0, 100) +
+                                        "' is not a C identifier, so the generated launch header cannot declare it");
+  if (reserved_names().count(name) || name.rfind("kopt_", 0) == 0 || name.rfind("__", 0) == 0 ||
+      std::regex_match(name, variant_ns))
+    throw SpecError("kopt.gen.108", where + ": the " + what + " '" + name +
+                                        "' cannot be a name in the generated launch header (a C++ keyword or one "
+                                        "of the header's own names); rename it");
+}
+
+/// Every name a variant's launch expressions use must be a size (an argument
+/// of launch_config()) or one of the variant's kopt:param constants, or the
+/// header would not compile.
+void check_launch_names(const spec::Annotations& a, const KernelVariant& v, const std::vector<std::string>& sizes) {
+  const std::string where = v.origin.empty() ? std::string("the kernel") : v.origin;
+  for (const auto& [k, value] : a.params) {
+    (void)value;
+    check_header_name(k, "kopt:param", where);
+  }
+  std::string size_list;
+  for (const auto& s : sizes) size_list += (size_list.empty() ? "" : ", ") + s;
+  const auto check = [&](const char* line, const spec::Expr& e) {
+    for (const std::string& n : e.names()) {
+      if (std::find(sizes.begin(), sizes.end(), n) != sizes.end() || a.params.count(n)) continue;
+      throw SpecError("kopt.gen.107",
+                      where + ": kopt:" + line + " '" + e.text() + "' uses '" + n +
+                          "', which is neither a size of the workload (" + (size_list.empty() ? "none" : size_list) +
+                          ") nor a '// kopt:param " + n +
+                          "=VALUE' line of the kernel, so the launch header would not compile; write the launch "
+                          "in terms of the sizes, or give the kernel its tuning parameters' values (a tuned "
+                          "best.cu has them)");
+    }
+  };
+  for (const auto& e : *a.grid) check("grid", e);
+  for (const auto& e : *a.block) check("block", e);
+  if (a.shared_bytes) check("shared", *a.shared_bytes);
+}
+
 std::string c_string(const std::string& text) {
   std::string out = "\"";
   for (char ch : text) {
@@ -146,8 +212,12 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   if (!std::regex_match(name, ident))
     throw UsageError("kopt.gen.102", "kernel name '" + name + "' is not a C identifier");
   const std::vector<std::string> sizes = size_order(spec);
+  for (const auto& sz : sizes) check_header_name(sz, "size", spec.path.empty() ? "the spec" : spec.path.string());
   std::vector<spec::Annotations> ann;
-  for (const auto& v : variants) ann.push_back(variant_annotations(v));
+  for (const auto& v : variants) {
+    ann.push_back(variant_annotations(v));
+    check_launch_names(ann.back(), v, sizes);
+  }
   const size_t n = variants.size();
   auto size_params = [&] {
     std::string p;
@@ -162,7 +232,14 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   std::ostringstream h;
   h << "// Generated by kopt generate: the launch configuration of " << name << ".cu. Do not edit.\n"
     << "// grid, block and shared memory follow the kernel's kopt: annotations, evaluated with\n"
-    << "// 64-bit integer arithmetic as kopt does.";
+    << "// 64-bit integer arithmetic as kopt does.\n//\n";
+  if (sizes.empty()) {
+    h << "// The workload has no size names: launch_config() takes no arguments.";
+  } else {
+    h << "// Arguments: launch_config(" << size_args() << "). The sizes come in the order of the\n"
+      << "// kernel signature's scalar parameters that are sizes, then any other size names sorted.\n"
+      << "// They are all long long, so swapped sizes compile: pass them in this order.";
+  }
   if (n > 1)
     h << "\n// " << n << " shape-specialised variants: launch_config() picks, for the given sizes, the\n"
       << "// variant tuned on the nearest performance case (distance: sum of squared log size ratios);\n"
@@ -170,9 +247,11 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   h << "\n#pragma once\n\n#include <cmath>\n#include <cstddef>\n\nnamespace kopt_" << name << " {\n\n"
     << "inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }\n"
     << "inline long long min(long long a, long long b) { return a < b ? a : b; }\n"
-    << "inline long long min(long long a, long long b, long long c) { return min(min(a, b), c); }\n"
+    << "template <typename... R>\n"
+    << "inline long long min(long long a, long long b, long long c, R... r) { return min(min(a, b), c, r...); }\n"
     << "inline long long max(long long a, long long b) { return a > b ? a : b; }\n"
-    << "inline long long max(long long a, long long b, long long c) { return max(max(a, b), c); }\n"
+    << "template <typename... R>\n"
+    << "inline long long max(long long a, long long b, long long c, R... r) { return max(max(a, b), c, r...); }\n"
     << "inline long long abs(long long a) { return a < 0 ? -a : a; }\n"
     << "inline long long align_up(long long a, long long b) { return ceil_div(a, b) * b; }\n"
     << "inline long long pow2(long long a) { return 1LL << a; }\n"
@@ -204,15 +283,15 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     for (const auto& [k, v] : a.params) h << "constexpr long long " << k << " = " << v << ";\n";
     h << "inline LaunchConfig launch_config(" << size_params() << ") {\n";
     for (const auto& s : sizes) h << "  (void)" << s << ";\n";
-    h << "  LaunchConfig c;\n";
-    for (int d = 0; d < 3; ++d) h << "  c.grid[" << d << "] = static_cast<unsigned>(" << (*a.grid)[d].text() << ");\n";
-    for (int d = 0; d < 3; ++d) h << "  c.block[" << d << "] = static_cast<unsigned>(" << (*a.block)[d].text() << ");\n";
-    h << "  c.shared_bytes = static_cast<std::size_t>(" << (a.shared_bytes ? a.shared_bytes->text() : "0") << ");\n"
-      << "  c.variant = " << i << ";\n  return c;\n}\n}  // namespace variant" << i << "\n\n";
+    h << "  LaunchConfig kopt_c;\n";
+    for (int d = 0; d < 3; ++d) h << "  kopt_c.grid[" << d << "] = static_cast<unsigned>(" << (*a.grid)[d].text() << ");\n";
+    for (int d = 0; d < 3; ++d) h << "  kopt_c.block[" << d << "] = static_cast<unsigned>(" << (*a.block)[d].text() << ");\n";
+    h << "  kopt_c.shared_bytes = static_cast<std::size_t>(" << (a.shared_bytes ? a.shared_bytes->text() : "0") << ");\n"
+      << "  kopt_c.variant = " << i << ";\n  return kopt_c;\n}\n}  // namespace variant" << i << "\n\n";
   }
   h << "/// Grid, block and dynamic shared memory of variant `v` for the given sizes.\n"
-    << "inline LaunchConfig launch_config_variant(int v" << (sizes.empty() ? "" : ", ") << size_params()
-    << ") {\n  switch (v) {\n";
+    << "inline LaunchConfig launch_config_variant(int kopt_v" << (sizes.empty() ? "" : ", ") << size_params()
+    << ") {\n  switch (kopt_v) {\n";
   for (size_t i = 1; i < n; ++i)
     h << "    case " << i << ": return variant" << i << "::launch_config(" << size_args() << ");\n";
   h << "    default: return variant0::launch_config(" << size_args() << ");\n  }\n}\n\n";
@@ -230,21 +309,23 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     for (const auto& s : sizes) h << "  (void)" << s << ";\n";
     h << "  return 0;\n}\n\n";
   } else {
-    h << "  struct Shape { double sizes[" << sizes.size() << "]; int variant; };\n"
-      << "  static const Shape kTuned[] = {";
+    h << "  struct kopt_shape { double sizes[" << sizes.size() << "]; int variant; };\n"
+      << "  static const kopt_shape kopt_tuned[] = {";
     for (size_t j = 0; j < shapes.size(); ++j) {
       h << (j ? ", " : "") << "{{";
       for (size_t d = 0; d < shapes[j].first.size(); ++d) h << (d ? ", " : "") << shapes[j].first[d] << ".0";
       h << "}, " << shapes[j].second << "}";
     }
-    h << "};\n  const double want[] = {";
+    h << "};\n  const double kopt_want[] = {";
     for (size_t d = 0; d < sizes.size(); ++d) h << (d ? ", " : "") << "static_cast<double>(" << sizes[d] << ")";
-    h << "};\n  int best = 0;\n  double best_d = 1e300;\n"
-      << "  for (const Shape& s : kTuned) {\n    double d = 0;\n"
-      << "    for (int i = 0; i < " << sizes.size() << "; ++i) {\n"
-      << "      const double r = std::log((want[i] > 1 ? want[i] : 1.0) / (s.sizes[i] > 1 ? s.sizes[i] : 1.0));\n"
-      << "      d += r * r;\n    }\n"
-      << "    if (d < best_d) {\n      best_d = d;\n      best = s.variant;\n    }\n  }\n  return best;\n}\n\n";
+    h << "};\n  int kopt_best = 0;\n  double kopt_best_d = 1e300;\n"
+      << "  for (const kopt_shape& kopt_s : kopt_tuned) {\n    double kopt_d = 0;\n"
+      << "    for (int kopt_i = 0; kopt_i < " << sizes.size() << "; ++kopt_i) {\n"
+      << "      const double kopt_r = std::log((kopt_want[kopt_i] > 1 ? kopt_want[kopt_i] : 1.0) /\n"
+      << "                                     (kopt_s.sizes[kopt_i] > 1 ? kopt_s.sizes[kopt_i] : 1.0));\n"
+      << "      kopt_d += kopt_r * kopt_r;\n    }\n"
+      << "    if (kopt_d < kopt_best_d) {\n      kopt_best_d = kopt_d;\n      kopt_best = kopt_s.variant;\n    }\n"
+      << "  }\n  return kopt_best;\n}\n\n";
   }
   h << "/// Grid, block, dynamic shared memory and variant for the given problem sizes.\n"
     << "inline LaunchConfig launch_config(" << size_params() << ") {\n"
@@ -358,6 +439,7 @@ int generate(const GenerateOptions& o) {
       const std::vector<KernelVariant> variants = run_variants(run_dir, summary);
       const std::string& best = variants.front().source;
       const nlohmann::json device = nlohmann::json::parse(fs::read_file(run_dir / "device.json"));
+      launch_header(o.name, variants, s);  // throws (writing nothing) when it would not compile
       // The cache is written before the outputs: it is also an input of the
       // build step, so the outputs must end up newer than it (or the next
       // build would tune again).

@@ -42,8 +42,12 @@ int generate(const GenerateOptions& options);
 /// values, and (under nvcc) the kernel's declaration from the spec's
 /// signature plus `kernel`, a pointer to it whatever the entry's name.
 /// Size arguments come in the order of the signature's scalars (M, N, K for
-/// SGEMM), then the remaining size names sorted.
-/// Throws SpecError when the source lacks kopt:entry/grid/block lines.
+/// SGEMM), then the remaining size names sorted; the header's comment says so.
+/// Throws SpecError when the source lacks kopt:entry/grid/block lines, and
+/// rather than return a header that would not compile: kopt.gen.107 when a
+/// launch expression uses a name that is neither a size nor a kopt:param of
+/// that kernel, kopt.gen.108 for a size or parameter name the header cannot
+/// declare (a C++ keyword, one of its own names, not an identifier).
 std::string launch_header(const std::string& name, const std::string& kernel_source, const spec::Spec& spec,
                           const std::string& origin);
 
