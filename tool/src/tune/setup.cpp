@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/thread_pool.h"
 
 namespace kopt::tune {
 
@@ -23,7 +24,7 @@ std::string fmt(double v, int precision) {
 }
 
 unsigned compile_threads(int requested) {
-  if (requested > 0) return static_cast<unsigned>(requested);
+  if (requested > 0) return std::min(static_cast<unsigned>(requested), max_pool_threads());
   const unsigned hw = std::thread::hardware_concurrency();
   return hw > 2 ? hw - 1 : 1;
 }
