@@ -68,7 +68,18 @@ Finalists Driver::choose_finalists() {
       std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << o_.retime_rounds << " rounds\n";
     std::vector<std::vector<double>> g(ranked.size());
     std::vector<std::map<std::string, std::vector<double>>> per_case(ranked.size());
-    for (int round = 0; round < o_.retime_rounds; ++round)
+    // The re-timing is part of the minutes budget: the first round always
+    // runs (there is no winner without one); a later round only when the time
+    // left holds another round as long as the last one.
+    double last_round_min = 0;
+    for (int round = 0; round < o_.retime_rounds; ++round) {
+      if (round > 0 && o_.max_minutes > 0 && minutes_elapsed() + last_round_min > o_.max_minutes) {
+        if (!o_.quiet)
+          std::cerr << "kopt: re-timing stopped after " << round << " of " << o_.retime_rounds
+                    << " rounds: the minutes budget is spent\n";
+        break;
+      }
+      const double round_start = minutes_elapsed();
       for (size_t i = 0; i < ranked.size(); ++i) {
         if (failed[i]) continue;
         const model::Result r = ev_->evaluate(candidate_of(*ranked[i]), false);
@@ -80,6 +91,8 @@ Finalists Driver::choose_finalists() {
         for (const auto& cr : r.cases)
           if (cr.latency) per_case[i][cr.name].push_back(cr.latency->median_ms);
       }
+      last_round_min = minutes_elapsed() - round_start;
+    }
     double best_median = INFINITY;
     f.winner = nullptr;  // only a candidate that passed its re-checks can win
     for (size_t i = 0; i < ranked.size(); ++i) {

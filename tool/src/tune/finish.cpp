@@ -1,6 +1,7 @@
 // Phase 6 of a run: summary.json, best.cu, the variants, the reports and the
 // console summary; and the compile-only listing of a run without a GPU.
 #include <algorithm>
+#include <deque>
 #include <future>
 #include <iostream>
 
@@ -109,25 +110,34 @@ int Driver::finish(const Finalists& f) {
 }
 
 int Driver::compile_only_listing() {
-  ThreadPool pool(o_.compile_threads > 0 ? o_.compile_threads : std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::pair<spec::Candidate, std::future<cuda::CompileResult>>> jobs;
+  ThreadPool pool(compile_threads(o_.compile_threads));
+  // At most two compiles a thread in flight, and the minutes budget holds:
+  // a large evals budget on a large space must not queue candidates without end.
+  std::deque<std::pair<spec::Candidate, std::future<cuda::CompileResult>>> jobs;
   const int64_t limit = o_.max_evaluations;
-  while (limit <= 0 || static_cast<int64_t>(jobs.size()) < limit) {
-    propose::Proposal p = proposer_.propose();
-    if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
-    auto fut = pool.submit([ev = ev_.get(), c = p.candidate] { return ev->compile(c); });
-    jobs.emplace_back(std::move(p.candidate), std::move(fut));
-  }
+  int64_t proposed = 0;
   int ok = 0, failed = 0, hits = 0;
   nlohmann::json out = nlohmann::json::array();
-  for (auto& [c, f] : jobs) {
+  auto collect_oldest = [&] {
+    auto& [c, f] = jobs.front();
     cuda::CompileResult r = f.get();
     (r.ok ? ok : failed)++;
     hits += r.cache_hit;
     out.push_back({{"params", c.params}, {"compiled", r.ok}, {"compile_ms", r.compile_ms}, {"cache_hit", r.cache_hit},
                    {"error_name", r.error_name}});
     if (!o_.quiet) std::cerr << "  " << c.label << ": " << (r.ok ? "compiled" : "compile_error " + r.error_name) << "\n";
+    jobs.pop_front();
+  };
+  while (limit <= 0 || proposed < limit) {
+    if (o_.max_minutes > 0 && minutes_elapsed() >= o_.max_minutes) break;
+    propose::Proposal p = proposer_.propose();
+    if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
+    auto fut = pool.submit([ev = ev_.get(), c = p.candidate] { return ev->compile(c); });
+    jobs.emplace_back(std::move(p.candidate), std::move(fut));
+    ++proposed;
+    while (jobs.size() >= 2 * pool.size()) collect_oldest();
   }
+  while (!jobs.empty()) collect_oldest();
   nlohmann::json listing = {{"compile_only", true}, {"arch", o_.arch}};
   listing.update(proposer_.summary());
   listing.erase("strategy");
