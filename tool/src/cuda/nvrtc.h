@@ -37,6 +37,10 @@ struct CompileResult {
 /// "major.minor" of the NVRTC library in use (part of every cache key).
 std::string nvrtc_version();
 
+/// The architectures this NVRTC can compile for, as numbers (75 for sm_75),
+/// ascending (nvrtcGetSupportedArchs). Needs no GPU.
+std::vector<int> supported_archs();
+
 /// The full option list NVRTC receives for a request (documented defaults:
 /// --std=c++17, -arch=<arch>, -I<CUDA include dir>, -default-device is NOT set,
 /// relocatable device code is never enabled).
