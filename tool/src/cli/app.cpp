@@ -4,27 +4,48 @@
 #include <iostream>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace kopt::cli {
 namespace {
+
+/// An error as one line on stderr: "kopt: <message>", the message clipped
+/// (no message may flood the terminal, whatever it echoes).
+void print_error(const std::string& message) { std::cerr << "kopt: " << clip(message, 2000) << "\n"; }
 
 /// Runs the command; an exception becomes its message on stderr and an exit code.
 int run_reporting_errors(Command& command) {
   try {
     return command.run();
   } catch (const NoDeviceError& e) {
-    std::cerr << "kopt: " << e.what() << "\n";
+    print_error(e.what());
     return kNoDevice;
   } catch (const SpecError& e) {
-    std::cerr << "kopt: " << e.what() << "\n";
+    print_error(e.what());
     return kUsage;
   } catch (const UsageError& e) {
-    std::cerr << "kopt: " << e.what() << "\n";
+    print_error(e.what());
     return kUsage;
   } catch (const std::exception& e) {
-    std::cerr << "kopt: " << e.what() << "\n";
+    print_error(e.what());
     return kEnvironment;
   }
+}
+
+/// A command-line error CLI11 found, as one line with an id:
+/// "kopt: [kopt.cli.010] --top: expected ... (kopt optimize --help)".
+int report_parse_error(const CLI::ParseError& e, const std::string& command) {
+  const char* id = "kopt.cli.013";  // anything else (options that exclude each other, ...)
+  if (dynamic_cast<const CLI::ValidationError*>(&e) || dynamic_cast<const CLI::ConversionError*>(&e) ||
+      dynamic_cast<const CLI::ArgumentMismatch*>(&e))
+    id = "kopt.cli.010";
+  else if (dynamic_cast<const CLI::ExtrasError*>(&e))
+    id = "kopt.cli.011";
+  else if (dynamic_cast<const CLI::RequiredError*>(&e))
+    id = "kopt.cli.012";
+  print_error(std::string("[") + id + "] " + e.what() + " (see kopt " + (command.empty() ? "" : command + " ") +
+              "--help)");
+  return kUsage;
 }
 
 }  // namespace
@@ -52,7 +73,17 @@ int App::run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kOk : kUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string command;
+    for (size_t i = 0; i < commands_.size(); ++i)
+      if (subs[i]->parsed()) command = commands_[i]->name();
+    if (command.empty() && argc > 1 && argv[1][0] != '-') {  // CLI11 only says "A subcommand is required"
+      std::string names;
+      for (const auto& c : commands_) names += std::string(names.empty() ? "" : ", ") + c->name();
+      print_error("[kopt.cli.011] unknown command " + quote(argv[1]) + " (commands: " + names + "; see kopt --help)");
+      return kUsage;
+    }
+    return report_parse_error(e, command);
   }
   for (size_t i = 0; i < commands_.size(); ++i)
     if (*subs[i]) return run_reporting_errors(*commands_[i]);

@@ -1,11 +1,21 @@
 #include "cli/common.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <regex>
+#include <set>
 #include <sstream>
 
+#include "cuda/nvrtc.h"
 #include "tune/driver.h"
 #include "util/error.h"
+#include "util/text.h"
+#include "util/thread_pool.h"
 
 namespace kopt::cli {
 
@@ -15,16 +25,219 @@ std::filesystem::path self_exe() {
   return ec ? std::filesystem::path("kopt") : p;
 }
 
+// --- option values ---------------------------------------------------------
+
+std::optional<int64_t> parse_whole(const std::string& t) {
+  const bool neg = !t.empty() && t[0] == '-';
+  const std::string digits = neg ? t.substr(1) : t;
+  if (digits.empty() || digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+std::optional<uint64_t> parse_unsigned(const std::string& t) {
+  if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(t.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0') return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+std::optional<double> parse_finite(const std::string& t) {
+  // Digits, one optional sign, a point, an exponent: strtod alone would also
+  // take "nan", "inf", "0x1p3" and leading spaces.
+  if (t.empty() || t.size() > 64 || t.find_first_not_of("0123456789+-.eE") != std::string::npos ||
+      t.find_first_of("0123456789") == std::string::npos)
+    return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(v) || errno == ERANGE) return std::nullopt;
+  return v;
+}
+
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string got(const std::string& text) { return ", got " + quote(text); }
+
+}  // namespace
+
+namespace check {
+
+CLI::Validator whole(int64_t lo, int64_t hi) {
+  const std::string range = hi == std::numeric_limits<int64_t>::max()
+                                ? std::to_string(lo) + " or more"
+                                : "from " + std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& t) -> std::string {
+        const std::optional<int64_t> v = parse_whole(t);
+        if (!v || *v < lo || *v > hi) return "expected a whole number " + range + got(t);
+        return {};
+      },
+      hi == std::numeric_limits<int64_t>::max() ? ">=" + std::to_string(lo)
+                                                : std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+CLI::Validator unsigned_whole() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        if (!parse_unsigned(t)) return "expected a whole number from 0 to 18446744073709551615" + got(t);
+        return {};
+      },
+      "0..2^64-1");
+}
+
+CLI::Validator finite(double lo, bool lo_inclusive, double hi, bool hi_inclusive) {
+  std::string range = std::string(lo_inclusive ? ">= " : "> ") + number_text(lo);
+  if (std::isfinite(hi)) range += std::string(hi_inclusive ? " and <= " : " and < ") + number_text(hi);
+  return CLI::Validator(
+      [=](std::string& t) -> std::string {
+        const std::optional<double> v = parse_finite(t);
+        if (!v || (lo_inclusive ? *v < lo : *v <= lo) || (hi_inclusive ? *v > hi : *v >= hi))
+          return "expected a finite number " + range + got(t);
+        return {};
+      },
+      std::string(lo_inclusive ? "[" : "(") + number_text(lo) + "," +
+          (std::isfinite(hi) ? number_text(hi) + (hi_inclusive ? "]" : ")") : "inf)"));
+}
+
+CLI::Validator not_empty() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        if (t.find_first_not_of(" \t\r\n") == std::string::npos) return "expected a value, got an empty string";
+        return {};
+      },
+      "");
+}
+
+CLI::Validator identifier() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        static const std::regex ident("[A-Za-z_][A-Za-z0-9_]*");
+        if (t.size() > 200 || !std::regex_match(t, ident))
+          return "expected a C identifier (letters, digits and '_', not starting with a digit; at most 200)" + got(t);
+        return {};
+      },
+      "C identifier");
+}
+
+CLI::Validator one_of(std::vector<std::string> names) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return CLI::Validator(
+      [names, list](std::string& t) -> std::string {
+        for (const auto& n : names)
+          if (t == n) return {};
+        return "expected one of " + list + got(t);
+      },
+      "");
+}
+
+CLI::Validator arch() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        const std::vector<int> archs = cuda::supported_archs();
+        std::string list;
+        for (int a : archs) list += (list.empty() ? "sm_" : ", sm_") + std::to_string(a);
+        static const std::regex form("sm_([0-9]{2,3})[af]?");
+        std::smatch m;
+        if (!std::regex_match(t, m, form)) {
+          const std::string why = t.rfind("compute_", 0) == 0 ? " (a virtual architecture: give the real one, sm_XY)"
+                                                               : "";
+          return "expected a real GPU architecture sm_XY (this NVRTC: " + list + ")" + got(t) + why;
+        }
+        const int n = std::stoi(m[1].str());
+        if (!archs.empty() && std::find(archs.begin(), archs.end(), n) == archs.end())
+          return "sm_" + m[1].str() + " is not an architecture this NVRTC compiles for (" + list + ")";
+        return {};
+      },
+      "sm_XY");
+}
+
+}  // namespace check
+
+namespace {
+
+/// The nearest existing folder at or above `p` (for a path that is created).
+std::filesystem::path existing_parent(std::filesystem::path p) {
+  std::error_code ec;
+  p = std::filesystem::absolute(p, ec);
+  while (!p.empty() && !std::filesystem::exists(p, ec)) {
+    if (p == p.parent_path()) break;
+    p = p.parent_path();
+  }
+  return p;
+}
+
+void check_writable_parent(const std::string& option, const std::filesystem::path& path) {
+  const std::filesystem::path parent = existing_parent(path.parent_path().empty() ? "." : path.parent_path());
+  std::error_code ec;
+  if (!std::filesystem::is_directory(parent, ec))
+    throw UsageError("kopt.cli.014", option + " " + clip(path.string()) + ": cannot be created: " +
+                                         clip(parent.string()) + " is not a folder");
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw UsageError("kopt.cli.014", option + " " + clip(path.string()) + ": cannot be created: the folder " +
+                                         clip(parent.string()) + " is not writable (" + std::strerror(errno) + ")");
+}
+
+}  // namespace
+
+void check_output_file(const std::string& option, const std::filesystem::path& path) {
+  if (path.empty()) throw UsageError("kopt.cli.014", option + ": expected a file name, got an empty string");
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st))
+    throw UsageError("kopt.cli.014", option + " " + clip(path.string()) + ": is a directory; give a file name");
+  if (std::filesystem::exists(st)) {
+    if (!std::filesystem::is_regular_file(st))
+      throw UsageError("kopt.cli.014", option + " " + clip(path.string()) + ": is not a regular file");
+    if (::access(path.c_str(), W_OK) != 0)
+      throw UsageError("kopt.cli.014",
+                       option + " " + clip(path.string()) + ": is not writable (" + std::strerror(errno) + ")");
+  }
+  check_writable_parent(option, path);  // the file is replaced through a temporary file beside it
+}
+
+void check_output_dir(const std::string& option, const std::filesystem::path& path) {
+  if (path.empty()) throw UsageError("kopt.cli.014", option + ": expected a folder, got an empty string");
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(st)) {
+    if (!std::filesystem::is_directory(st))
+      throw UsageError("kopt.cli.014", option + " " + clip(path.string()) + ": exists and is not a folder");
+    if (::access(path.c_str(), W_OK | X_OK) != 0)
+      throw UsageError("kopt.cli.014",
+                       option + " " + clip(path.string()) + ": the folder is not writable (" + std::strerror(errno) + ")");
+    return;
+  }
+  check_writable_parent(option, path);
+}
+
+unsigned max_compile_threads() { return max_pool_threads(); }
+
+// --- environment -------------------------------------------------------------
+
 CLI::Option* Environment::add_device(CLI::App& sub) {
-  return sub.add_option("--device", device, "CUDA device ordinal");
+  return sub.add_option("--device", device, "CUDA device ordinal")->check(check::whole(0, 1023));
 }
 
 CLI::Option* Environment::add_cache_dir(CLI::App& sub, const std::string& help) {
-  return sub.add_option("--cache-dir", cache_dir, help);
+  return sub.add_option("--cache-dir", cache_dir, help)->check(check::not_empty());
 }
 
 CLI::Option* Environment::add_arch(CLI::App& sub, const std::string& help) {
-  return sub.add_option("--arch", arch, help);
+  return sub.add_option("--arch", arch, help)->check(check::arch());
 }
 
 CLI::Option* Environment::add_quiet(CLI::App& sub, const std::string& help) {
@@ -50,51 +263,71 @@ std::vector<std::string> Environment::worker_argv(const std::string& command) co
 std::string Budget::default_text() { return "default evals=" + std::to_string(kDefaultEvaluations); }
 
 CLI::Option* Budget::add_budget(CLI::App& sub, const std::string& help) {
-  return sub.add_option("--budget", text, help);
+  return sub.add_option("--budget", text, help)->check(check::not_empty());
 }
 
 CLI::Option* Budget::add_max_iterations(CLI::App& sub) {
-  return sub.add_option("--max-iterations", max_iterations, "Same as --budget evals=N");
+  return sub.add_option("--max-iterations", max_iterations, "Same as --budget evals=N")
+      ->check(check::whole(1, kMaxEvaluations));
 }
 
 namespace {
 
-/// Sets one budget item ("evals=200", "200", "10m") on `o`.
-void apply_item(const std::string& item, tune::OptimizeOptions& o) {
-  auto eq = item.find('=');
+constexpr const char* kBudgetForm = "evals=N,minutes=M,patience=P, any subset; or N (evals) or Mm (minutes)";
+
+/// Sets one budget item ("evals=200", "200", "10m") on `o`; `seen` holds the
+/// keys set so far.
+void apply_item(const std::string& item, tune::OptimizeOptions& o, std::set<std::string>& seen) {
+  const auto eq = item.find('=');
   std::string key = eq == std::string::npos ? "" : item.substr(0, eq);
   std::string value = eq == std::string::npos ? item : item.substr(eq + 1);
-  if (key.empty() && !value.empty() && (value.back() == 'm')) {
+  if (eq == std::string::npos && !value.empty() && value.back() == 'm') {
     key = "minutes";
     value.pop_back();
-  } else if (key.empty()) {
+  } else if (eq == std::string::npos) {
     key = "evals";
   }
-  try {
-    size_t used = 0;
-    if (key == "evals" || key == "evaluations") {
-      o.max_evaluations = std::stoll(value, &used);
-    } else if (key == "minutes" || key == "min") {
-      o.max_minutes = std::stod(value, &used);
-    } else if (key == "patience") {
-      o.patience = std::stoll(value, &used);
-    } else {
-      throw UsageError("kopt.cli.004", "--budget: unknown key '" + key + "' (known: evals, minutes, patience)");
-    }
-    if (used != value.size()) throw std::invalid_argument("trailing");
-  } catch (const UsageError&) {
-    throw;
-  } catch (const std::exception&) {
-    throw UsageError("kopt.cli.005", "--budget: '" + item + "' needs a number (e.g. evals=200,minutes=10)");
+  if (key == "evaluations") key = "evals";
+  if (key == "min") key = "minutes";
+  if (key != "evals" && key != "minutes" && key != "patience")
+    throw UsageError("kopt.cli.004",
+                     "--budget: unknown key " + quote(key) + " in " + quote(item) + " (known: evals, minutes, patience)");
+  if (!seen.insert(key).second)
+    throw UsageError("kopt.cli.008", "--budget: " + key + " is given twice");
+  const std::string why = " (leave " + key + " out for no limit)";
+  if (key == "minutes") {
+    const std::optional<double> v = parse_finite(value);
+    if (!v || *v <= 0 || *v > Budget::kMaxMinutes)
+      throw UsageError("kopt.cli.005", "--budget: " + clip(item) + ": minutes must be a finite number > 0 and <= " +
+                                           number_text(Budget::kMaxMinutes) + why);
+    o.max_minutes = *v;
+    return;
   }
+  const std::optional<int64_t> v = parse_whole(value);
+  if (!v || *v < 1 || *v > Budget::kMaxEvaluations)
+    throw UsageError("kopt.cli.005", "--budget: " + clip(item) + ": " + key + " must be a whole number from 1 to " +
+                                         std::to_string(Budget::kMaxEvaluations) + why);
+  (key == "evals" ? o.max_evaluations : o.patience) = *v;
 }
 
 }  // namespace
 
 void Budget::apply(tune::OptimizeOptions& o) const {
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) apply_item(item, o);
+  if (!text.empty()) {
+    if (text.find_first_not_of(" \t") == std::string::npos)
+      throw UsageError("kopt.cli.008", std::string("--budget: expected ") + kBudgetForm + ", got an empty string");
+    std::set<std::string> seen;
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty())
+        throw UsageError("kopt.cli.008", "--budget " + quote(text) + ": empty item (expected " + kBudgetForm + ")");
+      apply_item(item, o, seen);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
   if (max_iterations > 0) o.max_evaluations = max_iterations;
   if (text.empty() && max_iterations == 0) o.max_evaluations = kDefaultEvaluations;
 }

@@ -5,12 +5,15 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace CLI {
 class App;
 class Option;
+class Validator;
 }  // namespace CLI
 
 namespace kopt::tune {
@@ -21,6 +24,51 @@ namespace kopt::cli {
 
 /// This executable (/proc/self/exe; "kopt" when that cannot be read).
 std::filesystem::path self_exe();
+
+// ---------------------------------------------------------------------------
+// Checking option values. Every option that takes a value has one of these
+// validators (->check(...)): it accepts the whole argument or rejects it at
+// parse time with a one-line reason; CLI11 puts the option's name in front and
+// App prints "kopt: [kopt.cli.010] --top: expected ..." and exits 2. The user's
+// text is echoed clipped (util/text.h).
+
+/// A whole number: decimal digits with an optional leading '-' (no spaces,
+/// no sign '+', no hex, no exponent), within int64. nullopt otherwise.
+std::optional<int64_t> parse_whole(const std::string& text);
+/// Same within uint64 (no '-').
+std::optional<uint64_t> parse_unsigned(const std::string& text);
+/// A finite decimal number ("1.5", "2e-3"; not "nan", "inf", hex or words).
+std::optional<double> parse_finite(const std::string& text);
+
+namespace check {
+/// A whole number from `lo` to `hi`.
+CLI::Validator whole(int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max());
+/// A whole number from 0 to 2^64-1 (the seed; a negative one is an error, not wrapped).
+CLI::Validator unsigned_whole();
+/// A finite number x with lo < x (lo <= x when `lo_inclusive`) and x <= hi.
+CLI::Validator finite(double lo, bool lo_inclusive, double hi, bool hi_inclusive = true);
+/// Not empty and not only spaces (names, paths).
+CLI::Validator not_empty();
+/// A C identifier (generate's --name: file names and a C++ namespace).
+CLI::Validator identifier();
+/// One of `names` (e.g. --strategy).
+CLI::Validator one_of(std::vector<std::string> names);
+/// A real GPU architecture NVRTC can compile for: sm_XY with XY one of
+/// cuda::supported_archs(), optionally with the a/f suffix (sm_90a).
+CLI::Validator arch();
+}  // namespace check
+
+/// Output files and folders, checked before any work so that results are
+/// never computed and then lost. Throws UsageError kopt.cli.014 naming
+/// `option` when `path` is empty, is a directory (for a file) or not a
+/// directory (for a folder), or cannot be written; a missing path is fine when
+/// its nearest existing parent is a writable folder (it is created).
+void check_output_file(const std::string& option, const std::filesystem::path& path);
+void check_output_dir(const std::string& option, const std::filesystem::path& path);
+
+/// The most --compile-threads can ask for: 4x the hardware threads
+/// (util/thread_pool.h max_pool_threads()).
+unsigned max_compile_threads();
 
 /// The environment options. Each add_* declares one option on a subcommand,
 /// where the subcommand wants it in its help, and returns it (e.g. for
@@ -64,8 +112,14 @@ struct Budget {
   CLI::Option* add_budget(CLI::App& sub, const std::string& help);
   CLI::Option* add_max_iterations(CLI::App& sub);
 
-  /// Sets o.max_evaluations, o.max_minutes and o.patience. Throws UsageError
-  /// (kopt.cli.004 unknown key, kopt.cli.005 not a number).
+  /// Largest values accepted: a typo is an error, not a run that never ends.
+  static constexpr int64_t kMaxEvaluations = 1000000000;
+  static constexpr double kMaxMinutes = 1000000;  // about 2 years
+
+  /// Sets o.max_evaluations, o.max_minutes and o.patience. Every value must be
+  /// > 0 (leave a key out for no limit). Throws UsageError kopt.cli.004
+  /// (unknown key), kopt.cli.005 (not a number, not finite, out of range),
+  /// kopt.cli.008 (empty --budget, empty item, a key given twice).
   void apply(tune::OptimizeOptions& o) const;
 };
 
