@@ -1,10 +1,12 @@
 // `kopt optimize`: searches a tunable template (or lets the LLM agent
 // propose kernels) and writes a run folder; prints its summary.json.
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cli/command.h"
 #include "cli/common.h"
 #include "tune/driver.h"
+#include "tune/proposers.h"
 #include "util/error.h"
 
 namespace kopt::cli {
@@ -23,6 +25,7 @@ class OptimizeCommand final : public Command {
     add_agent(sub, o_.agent);
     sub.add_option("--worker-command", worker_command_,
                    "Testing: start this program (space-separated argv) instead of `kopt worker`")
+        ->check(check::not_empty())
         ->group("Testing");
   }
   int run() override;
@@ -54,31 +57,45 @@ void OptimizeCommand::add_inputs(CLI::App& sub) {
       ->check(CLI::ExistingFile);
   sub.add_option("--input-cases", o_.input_cases, "JSON file of cases replacing the spec's")
       ->check(CLI::ExistingFile);
-  sub.add_option("--description", o_.description, "What the kernel does (recorded; used by the agent proposer)");
+  sub.add_option("--description", o_.description, "What the kernel does (recorded; used by the agent proposer)")
+      ->check(check::not_empty());
 }
 
 /// How the search runs: strategy, budget, run folder, device, final re-timing.
 void OptimizeCommand::add_search(CLI::App& sub) {
   sub.add_option("--strategy", o_.strategy,
                  "exhaustive, random, anneal, genetic, surrogate (default: by space size); agent, hybrid (the LLM "
-                 "agent proposer; see docs/agent.md)");
+                 "agent proposer; see docs/agent.md)")
+      ->check(check::one_of(tune::proposer_names()));
   budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
   budget_.add_max_iterations(sub);
-  sub.add_option("--results-dir", results_dir_, "Where run folders are created")->capture_default_str();
+  sub.add_option("--results-dir", results_dir_, "Where run folders are created")
+      ->check(check::not_empty())
+      ->capture_default_str();
   sub.add_option("--resume", resume_, "Continue this run folder (same spec); recorded attempts are not re-run")
       ->check(CLI::ExistingDirectory);
-  sub.add_option("--seed", o_.seed, "Search seed")->capture_default_str();
+  sub.add_option("--seed", o_.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
   env_.add_device(sub)->capture_default_str();
   env_.add_arch(sub, "Compile for this architecture; with no GPU, compile the candidates only");
-  sub.add_option("--top", o_.top, "Candidates re-timed interleaved at the end")->capture_default_str();
-  sub.add_option("--retime-rounds", o_.retime_rounds, "Rounds of that re-timing")->capture_default_str();
+  sub.add_option("--top", o_.top, "Candidates re-timed interleaved at the end")
+      ->check(check::whole(1, 100))
+      ->capture_default_str();
+  sub.add_option("--retime-rounds", o_.retime_rounds,
+                 "Rounds of that re-timing (0: none); rounds after the first stop when the minutes budget is "
+                 "spent")
+      ->check(check::whole(0, 100))
+      ->capture_default_str();
   sub.add_flag("--no-specialize", no_specialize_,
                "One configuration for every shape (default: a performance case that another configuration "
                "runs faster gets it as a shape-specialised variant)");
   sub.add_option("--specialize-threshold", o_.specialize_threshold,
                  "Fraction a variant must beat the single best by on its case")
+      ->check(check::finite(0, true, 1, false))
       ->capture_default_str();
-  sub.add_option("--compile-threads", o_.compile_threads, "NVRTC threads (default: cores - 1)");
+  sub.add_option("--compile-threads", o_.compile_threads,
+                 "NVRTC threads (default: hardware threads - 1); more than 4x the hardware threads is lowered to "
+                 "that, with a warning")
+      ->check(check::whole(1, 1000000));
   env_.add_cache_dir(sub);
   env_.add_quiet(sub);
 }
@@ -88,22 +105,24 @@ void OptimizeCommand::add_search(CLI::App& sub) {
 void OptimizeCommand::add_agent(CLI::App& sub, agent::AgentOptions& a) {
   sub.add_option("--max-repairs", a.max_repairs,
                  "Agent: failed candidates in a row the model may repair before the run stops")
-      ->capture_default_str()->group("Agent");
-  sub.add_option("--token-budget", a.token_budget, "Agent: total tokens (0: no limit)")->group("Agent");
+      ->check(check::whole(0, 1000))->capture_default_str()->group("Agent");
+  sub.add_option("--token-budget", a.token_budget, "Agent: total tokens (0: no limit)")
+      ->check(check::whole(0, 1000000000000))->group("Agent");
   sub.add_option("--llm-model", a.llm_model, "Agent: model name (default: $OPENAI_MODEL, else gpt-5-mini)")
-      ->group("Agent");
+      ->check(check::not_empty())->group("Agent");
   sub.add_option("--llm-base-url", a.llm_base_url,
                  "Agent: OpenAI-compatible API base URL (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)")
-      ->group("Agent");
+      ->check(check::not_empty())->group("Agent");
   sub.add_option("--llm-api", a.llm_api, "Agent: auto, chat or responses (default: auto)")
-      ->check(CLI::IsMember({"auto", "chat", "responses"}))->group("Agent");
+      ->check(check::one_of({"auto", "chat", "responses"}))->group("Agent");
   sub.add_option("--llm-tool-choice", a.tool_choice,
                  "Agent: auto, required, or a tool name to force it on every turn (e.g. evaluate_candidate)")
-      ->capture_default_str()->group("Agent");
+      ->check(check::not_empty())->capture_default_str()->group("Agent");
   sub.add_option("--llm-max-output-tokens", a.max_output_tokens,
                  "Agent: cap on each reply's tokens (a cut reply's tool calls are never run)")
-      ->group("Agent");
-  sub.add_option("--llm-timeout", a.llm_timeout_s, "Agent: seconds per HTTP attempt (default 300)")->group("Agent");
+      ->check(check::whole(1, 10000000))->group("Agent");
+  sub.add_option("--llm-timeout", a.llm_timeout_s, "Agent: seconds per HTTP attempt (default 300)")
+      ->check(check::finite(0, false, 86400))->group("Agent");
   sub.add_flag("--allow-doc-fetch", a.allow_doc_fetch,
                "Agent: let the model fetch documentation pages from URLs (off by default)")
       ->group("Agent");
@@ -115,6 +134,13 @@ void OptimizeCommand::add_agent(CLI::App& sub, agent::AgentOptions& a) {
 
 int OptimizeCommand::run() {
   budget_.apply(o_);
+  if (o_.compile_threads > 0 && static_cast<unsigned>(o_.compile_threads) > max_compile_threads()) {
+    std::cerr << "kopt: warning: --compile-threads " << o_.compile_threads << " is more than 4x the hardware threads; using "
+              << max_compile_threads() << "\n";
+    o_.compile_threads = static_cast<int>(max_compile_threads());
+  }
+  if (resume_.empty()) check_output_dir("--results-dir", results_dir_);
+  if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
   o_.results_dir = results_dir_;
   o_.resume = resume_;
   if (no_specialize_) o_.specialize = false;
