@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -17,30 +19,91 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/text.h"
 
 namespace kopt::cli {
 namespace {
 
-/// Parses "A=1,B=2" into a map. Throws UsageError naming the bad item.
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+/// Parses "A=1,B=2" into a map: NAME a C identifier, VALUE a whole number,
+/// each name once. Throws UsageError naming --params and the bad item.
 std::map<std::string, int64_t> parse_params(const std::string& text) {
   std::map<std::string, int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UsageError("kopt.cli.001", "--params: expected NAME=VALUE, got '" + item + "'");
-    try {
-      size_t used = 0;
-      int64_t v = std::stoll(item.substr(eq + 1), &used);
-      if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
-      out[item.substr(0, eq)] = v;
-    } catch (const std::exception&) {
-      throw UsageError("kopt.cli.002", "--params: '" + item + "' needs an integer value");
-    }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos)
+      throw UsageError("kopt.cli.001", "--params: expected NAME=VALUE,..., got " + quote(item.empty() ? text : item));
+    const std::string name = item.substr(0, eq);
+    if (!is_identifier(name))
+      throw UsageError("kopt.cli.001", "--params: " + quote(name) + " in " + quote(item) +
+                                           " is not a parameter name (a C identifier: letters, digits, '_')");
+    const std::optional<int64_t> v = parse_whole(item.substr(eq + 1));
+    if (!v) throw UsageError("kopt.cli.002", "--params: " + quote(item) + " needs a whole-number value (NAME=128)");
+    if (!out.emplace(name, *v).second) throw UsageError("kopt.cli.001", "--params: " + name + " is given twice");
   }
   return out;
+}
+
+/// --params against the spec's parameter space: an unknown name is an error
+/// (kopt.cli.009); a value outside the parameter's list is a warning (it may
+/// be on purpose), as is a configuration that breaks a constraint.
+void check_params_against_spec(const std::map<std::string, int64_t>& params, const spec::Spec& s) {
+  std::vector<std::string> names;
+  for (const auto& p : s.tuning.params) names.push_back(p.name);
+  for (const auto& [name, value] : params) {
+    const auto it = std::find_if(s.tuning.params.begin(), s.tuning.params.end(),
+                                 [&](const spec::TuningParam& p) { return p.name == name; });
+    if (it == s.tuning.params.end())
+      throw UsageError("kopt.cli.009", "--params: " + quote(name) + " is not a tuning parameter of " +
+                                           s.path.filename().string() +
+                                           (names.empty() ? " (it has none: $.tuning.params)"
+                                                          : " (its parameters: " + clip(join(names), 300) + ")"));
+    if (std::find(it->values.begin(), it->values.end(), value) == it->values.end()) {
+      std::vector<std::string> vs;
+      for (int64_t v : it->values) vs.push_back(std::to_string(v));
+      std::cerr << "kopt: warning: --params " << name << "=" << value << " is not one of the spec's values for " << name
+                << " (" << clip(join(vs), 300) << "); evaluating it anyway\n";
+    }
+  }
+}
+
+/// Warns when a candidate's parameters break one of the spec's constraints
+/// (on some case, for a constraint that names sizes); constraints naming a
+/// parameter the candidate does not set are skipped.
+void warn_broken_constraints(const spec::Candidate& c, const spec::Spec& s) {
+  for (const spec::Expr& e : s.tuning.constraints) {
+    std::vector<std::string> broken_on;
+    bool any = false;
+    for (const spec::Case& cs : s.cases) {
+      try {
+        any = true;
+        if (e.eval(spec::bindings_for(cs, c.params)) == 0) broken_on.push_back(cs.name);
+      } catch (const Error&) {
+        any = false;  // names something this candidate does not set
+        break;
+      }
+    }
+    if (any && !broken_on.empty())
+      std::cerr << "kopt: warning: --params: " << c.label << " breaks the spec's constraint " << quote(e.text())
+                << (broken_on.size() == s.cases.size() ? "" : " on case " + clip(join(broken_on), 200))
+                << "; evaluating it anyway\n";
+  }
 }
 
 /// The candidates to evaluate and, per candidate, the file it came from.
@@ -68,7 +131,8 @@ class EvaluateCommand final : public Command {
 
  private:
   Candidates collect(const spec::Spec& spec) const;
-  void override_params(spec::Candidate& c) const;
+  void override_params(spec::Candidate& c, const spec::Spec& spec) const;
+  void check_arguments(const spec::Spec& spec) const;
   eval::EvaluatorOptions evaluator_options() const;
   std::optional<nlohmann::json> evaluate_one(eval::Evaluator& ev, const spec::Candidate& c, const std::string& tag,
                                              Outcome& out) const;
@@ -92,20 +156,36 @@ void EvaluateCommand::add_options(CLI::App& sub) {
       ->expected(1, CLI::detail::expected_max_vector_size)
       ->allow_extra_args(true)
       ->check(CLI::ExistingFile);
-  sub.add_option("--entry", entry_, "Entry point (overrides annotations and the spec)");
-  sub.add_option("--params", params_, "Tuning parameters NAME=VALUE,... (-D defines, launch names)");
+  sub.add_option("--entry", entry_, "Entry point (overrides annotations and the spec)")->check(check::not_empty());
+  sub.add_option("--params", params_,
+                 "Tuning parameters NAME=VALUE,... of the spec's space (-D defines, launch names)")
+      ->check(check::not_empty());
   env_.add_arch(sub, "Compile for this architecture (e.g. sm_90) instead of the device's");
-  sub.add_option("--json", json_out_, "Also write the results to this file");
+  sub.add_option("--json", json_out_, "Also write the results to this file")->check(check::not_empty());
   env_.add_cache_dir(sub);
-  sub.add_option("--cases", cases_, "Only these cases (names)")->delimiter(',');
+  sub.add_option("--cases", cases_, "Only these cases (names)")->delimiter(',')->check(check::not_empty());
   env_.add_device(sub)->capture_default_str();
   sub.add_flag("--no-time", no_time_, "Check only; do not time");
   sub.add_flag("--no-reference-timing", no_reference_timing_, "Do not time the reference");
   env_.add_quiet(sub);
 }
 
-void EvaluateCommand::override_params(spec::Candidate& c) const {
+void EvaluateCommand::override_params(spec::Candidate& c, const spec::Spec& spec) const {
+  if (params_.empty()) return;
   for (const auto& [k, v] : parse_params(params_)) c.params[k] = v;  // --params overrides kopt:param lines
+  warn_broken_constraints(c, spec);
+}
+
+/// What can be checked before any compile: the output file, the cache
+/// folder, --params against the spec's space, --cases against its cases.
+void EvaluateCommand::check_arguments(const spec::Spec& spec) const {
+  if (!params_.empty()) check_params_against_spec(parse_params(params_), spec);
+  std::vector<std::string> names;
+  for (const auto& c : spec.cases) names.push_back(c.name);
+  for (const auto& want : cases_)
+    if (std::find(names.begin(), names.end(), want) == names.end())
+      throw UsageError("kopt.cli.016", "--cases: no case named " + quote(want) + " in " + spec.path.filename().string() +
+                                           " (its cases: " + clip(join(names), 300) + ")");
 }
 
 Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
@@ -113,17 +193,22 @@ Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
   for (const auto& file : kernels_)
     for (spec::Candidate c : eval::candidates_from_file(file)) {  // a generated file may hold several variants
       if (c.label.find("(variant ") != std::string::npos && (!params_.empty() || !entry_.empty()))
-        throw UsageError("kopt.cli.007", file + " holds shape-specialised variants with their parameters baked in: "
-                                                "--params and --entry do not apply to it");
+        throw UsageError("kopt.cli.007", "--kernel " + clip(file) +
+                                             ": holds shape-specialised variants with their parameters baked in: "
+                                             "--params and --entry do not apply to it");
       if (!entry_.empty()) c.entry = entry_;
-      override_params(c);
+      if (c.entry.empty())
+        throw UsageError("kopt.cli.015", "--kernel " + clip(file) +
+                                             ": the file has no '// kopt:entry NAME' line; add one or give --entry NAME");
+      override_params(c, spec);
       out.list.push_back(std::move(c));
       out.files.push_back(file);
     }
   if (out.list.empty() && spec.initial) {
     spec::Candidate c = eval::candidate_from_file(spec.initial->source);
+    if (!entry_.empty()) c.entry = entry_;  // --entry applies to the initial kernel too
     if (c.entry.empty()) c.entry = spec.initial->entry;
-    override_params(c);
+    override_params(c, spec);
     out.list.push_back(std::move(c));
   }
   if (out.list.empty()) throw UsageError("kopt.cli.003", "give --kernel FILE (the spec has no initial kernel)");
@@ -199,7 +284,10 @@ nlohmann::json EvaluateCommand::compile_only(const cuda::CompileResult& cr, cons
 
 int EvaluateCommand::run() {
   tty_ = ::isatty(2);
+  if (!json_out_.empty()) check_output_file("--json", json_out_);
+  if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
   const spec::Spec spec = spec::load_spec(spec_);
+  check_arguments(spec);
   const Candidates candidates = collect(spec);
   eval::Evaluator ev(spec, evaluator_options());
 
@@ -215,8 +303,8 @@ int EvaluateCommand::run() {
     results.push_back(*r);
   }
   const std::string text = dump_json(results, 2);
+  std::cout << text << std::endl;  // first: a --json file that cannot be written must not lose the results
   if (!json_out_.empty()) fs::write_file_atomic(json_out_, text + "\n");
-  std::cout << text << std::endl;
   if (out.no_device) {
     std::cerr << "kopt: " << out.no_device_reason << "\n"
               << "kopt: checking and timing need a GPU"

@@ -5,9 +5,27 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace kopt::eval {
+namespace {
 
+/// The first line of a compile log that says "error" (else its first line),
+/// clipped: an exception's message is one line.
+std::string first_error_line(const std::string& log) {
+  std::string first;
+  size_t start = 0;
+  while (start < log.size()) {
+    const size_t end = std::min(log.find('\n', start), log.size());
+    const std::string line = log.substr(start, end - start);
+    if (first.empty() && line.find_first_not_of(" \t\r") != std::string::npos) first = line;
+    if (line.find("error") != std::string::npos) return clip(line, 300);
+    start = end + 1;
+  }
+  return first.empty() ? "no log" : clip(first, 300);
+}
+
+}  // namespace
 
 Evaluator::Evaluator(const spec::Spec& spec, EvaluatorOptions options)
     : spec_(spec), opt_(std::move(options)) {
@@ -100,8 +118,11 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
         Candidate rc = reference_candidate();
         cuda::CompileResult r = compile(rc);
         if (!r.ok)
-          throw SpecError("kopt.eval.602", "the reference kernel " + spec_.reference.kernel.source.string() +
-                                               " does not compile (" + r.error_name + "):\n" + r.log);
+          throw SpecError("kopt.eval.602", spec_.reference.kernel.source.string() + ": the reference kernel does not compile (" +
+                                               r.error_name + "): " + first_error_line(r.log) +
+                                               " (the whole log: kopt evaluate --kernel " +
+                                               spec_.reference.kernel.source.filename().string() + " --entry " + rc.entry +
+                                               ")");
         reference_cubin_ = {cuda::store_cubin(opt_.cache_dir, r).string(),
                             r.lowered_entry.empty() ? rc.entry : r.lowered_entry};
       }
