@@ -10,7 +10,11 @@
 #include <benchmark/benchmark.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/common.h"
@@ -18,6 +22,7 @@
 #include "gen/generate.h"
 #include "run/fingerprint.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace kopt::cli {
 namespace {
@@ -33,8 +38,10 @@ class BenchCommand final : public Command {
   int run() override;
 
  private:
+  void check_benchmark_flags() const;
   void report(const model::DeviceInfo& device, const model::Result& r) const;
   double recorded_best(const spec::Spec& s, const std::string& gpu, std::string& source) const;
+  std::vector<std::string> benchmark_args() const;
 
   std::string spec_, kernel_;      // --spec, --kernel (required)
   std::string cache_file_;         // --cache-file: the tuning cache holding the recorded best
@@ -42,25 +49,69 @@ class BenchCommand final : public Command {
   double tolerance_percent_ = 10;  // --tolerance: allowed slowdown
   Environment env_;                // --cache-dir, --device
   CLI::App* sub_ = nullptr;        // its remaining arguments: --benchmark_* flags for Google Benchmark
+  nlohmann::json cache_;           // --cache-file, read before any GPU work (null: none)
 };
 
 void BenchCommand::add_options(CLI::App& sub) {
   sub.add_option("--spec", spec_, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
   sub.add_option("--kernel", kernel_, "Kernel .cu (with kopt: annotations)")->required()->check(CLI::ExistingFile);
-  sub.add_option("--cache-file", cache_file_, "Tuning cache holding the recorded best");
-  sub.add_option("--recorded-ms", recorded_ms_, "Recorded best geomean in ms (instead of the cache)");
-  sub.add_option("--tolerance", tolerance_percent_, "Allowed slowdown in percent")->capture_default_str();
-  env_.add_cache_dir(sub, "NVRTC compile cache");
-  env_.add_device(sub);
+  sub.add_option("--cache-file", cache_file_, "Tuning cache holding the recorded best (a missing file: none)")
+      ->check(check::not_empty());
+  sub.add_option("--recorded-ms", recorded_ms_, "Recorded best geomean in ms (instead of the cache)")
+      ->check(check::finite(0, false, INFINITY));
+  sub.add_option("--tolerance", tolerance_percent_, "Allowed slowdown in percent")
+      ->check(check::finite(0, false, 1000))
+      ->capture_default_str();
+  env_.add_cache_dir(sub);
+  env_.add_device(sub)->capture_default_str();
   sub.allow_extras();
   sub_ = &sub;
+}
+
+std::vector<std::string> BenchCommand::benchmark_args() const {
+  std::vector<std::string> args = {"kopt-bench"};
+  for (const auto& a : sub_->remaining()) args.push_back(a);
+  return args;
+}
+
+/// The arguments left for Google Benchmark, checked before any work: only
+/// --benchmark_* flags it knows, with values it takes (its own parser would
+/// ignore an unknown flag, and exit 0 on a bad format), and a writable
+/// --benchmark_out. Throws UsageError kopt.cli.011 naming the argument.
+void BenchCommand::check_benchmark_flags() const {
+  std::vector<std::string> args = benchmark_args();
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--benchmark_", 0) != 0)
+      throw UsageError("kopt.cli.011", "bench: unknown option " + quote(a) +
+                                           " (kopt bench takes its own options and Google Benchmark's --benchmark_*; "
+                                           "see kopt bench --help)");
+    const auto eq = a.find('=');
+    const std::string flag = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
+    if ((flag == "--benchmark_format" || flag == "--benchmark_out_format") && value != "console" &&
+        value != "json" && value != "csv")
+      throw UsageError("kopt.cli.011", flag + ": expected console, json or csv, got " + quote(value));
+    if (flag == "--benchmark_out") check_output_file("--benchmark_out", value);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  std::ostringstream said;  // its complaint about a bad value goes into our one-line message
+  std::streambuf* cerr_buf = std::cerr.rdbuf(said.rdbuf());
+  benchmark::Initialize(&argc, argv.data());  // takes the flags it knows (and accepts) out of argv
+  std::cerr.rdbuf(cerr_buf);
+  if (argc > 1) {
+    std::string why = said.str();
+    while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
+    if (why.empty()) why = "not a Google Benchmark flag";
+    throw UsageError("kopt.cli.011", clip(argv[1]) + ": " + clip(why, 300));
+  }
 }
 
 /// Google Benchmark: one benchmark per (kernel|reference, case), each
 /// iteration one launch timed by CUDA events in the worker.
 void BenchCommand::report(const model::DeviceInfo& device, const model::Result& r) const {
-  std::vector<std::string> args = {"kopt-bench"};
-  for (const auto& a : sub_->remaining()) args.push_back(a);
+  std::vector<std::string> args = benchmark_args();
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
@@ -91,10 +142,9 @@ void BenchCommand::report(const model::DeviceInfo& device, const model::Result& 
 double BenchCommand::recorded_best(const spec::Spec& s, const std::string& gpu, std::string& source) const {
   double recorded = recorded_ms_;
   source = "--recorded-ms";
-  if (recorded <= 0 && !cache_file_.empty()) {
-    const nlohmann::json cache = gen::read_cache(cache_file_);
+  if (recorded <= 0 && cache_.is_object()) {
     const std::string hash = run::spec_fingerprint(s);
-    for (const auto& e : cache["entries"])
+    for (const auto& e : cache_["entries"])
       if (e["spec_hash"] == hash && e["gpu"].value("name", "") == gpu && e.value("geomean_ms", 0.0) > 0) {
         recorded = e["geomean_ms"].get<double>();
         source = "the tuning cache " + cache_file_;
@@ -104,7 +154,29 @@ double BenchCommand::recorded_best(const spec::Spec& s, const std::string& gpu, 
 }
 
 int BenchCommand::run() {
+  // Every argument is checked before the GPU is looked for: without one the
+  // exit is 77 (skipped), which must never hide a broken command line.
+  check_benchmark_flags();
+  if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
   const spec::Spec s = spec::load_spec(spec_);
+  spec::Candidate c = eval::candidate_from_file(kernel_);
+  if (c.entry.empty())
+    throw UsageError("kopt.cli.015", "--kernel " + clip(kernel_) +
+                                         ": the file has no '// kopt:entry NAME' line (kopt generate writes one)");
+  if (!cache_file_.empty()) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(cache_file_, ec);
+    if (!std::filesystem::exists(st)) {
+      std::cerr << "kopt bench: warning: --cache-file " << clip(cache_file_)
+                << " does not exist (yet): no recorded best from it\n";
+    } else if (!std::filesystem::is_regular_file(st)) {
+      throw UsageError("kopt.cli.017", "--cache-file " + clip(cache_file_) + ": is " +
+                                           (std::filesystem::is_directory(st) ? "a directory" : "not a regular file") +
+                                           "; give the tuning cache's JSON file");
+    } else {
+      cache_ = gen::read_cache(cache_file_);  // SpecError kopt.cache.1xx naming the file
+    }
+  }
   eval::EvaluatorOptions eo;
   eo.worker_argv = env_.worker_argv();
   eo.cache_dir = env_.cache_path();
@@ -113,8 +185,6 @@ int BenchCommand::run() {
   eval::Evaluator ev(s, eo);
   const model::DeviceInfo& device = ev.device();  // NoDeviceError -> 77 in App
 
-  spec::Candidate c = eval::candidate_from_file(kernel_);
-  if (c.entry.empty() && s.initial) c.entry = s.initial->entry;
   const model::Result r = ev.evaluate(c);
   if (r.verdict != model::Verdict::ok) {
     std::cerr << "kopt bench: the kernel was rejected: " << model::verdict_name(r.verdict) << " - " << r.detail << "\n";
