@@ -1,11 +1,19 @@
 // `kopt generate`: what the CMake module's optimize_kernel() runs. Writes
 // <out-dir>/<name>.cu and <name>_launch.h from a tuning run on this GPU, else
 // the tuning cache, else the initial kernel (gen/generate.h).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gen/generate.h"
+#include "tune/proposers.h"
+#include "util/error.h"
+#include "util/text.h"
 
 namespace kopt::cli {
 namespace {
@@ -21,6 +29,8 @@ class GenerateCommand final : public Command {
   int run() override;
 
  private:
+  void check_arguments() const;
+
   gen::GenerateOptions o_;  // defaults in gen/generate.h and tune/driver.h
   Environment env_;         // --device, --cache-dir, --quiet
   Budget budget_;           // --budget
@@ -29,17 +39,21 @@ class GenerateCommand final : public Command {
 void GenerateCommand::add_options(CLI::App& sub) {
   tune::OptimizeOptions& t = o_.optimize;  // the tuning run
   sub.add_option("--spec", t.spec, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
-  sub.add_option("--name", o_.name, "Kernel name (file names, header namespace)")->required();
-  sub.add_option("--out-dir", o_.out_dir, "Output folder")->required();
-  sub.add_option("--cache-file", o_.cache_file, "Tuning cache JSON (read; updated after tuning)");
+  sub.add_option("--name", o_.name, "Kernel name (file names, header namespace)")
+      ->required()
+      ->check(check::identifier());
+  sub.add_option("--out-dir", o_.out_dir, "Output folder")->required()->check(check::not_empty());
+  sub.add_option("--cache-file", o_.cache_file, "Tuning cache JSON (read; updated after tuning)")
+      ->check(check::not_empty());
   sub.add_option("--template", t.template_source, "Tunable template .cu")->check(CLI::ExistingFile);
   sub.add_option("--initial-kernel", t.initial_kernel, "Initial kernel .cu")->check(CLI::ExistingFile);
   sub.add_option("--reference", t.reference, "Reference kernel .cu")->check(CLI::ExistingFile);
-  sub.add_option("--strategy", t.strategy, "Search strategy");
-  budget_.add_budget(sub, "evals=N,minutes=M,patience=P (" + Budget::default_text() + ")");
-  sub.add_option("--seed", t.seed, "Search seed");
-  env_.add_device(sub);
-  env_.add_cache_dir(sub, "NVRTC compile cache");
+  sub.add_option("--strategy", t.strategy, "Search strategy, as for kopt optimize (default: by space size)")
+      ->check(check::one_of(tune::proposer_names()));
+  budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
+  sub.add_option("--seed", t.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
+  env_.add_device(sub)->capture_default_str();
+  env_.add_cache_dir(sub);
   sub.add_option("--target-gpu", o_.target_gpu, "GPU name to take from the cache without a GPU (env KOPT_TARGET_GPU)")
       ->envname("KOPT_TARGET_GPU");
   sub.add_flag("--require-gpu", o_.require_gpu, "Fail instead of falling back when there is no GPU (env KOPT_REQUIRE_GPU)")
@@ -53,9 +67,40 @@ void GenerateCommand::add_options(CLI::App& sub) {
   env_.add_quiet(sub, "Less progress on stderr");
 }
 
+/// Everything that can be checked before any tuning: a bad argument must
+/// not cost the GPU budget first (the name, the output folder and the cache
+/// are used only after tuning).
+void GenerateCommand::check_arguments() const {
+  check_output_dir("--out-dir", o_.out_dir);
+  if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
+  if (o_.cache_file.empty()) return;
+  const std::filesystem::path& f = o_.cache_file;
+  std::error_code ec;
+  const auto st = std::filesystem::status(f, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw UsageError("kopt.cli.017", "--cache-file " + clip(f.string()) + ": is " +
+                                         (std::filesystem::is_directory(st) ? "a directory" : "not a regular file") +
+                                         "; give the tuning cache's JSON file (it is created when missing)");
+  if (std::filesystem::exists(st)) gen::read_cache(f);  // SpecError kopt.cache.1xx naming the file
+  // Tuning updates the cache; one that cannot be written would fail only
+  // after the whole tuning run.
+  const bool writable = std::filesystem::exists(st)
+                            ? ::access(f.c_str(), W_OK) == 0 &&
+                                  ::access((f.has_parent_path() ? f.parent_path() : ".").c_str(), W_OK | X_OK) == 0
+                            : true;
+  if (!std::filesystem::exists(st)) check_output_file("--cache-file", f);  // its folder must take it
+  if (!writable && o_.tune && o_.from_run.empty()) {
+    const std::string why = "--cache-file " + clip(f.string()) + ": is not writable (" + std::strerror(errno) +
+                            "), so a tuning run could not update it";
+    if (o_.require_gpu) throw UsageError("kopt.cli.014", why + "; make it writable or give --no-tune");
+    std::cerr << "kopt generate: warning: " << why << "; with a GPU, give --no-tune or make it writable\n";
+  }
+}
+
 int GenerateCommand::run() {
   tune::OptimizeOptions& t = o_.optimize;
   budget_.apply(t);
+  check_arguments();
   t.device = env_.device;
   t.quiet = env_.quiet;
   t.cache_dir = env_.cache_path();
