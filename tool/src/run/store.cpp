@@ -96,7 +96,7 @@ json read_run_json(const stdfs::path& dir, const char* name, const char* what) {
   if (!stdfs::is_regular_file(p, ec)) {
     throw UsageError("kopt.run.901",
                      dir.string() + " is not a complete run folder: " + name + " (" + what +
-                         ") is missing. Pass a folder made by `kopt tune` (results/run-NNN) that "
+                         ") is missing. Pass a folder made by `kopt optimize` (results/run-NNN) that "
                          "it finished creating, or start a new run.");
   }
   std::string text;
@@ -252,7 +252,7 @@ RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec
   if (!stdfs::exists(dir / kRunJson, ec)) {
     throw UsageError("kopt.run.901", dir.string() +
                                          " is not a run folder: run.json is missing. Pass a folder "
-                                         "made by `kopt tune` (results/run-NNN), or start a new run.");
+                                         "made by `kopt optimize` (results/run-NNN), or start a new run.");
   }
 
   RunStore s;
