@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/supervisor.h"
+#include "temp_dir.h"
 #include "util/error.h"
 
 namespace {
@@ -22,9 +24,10 @@ struct CliRun {
   std::string out, err;
 };
 
-CliRun run(const std::string& args) {
+/// Runs `kopt <args>` through the shell, with `env` ("NAME=VALUE ...") in front.
+CliRun run(const std::string& args, const std::string& env = "") {
   const fsys::path err = fsys::temp_directory_path() / ("kopt-cli-err-" + std::to_string(::getpid()));
-  const std::string cmd = std::string(KOPT_CLI) + " " + args + " 2>" + err.string();
+  const std::string cmd = env + " " + std::string(KOPT_CLI) + " " + args + " 2>" + err.string();
   CliRun r;
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -107,6 +110,243 @@ TEST(Cli, BadParamsAreUsageErrors) {
   CliRun r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --params BM");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("NAME=VALUE"), std::string::npos) << r.err;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+/// `kopt <args>` must be a usage error (exit 2) whose message is one line
+/// that names `option`.
+void expect_usage_error(const std::string& args, const std::string& option) {
+  const CliRun r = run(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_NE(first_line(r.err).find(option), std::string::npos) << args << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << args << "\n" << r.err;
+}
+
+const std::string kTransposeSpec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
+
+/// optimize on the transpose template with the fake worker standing in for the GPU.
+std::string fake_optimize(const kopt::test::TempDir& d, const std::string& extra) {
+  return "optimize --spec " + kTransposeSpec + " --arch sm_90 --results-dir " + (d.path() / "results").string() +
+         " --cache-dir " + (d.path() / "cache").string() + " --worker-command " + KOPT_FAKE_WORKER + " " + extra;
+}
+
+TEST(Cli, CompileThreadsOutsideOneToTheCapAreRejectedOrLowered) {
+  const std::string opt = "optimize --spec " + kSgemmSpec + " --compile-threads ";
+  for (const char* bad : {"0", "-5", "abc", "1.5", "''", "99999999999999999999", "1e3", "0x10", "' 4'"})
+    expect_usage_error(opt + bad, "--compile-threads");
+  // A value above 4x the hardware threads is lowered to that, with a warning.
+  kopt::test::TempDir d("kopt-cli-threads");
+  const CliRun r = run(fake_optimize(d, "--quiet --budget evals=2 --top 1 --compile-threads 100000"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(first_line(r.err).find("warning: --compile-threads 100000"), std::string::npos) << r.err;
+}
+
+TEST(Cli, NumericOptionsRejectNegativeNonFiniteAndJunk) {
+  const std::string opt = "optimize --spec " + kSgemmSpec + " ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--seed -1", "--seed"},
+      {"--seed 1e3", "--seed"},
+      {"--seed ''", "--seed"},
+      {"--seed 18446744073709551616", "--seed"},
+      {"--top -1", "--top"},
+      {"--top 0", "--top"},
+      {"--top 101", "--top"},
+      {"--top 2.5", "--top"},
+      {"--retime-rounds -1", "--retime-rounds"},
+      {"--retime-rounds 100000000", "--retime-rounds"},
+      {"--specialize-threshold nan", "--specialize-threshold"},
+      {"--specialize-threshold inf", "--specialize-threshold"},
+      {"--specialize-threshold -0.1", "--specialize-threshold"},
+      {"--specialize-threshold 1", "--specialize-threshold"},
+      {"--max-iterations -3", "--max-iterations"},
+      {"--max-iterations 0", "--max-iterations"},
+      {"--device -1", "--device"},
+      {"--device gpu0", "--device"},
+      {"--max-repairs -1", "--max-repairs"},
+      {"--token-budget -1", "--token-budget"},
+      {"--llm-timeout nan", "--llm-timeout"},
+      {"--llm-timeout -1", "--llm-timeout"},
+      {"--llm-timeout 0", "--llm-timeout"},
+      {"--llm-max-output-tokens 0", "--llm-max-output-tokens"},
+  };
+  for (const auto& [args, option] : cases) expect_usage_error(opt + args, option);
+  expect_usage_error("evaluate --spec " + kSgemmSpec + " --device -1", "--device");
+  expect_usage_error("worker --device -7", "--device");
+  expect_usage_error("generate --spec " + kSgemmSpec + " --name k --out-dir x --seed -1", "--seed");
+  expect_usage_error("bench --spec " + kSgemmSpec + " --kernel " + kSgemmSpec + " --tolerance nan", "--tolerance");
+  expect_usage_error("bench --spec " + kSgemmSpec + " --kernel " + kSgemmSpec + " --recorded-ms inf", "--recorded-ms");
+}
+
+TEST(Cli, BudgetRejectsEveryBadItem) {
+  const std::string opt = "optimize --spec " + kSgemmSpec + " --budget ";
+  for (const char* bad : {"''", "' '", "minutes=nan", "minutes=inf", "minutes=-1", "minutes=0", "minutes=1e999",
+                          "evals=-1", "evals=0", "evals=abc", "evals=1.5", "patience=-5", "patience=0", "foo=3",
+                          "evals=5,,minutes=1", "evals=5,", "evals=5,evals=6", "nanm", "-3", "=5"})
+    expect_usage_error(opt + bad, "--budget");
+  const CliRun r = run(opt + "evals=-1");
+  EXPECT_EQ(r.err.find("budget is zero"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("evals=-1"), std::string::npos) << r.err;
+  expect_usage_error("generate --spec " + kSgemmSpec + " --name k --out-dir x --budget minutes=nan", "--budget");
+}
+
+TEST(Cli, EmptyNamesAndUnknownChoicesAreUsageErrors) {
+  const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 ";
+  expect_usage_error(eval + "--entry ''", "--entry");
+  expect_usage_error(eval + "--entry ' '", "--entry");
+  expect_usage_error(eval + "--cases ''", "--cases");
+  expect_usage_error(eval + "--cases no_such_case", "--cases");
+  expect_usage_error(eval + "--json ''", "--json");
+  expect_usage_error(eval + "--cache-dir ''", "--cache-dir");
+  const std::string opt = "optimize --spec " + kSgemmSpec + " ";
+  expect_usage_error(opt + "--strategy bogus", "--strategy");
+  expect_usage_error(opt + "--strategy ''", "--strategy");
+  expect_usage_error(opt + "--results-dir ''", "--results-dir");
+  expect_usage_error(opt + "--llm-model ''", "--llm-model");
+  expect_usage_error(opt + "--llm-api grpc", "--llm-api");
+  expect_usage_error(opt + "--worker-command ''", "--worker-command");
+  const std::string gen = "generate --spec " + kSgemmSpec + " ";
+  expect_usage_error(gen + "--name k --out-dir x --strategy bogus", "--strategy");
+  expect_usage_error(gen + "--name '' --out-dir x", "--name");
+  expect_usage_error(gen + "--name k --out-dir ''", "--out-dir");
+  expect_usage_error("frobnicate", "frobnicate");
+}
+
+TEST(Cli, BadArchIsAUsageErrorForEveryCommand) {
+  for (const char* arch : {"sm_999", "sm_0", "compute_90", "garbage", "''", "sm_90x", "SM_90"}) {
+    expect_usage_error("evaluate --spec " + kSgemmSpec + " --arch " + arch, "--arch");
+    expect_usage_error("optimize --spec " + kSgemmSpec + " --arch " + arch, "--arch");
+    expect_usage_error("bench --spec " + kSgemmSpec + " --kernel " + kSgemmSpec + " --arch " + arch, "--arch");
+    expect_usage_error("generate --spec " + kSgemmSpec + " --name k --out-dir x --arch " + arch, "--arch");
+  }
+  const CliRun r = run("optimize --spec " + kSgemmSpec + " --arch compute_90");
+  EXPECT_NE(r.err.find("sm_XY"), std::string::npos) << r.err;  // says what is accepted
+}
+
+TEST(Cli, ParamsAreCheckedAgainstTheSpec) {
+  const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 --params ";
+  for (const char* bad : {"'B M=3'", "BM", "=3", "BM=", "BM=abc", "BM=1.5", "BM=0x10", "'BM= 64'", "BM=64,BM=128",
+                          "BM=64,,BN=64", "THREADZ=256", "bm=64", "1BM=64"})
+    expect_usage_error(eval + bad, "--params");
+  const CliRun r = run(eval + "THREADZ=256");
+  EXPECT_NE(r.err.find("BM"), std::string::npos) << "lists the spec's parameters: " << r.err;
+}
+
+TEST(Cli, ParamsOutsideTheSpecsValuesAreEvaluatedWithAWarning) {
+  kopt::test::TempDir d("kopt-cli-params");
+  const CliRun r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --no-time --quiet --cache-dir " +
+                       (d.path() / "cache").string() + " --params BM=100");
+  EXPECT_NE(first_line(r.err).find("warning: --params BM=100 is not one of the spec's values"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.code == 77 || r.code == 0 || r.code == 1) << r.err;
+}
+
+TEST(Cli, BenchChecksEveryArgumentBeforeItsNoGpuExit) {
+  kopt::test::TempDir d("kopt-cli-bench");
+  std::ofstream(d / "garbage.json") << "{ not json";
+  std::ofstream(d / "noentry.cu") << "__global__ void k() {}\n";
+  const std::string kernel = std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/naive.cu";
+  const std::string bench = "bench --spec " + kSgemmSpec + " --kernel " + kernel + " ";
+  expect_usage_error(bench + "--cache-file " + (d / "garbage.json").string(), "garbage.json");
+  expect_usage_error(bench + "--cache-file " + d.path().string(), "--cache-file");
+  expect_usage_error(bench + "--tolerance -50", "--tolerance");
+  expect_usage_error(bench + "--tolerance 0", "--tolerance");
+  expect_usage_error(bench + "--frobnicate", "--frobnicate");
+  expect_usage_error(bench + "positional", "positional");
+  expect_usage_error(bench + "--benchmark_format=bogus", "--benchmark_format");
+  expect_usage_error(bench + "--benchmark_bogus=1", "--benchmark_bogus");
+  expect_usage_error(bench + "--benchmark_repetitions=abc", "--benchmark_repetitions");
+  expect_usage_error(bench + "--benchmark_out=" + d.path().string(), "--benchmark_out");
+  expect_usage_error("bench --spec " + kSgemmSpec + " --kernel " + (d / "noentry.cu").string(), "--kernel");
+  if (has_gpu()) return;
+  // Good arguments: skipped for want of a GPU; a cache file that does not exist yet is only a warning.
+  const CliRun r = run(bench + "--cache-file " + (d / "later.json").string() + " --benchmark_format=json");
+  EXPECT_EQ(r.code, 77) << r.err;
+}
+
+TEST(Cli, EvaluateChecksOutputPathsBeforeTheWork) {
+  kopt::test::TempDir d("kopt-cli-json");
+  std::ofstream(d / "file") << "x";
+  const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 --cache-dir " + (d / "cache").string();
+  expect_usage_error(eval + " --json " + d.path().string(), "--json");
+  expect_usage_error(eval + " --json " + (d / "file" / "out.json").string(), "--json");
+  expect_usage_error("evaluate --spec " + kSgemmSpec + " --arch sm_90 --cache-dir " + (d / "file").string(),
+                     "--cache-dir");
+  EXPECT_FALSE(fsys::exists(d / "cache")) << "nothing compiled before the check";
+  // A good --json: the results on stdout and in the file, and a folder created for it.
+  const CliRun r = run(eval + " --quiet --no-time --json " + (d / "new" / "out.json").string());
+  EXPECT_TRUE(r.code == 77 || r.code == 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(std::ifstream(d / "new" / "out.json")));
+}
+
+TEST(Cli, EvaluateEntryAndKernelFilesWithoutAnEntryLine) {
+  kopt::test::TempDir d("kopt-cli-entry");
+  std::ofstream(d / "noentry.cu") << "extern \"C\" __global__ void mine(const float* A, const float* B, float* C, int M, "
+                                     "int N, int K) {}\n";
+  const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 --quiet --cache-dir " +
+                           (d / "cache").string() + " --kernel " + (d / "noentry.cu").string();
+  expect_usage_error(eval, "--kernel");
+  CliRun r = run(eval);
+  EXPECT_NE(r.err.find("kopt:entry"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--entry"), std::string::npos) << r.err;
+  r = run(eval + " --entry mine");  // compiles now
+  EXPECT_TRUE(r.code == 77 || r.code == 0) << r.err;
+  // --entry applies to the initial kernel too: a name it does not have fails to compile.
+  r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --quiet --cache-dir " + (d / "cache").string() +
+          " --entry no_such_kernel");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["verdict"], "compile_error") << r.out;
+}
+
+TEST(Cli, GenerateChecksEveryArgumentBeforeAnyWork) {
+  kopt::test::TempDir d("kopt-cli-gen");
+  std::ofstream(d / "file") << "x";
+  std::ofstream(d / "garbage.json") << "[1, 2";
+  fsys::create_directories(d / "adir");
+  const std::string gen = "generate --spec " + kSgemmSpec + " --cache-dir " + (d / "cache").string() + " ";
+  const std::string out = " --out-dir " + (d / "out").string();
+  expect_usage_error(gen + "--name 1bad" + out, "--name");
+  expect_usage_error(gen + "--name a-b" + out, "--name");
+  expect_usage_error(gen + "--name 'a b'" + out, "--name");
+  expect_usage_error(gen + "--name k --out-dir " + (d / "file").string(), "--out-dir");
+  expect_usage_error(gen + "--name k --out-dir " + (d / "file" / "sub").string(), "--out-dir");
+  expect_usage_error(gen + "--name k" + out + " --cache-file " + (d / "adir").string(), "--cache-file");
+  expect_usage_error(gen + "--name k" + out + " --cache-file " + (d / "garbage.json").string(), "garbage.json");
+  expect_usage_error(gen + "--name k" + out + " --cache-file " + (d / "file" / "c.json").string(), "--cache-file");
+  expect_usage_error(gen + "--name k" + out + " --budget evals=-1", "--budget");
+  EXPECT_FALSE(fsys::exists(d / "out")) << "nothing written";
+  EXPECT_FALSE(fsys::exists(d / "cache")) << "nothing compiled";
+}
+
+TEST(Cli, ErrorsAreOneLineWithUserTextClipped) {
+  const std::string huge(100000, 'x');  // one argument may hold 128 KiB
+  const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 ";
+  for (const std::string& args : {eval + "--params " + huge + "=1", eval + "--params BM=" + huge,
+                                  eval + "--cases " + huge, eval + "--arch " + huge,
+                                  "optimize --spec " + kSgemmSpec + " --strategy " + huge,
+                                  "optimize --spec " + kSgemmSpec + " --budget evals=" + huge, huge}) {
+    const CliRun r = run(args);
+    EXPECT_EQ(r.code, 2) << r.err.substr(0, 300);
+    EXPECT_LT(r.err.size(), 2200u) << r.err.substr(0, 300);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 300);
+  }
+}
+
+TEST(Cli, RetimingStopsWhenTheMinutesBudgetIsSpent) {
+  kopt::test::TempDir d("kopt-cli-retime");
+  const auto t0 = std::chrono::steady_clock::now();
+  // 3 finalists x 100 rounds x 100 ms would take 30 s; the budget is 3 s.
+  const CliRun r =
+      run(fake_optimize(d, "--quiet --budget evals=4,minutes=0.05 --top 3 --retime-rounds 100"), "KOPT_FAKE_EVAL_MS=100");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(s, 15.0);
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(summary["retime"].empty()) << summary.dump(2);
+  for (const auto& f : summary["retime"]) {
+    EXPECT_GE(f["geomeans_ms"].size(), 1u);
+    EXPECT_LT(f["geomeans_ms"].size(), 100u);
+  }
 }
 
 TEST(Cli, RealWorkerReportsNoDeviceThroughTheSupervisor) {
