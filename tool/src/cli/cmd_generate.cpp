@@ -57,7 +57,16 @@ void GenerateCommand::add_options(CLI::App& sub) {
   sub.add_option("--target-gpu", o_.target_gpu, "GPU name to take from the cache without a GPU (env KOPT_TARGET_GPU)")
       ->envname("KOPT_TARGET_GPU");
   sub.add_flag("--require-gpu", o_.require_gpu, "Fail instead of falling back when there is no GPU (env KOPT_REQUIRE_GPU)")
-      ->envname("KOPT_REQUIRE_GPU");
+      ->envname("KOPT_REQUIRE_GPU")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            for (const char* ok : {"", "1", "0", "true", "false", "on", "off", "yes", "no", "ON", "OFF", "TRUE", "FALSE",
+                                   "YES", "NO", "True", "False", "On", "Off", "Yes", "No"})
+              if (v == ok) return {};
+            return "KOPT_REQUIRE_GPU (or the flag's value) must be 1, 0, true, false, on, off, yes or no, got " +
+                   quote(v);
+          },
+          ""));
   sub.add_option("--from-run", o_.from_run,
                  "Take the kernel (and its shape-specialised variants) from this finished run folder")
       ->check(CLI::ExistingDirectory);
