@@ -209,7 +209,34 @@ TEST(Cli, EmptyNamesAndUnknownChoicesAreUsageErrors) {
   expect_usage_error(gen + "--name k --out-dir x --strategy bogus", "--strategy");
   expect_usage_error(gen + "--name '' --out-dir x", "--name");
   expect_usage_error(gen + "--name k --out-dir ''", "--out-dir");
+  expect_usage_error(eval + "--entry 'two words'", "--entry");
+  expect_usage_error(eval + "--entry '1k'", "--entry");
   expect_usage_error("frobnicate", "frobnicate");
+  expect_usage_error("--bogus", "--bogus");
+  expect_usage_error("", "subcommand");
+}
+
+TEST(Cli, InputFilesAreCheckedWhenTheCommandLineIsRead) {
+  kopt::test::TempDir d("kopt-cli-inputs");
+  std::ofstream(d / "file") << "x";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {(d / "nope.json").string(), "not found"},
+      {d.path().string(), "is a directory"},
+      {"/dev/zero", "not a regular file"},
+      {(d / "file" / "x.json").string(), "not a folder"},
+      {"''", "empty"},
+  };
+  for (const auto& [path, why] : cases) {
+    for (const std::string& args : {"evaluate --spec " + path, "evaluate --spec " + kSgemmSpec + " --kernel " + path,
+                                    "optimize --initial-kernel " + path, "bench --spec " + kSgemmSpec + " --kernel " + path,
+                                    "generate --name k --out-dir x --spec " + path}) {
+      const CliRun r = run(args);
+      EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+      EXPECT_NE(first_line(r.err).find(why), std::string::npos) << args << "\n" << r.err;
+    }
+  }
+  expect_usage_error("optimize --spec " + kSgemmSpec + " --resume " + (d / "file").string(), "--resume");
+  expect_usage_error("generate --spec " + kSgemmSpec + " --name k --out-dir x --from-run /dev/null", "--from-run");
 }
 
 TEST(Cli, BadArchIsAUsageErrorForEveryCommand) {

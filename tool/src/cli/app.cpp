@@ -77,10 +77,14 @@ int App::run(int argc, char** argv) {
     std::string command;
     for (size_t i = 0; i < commands_.size(); ++i)
       if (subs[i]->parsed()) command = commands_[i]->name();
-    if (command.empty() && argc > 1 && argv[1][0] != '-') {  // CLI11 only says "A subcommand is required"
+    if (command.empty()) {  // CLI11 only says "A subcommand is required"
       std::string names;
       for (const auto& c : commands_) names += std::string(names.empty() ? "" : ", ") + c->name();
-      print_error("[kopt.cli.011] unknown command " + quote(argv[1]) + " (commands: " + names + "; see kopt --help)");
+      if (argc < 2)
+        print_error("[kopt.cli.012] give a subcommand: " + names + " (see kopt --help)");
+      else
+        print_error(std::string("[kopt.cli.011] ") + (argv[1][0] == '-' ? "unknown option " : "unknown subcommand ") +
+                    quote(argv[1]) + " (subcommands: " + names + "; see kopt --help)");
       return kUsage;
     }
     return report_parse_error(e, command);

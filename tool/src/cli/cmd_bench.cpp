@@ -53,8 +53,8 @@ class BenchCommand final : public Command {
 };
 
 void BenchCommand::add_options(CLI::App& sub) {
-  sub.add_option("--spec", spec_, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
-  sub.add_option("--kernel", kernel_, "Kernel .cu (with kopt: annotations)")->required()->check(CLI::ExistingFile);
+  sub.add_option("--spec", spec_, "Workload spec (JSON)")->required()->check(check::existing_file());
+  sub.add_option("--kernel", kernel_, "Kernel .cu (with kopt: annotations)")->required()->check(check::existing_file());
   sub.add_option("--cache-file", cache_file_, "Tuning cache holding the recorded best (a missing file: none)")
       ->check(check::not_empty());
   sub.add_option("--recorded-ms", recorded_ms_, "Recorded best geomean in ms (instead of the cache)")

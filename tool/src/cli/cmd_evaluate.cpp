@@ -151,12 +151,12 @@ class EvaluateCommand final : public Command {
 };
 
 void EvaluateCommand::add_options(CLI::App& sub) {
-  sub.add_option("--spec", spec_, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
+  sub.add_option("--spec", spec_, "Workload spec (JSON)")->required()->check(check::existing_file());
   sub.add_option("--kernel", kernels_, "Candidate .cu file(s); default: the spec's initial kernel")
       ->expected(1, CLI::detail::expected_max_vector_size)
       ->allow_extra_args(true)
-      ->check(CLI::ExistingFile);
-  sub.add_option("--entry", entry_, "Entry point (overrides annotations and the spec)")->check(check::not_empty());
+      ->check(check::existing_file());
+  sub.add_option("--entry", entry_, "Entry point (overrides annotations and the spec)")->check(check::entry_name());
   sub.add_option("--params", params_,
                  "Tuning parameters NAME=VALUE,... of the spec's space (-D defines, launch names)")
       ->check(check::not_empty());

@@ -38,16 +38,16 @@ class GenerateCommand final : public Command {
 
 void GenerateCommand::add_options(CLI::App& sub) {
   tune::OptimizeOptions& t = o_.optimize;  // the tuning run
-  sub.add_option("--spec", t.spec, "Workload spec (JSON)")->required()->check(CLI::ExistingFile);
+  sub.add_option("--spec", t.spec, "Workload spec (JSON)")->required()->check(check::existing_file());
   sub.add_option("--name", o_.name, "Kernel name (file names, header namespace)")
       ->required()
       ->check(check::identifier());
   sub.add_option("--out-dir", o_.out_dir, "Output folder")->required()->check(check::not_empty());
   sub.add_option("--cache-file", o_.cache_file, "Tuning cache JSON (read; updated after tuning)")
       ->check(check::not_empty());
-  sub.add_option("--template", t.template_source, "Tunable template .cu")->check(CLI::ExistingFile);
-  sub.add_option("--initial-kernel", t.initial_kernel, "Initial kernel .cu")->check(CLI::ExistingFile);
-  sub.add_option("--reference", t.reference, "Reference kernel .cu")->check(CLI::ExistingFile);
+  sub.add_option("--template", t.template_source, "Tunable template .cu")->check(check::existing_file());
+  sub.add_option("--initial-kernel", t.initial_kernel, "Initial kernel .cu")->check(check::existing_file());
+  sub.add_option("--reference", t.reference, "Reference kernel .cu")->check(check::existing_file());
   sub.add_option("--strategy", t.strategy, "Search strategy, as for kopt optimize (default: by space size)")
       ->check(check::one_of(tune::proposer_names()));
   budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
@@ -69,7 +69,7 @@ void GenerateCommand::add_options(CLI::App& sub) {
           ""));
   sub.add_option("--from-run", o_.from_run,
                  "Take the kernel (and its shape-specialised variants) from this finished run folder")
-      ->check(CLI::ExistingDirectory);
+      ->check(check::existing_dir());
   sub.add_flag("--no-specialize{false}", t.specialize,
                "One kernel configuration for every shape (no shape-specialised variants)");
   sub.add_flag("--no-tune{false}", o_.tune, "Do not tune even with a GPU; use the cache or the initial kernel");

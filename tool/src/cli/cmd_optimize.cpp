@@ -47,16 +47,16 @@ class OptimizeCommand final : public Command {
 /// What is tuned: the spec, the files overriding its own, the description.
 void OptimizeCommand::add_inputs(CLI::App& sub) {
   sub.add_option("--spec", o_.spec, "Workload spec (JSON); without it, --description TEXT has the agent draft one")
-      ->check(CLI::ExistingFile);
+      ->check(check::existing_file());
   sub.add_option("--template", o_.template_source, "Tunable template .cu (default: the spec's template)")
-      ->check(CLI::ExistingFile);
+      ->check(check::existing_file());
   sub.add_option("--initial-kernel", o_.initial_kernel,
                  "Starting kernel, e.g. a previous run's best.cu (default: the spec's initial)")
-      ->check(CLI::ExistingFile);
+      ->check(check::existing_file());
   sub.add_option("--reference", o_.reference, "Reference kernel .cu with a kopt:entry line (default: the spec's)")
-      ->check(CLI::ExistingFile);
+      ->check(check::existing_file());
   sub.add_option("--input-cases", o_.input_cases, "JSON file of cases replacing the spec's")
-      ->check(CLI::ExistingFile);
+      ->check(check::existing_file());
   sub.add_option("--description", o_.description, "What the kernel does (recorded; used by the agent proposer)")
       ->check(check::not_empty());
 }
@@ -73,7 +73,7 @@ void OptimizeCommand::add_search(CLI::App& sub) {
       ->check(check::not_empty())
       ->capture_default_str();
   sub.add_option("--resume", resume_, "Continue this run folder (same spec); recorded attempts are not re-run")
-      ->check(CLI::ExistingDirectory);
+      ->check(check::existing_dir());
   sub.add_option("--seed", o_.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
   env_.add_device(sub)->capture_default_str();
   env_.add_arch(sub, "Compile for this architecture; with no GPU, compile the candidates only");

@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -130,6 +131,51 @@ CLI::Validator identifier() {
         return {};
       },
       "C identifier");
+}
+
+CLI::Validator entry_name() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        static const std::regex name("[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*(<[^<>]*(<[^<>]*>[^<>]*)*>)?");
+        if (t.size() > 1000 || !std::regex_match(t, name))
+          return "expected a kernel name (a C identifier, or a name expression such as ns::kernel<128>)" + got(t);
+        return {};
+      },
+      "NAME");
+}
+
+namespace {
+
+/// Why `t` cannot be used as an input of this kind ("" when it can).
+std::string input_problem(const std::string& t, bool want_dir) {
+  if (t.empty()) return std::string("expected a ") + (want_dir ? "folder" : "file name") + ", got an empty string";
+  struct stat st {};
+  if (::stat(t.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return clip(t) + ": not found";
+    if (err == ENOTDIR) return clip(t) + ": not found (a part of the path is not a folder)";
+    if (err == EACCES) return clip(t) + ": cannot be reached: a folder on the way is not searchable (permission denied)";
+    return clip(t) + ": cannot be used: " + std::strerror(err);
+  }
+  if (want_dir) {
+    if (!S_ISDIR(st.st_mode)) return clip(t) + ": is not a folder";
+    if (::access(t.c_str(), R_OK | X_OK) != 0) return clip(t) + ": the folder cannot be read (" + std::strerror(errno) + ")";
+    return {};
+  }
+  if (S_ISDIR(st.st_mode)) return clip(t) + ": is a directory; give a file";
+  if (!S_ISREG(st.st_mode)) return clip(t) + ": is not a regular file (a device, FIFO or socket)";
+  if (::access(t.c_str(), R_OK) != 0) return clip(t) + ": cannot be read (" + std::strerror(errno) + ")";
+  return {};
+}
+
+}  // namespace
+
+CLI::Validator existing_file() {
+  return CLI::Validator([](std::string& t) { return input_problem(t, false); }, "FILE");
+}
+
+CLI::Validator existing_dir() {
+  return CLI::Validator([](std::string& t) { return input_problem(t, true); }, "DIR");
 }
 
 CLI::Validator one_of(std::vector<std::string> names) {

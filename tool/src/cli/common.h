@@ -51,6 +51,15 @@ CLI::Validator finite(double lo, bool lo_inclusive, double hi, bool hi_inclusive
 CLI::Validator not_empty();
 /// A C identifier (generate's --name: file names and a C++ namespace).
 CLI::Validator identifier();
+/// A kernel's entry point: a C identifier, optionally qualified (ns::k) and
+/// with template arguments (k<128, 4>), as NVRTC's name expressions take it.
+CLI::Validator entry_name();
+/// An input file: it exists, is a regular file (not a directory, a device
+/// or a FIFO) and can be read. The reason names what is wrong: not found,
+/// a folder on the way that cannot be searched, a directory, ...
+CLI::Validator existing_file();
+/// An existing folder that can be read (--resume, --from-run).
+CLI::Validator existing_dir();
 /// One of `names` (e.g. --strategy).
 CLI::Validator one_of(std::vector<std::string> names);
 /// A real GPU architecture NVRTC can compile for: sm_XY with XY one of
