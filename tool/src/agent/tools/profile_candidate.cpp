@@ -65,7 +65,7 @@ json run(Session& s, const json& a) {
   if (kopt.empty()) return {{"available", false}, {"reason", "profiling unavailable: the kopt executable is unknown"}};
   const RunOptions& o = s.options();
   std::vector<std::string> target = {kopt.string(), "evaluate", "--spec", (s.service()->run_dir() / "spec.json").string(),
-                                     "--kernel", (dir / "kernel.cu").string(), "--cases", case_name, "--no-time",
+                                     "--kernel", (dir / "kernel.cu").string(), "--entry", c.entry, "--cases", case_name, "--no-time",
                                      "--no-reference-timing", "--quiet", "--device", std::to_string(o.device)};
   if (!o.cache_dir.empty()) {
     target.push_back("--cache-dir");
