@@ -191,8 +191,12 @@ nlohmann::json EvaluateCommand::compile_only(const cuda::CompileResult& cr, cons
                       {"compile_cache_hit", cr.cache_hit},
                       {"error_name", cr.error_name},
                       {"compile_log", cr.log},
-                      {"detail", cr.ok ? "compiled; checking and timing need a GPU" : "compilation failed"}};
-  if (!env_.quiet) std::cerr << tag << ": " << (cr.ok ? "compiled for " + env_.arch : "compile_error") << "\n";
+                      {"detail", cr.ok                ? "compiled; checking and timing need a GPU"
+                                 : !cr.detail.empty() ? cr.detail
+                                                      : "compilation failed"}};
+  if (!env_.quiet)
+    std::cerr << tag << ": " << (cr.ok ? "compiled for " + env_.arch : "compile_error")
+              << (cr.detail.empty() ? "" : " - " + cr.detail) << "\n";
   if (!cr.ok) out.all_ok = false;
   return r;
 }
