@@ -13,7 +13,9 @@
 #include "cli/common.h"
 #include "cuda/nvrtc.h"
 #include "eval/evaluator.h"
+#include "search/space.h"
 #include "spec/spec.h"
+#include "tune/driver.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -68,6 +70,7 @@ class EvaluateCommand final : public Command {
 
  private:
   Candidates collect(const spec::Spec& spec) const;
+  spec::Candidate template_with_params(const spec::Spec& spec) const;
   void override_params(spec::Candidate& c) const;
   eval::EvaluatorOptions evaluator_options() const;
   std::optional<nlohmann::json> evaluate_one(eval::Evaluator& ev, const spec::Candidate& c, const std::string& tag,
@@ -93,7 +96,9 @@ void EvaluateCommand::add_options(CLI::App& sub) {
       ->allow_extra_args(true)
       ->check(CLI::ExistingFile);
   sub.add_option("--entry", entry_, "Entry point (overrides annotations and the spec)");
-  sub.add_option("--params", params_, "Tuning parameters NAME=VALUE,... (-D defines, launch names)");
+  sub.add_option("--params", params_,
+                 "Tuning parameters NAME=VALUE,... (-D defines, launch names); without --kernel: evaluate the "
+                 "spec's template with them");
   env_.add_arch(sub, "Compile for this architecture (e.g. sm_90) instead of the device's");
   sub.add_option("--json", json_out_, "Also write the results to this file");
   env_.add_cache_dir(sub);
@@ -108,9 +113,41 @@ void EvaluateCommand::override_params(spec::Candidate& c) const {
   for (const auto& [k, v] : parse_params(params_)) c.params[k] = v;  // --params overrides kopt:param lines
 }
 
+/// The spec's template as one configuration: --params gives every tuning
+/// parameter (a template compiled without them fails on its first unknown
+/// name, so their absence is a usage error that lists them).
+spec::Candidate EvaluateCommand::template_with_params(const spec::Spec& spec) const {
+  const std::string file = spec.template_kernel->source.string();
+  std::string names;
+  for (const spec::TuningParam& p : spec.tuning.params) names += (names.empty() ? "" : ",") + p.name + "=V";
+  if (params_.empty())
+    throw UsageError("kopt.cli.020", file + " is the spec's template: give --params " + names +
+                                         " (the template's parameters; `kopt optimize` searches them)");
+  spec::Candidate c = tune::template_candidate(spec);
+  override_params(c);
+  std::string missing;
+  for (const spec::TuningParam& p : spec.tuning.params)
+    if (!c.params.count(p.name)) missing += (missing.empty() ? "" : ",") + p.name + "=V";
+  if (!missing.empty())
+    throw UsageError("kopt.cli.020", "--params: the template " + file + " also needs " + missing +
+                                         " (its parameters: " + names + ")");
+  c.label = spec.template_kernel->source.filename().string() + " [" + search::config_key(c.params) + "]";
+  return c;
+}
+
 Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
   Candidates out;
-  for (const auto& file : kernels_)
+  auto is_template = [&](const std::string& file) {
+    std::error_code a, b;
+    return spec.template_kernel && std::filesystem::weakly_canonical(file, a) ==
+                                       std::filesystem::weakly_canonical(spec.template_kernel->source, b);
+  };
+  for (const auto& file : kernels_) {
+    if (is_template(file)) {  // the template: its launch and options from the spec, --params required
+      out.list.push_back(template_with_params(spec));
+      out.files.push_back(file);
+      continue;
+    }
     for (spec::Candidate c : eval::candidates_from_file(file)) {  // a generated file may hold several variants
       if (c.label.find("(variant ") != std::string::npos && (!params_.empty() || !entry_.empty()))
         throw UsageError("kopt.cli.007", file + " holds shape-specialised variants with their parameters baked in: "
@@ -120,6 +157,14 @@ Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
       out.list.push_back(std::move(c));
       out.files.push_back(file);
     }
+  }
+  // No --kernel: --params means one configuration of the template (the
+  // initial kernel takes no tuning parameters); without --params, the
+  // initial kernel, or the template's hint when there is none.
+  if (out.list.empty() && spec.template_kernel && (!params_.empty() || !spec.initial)) {
+    out.list.push_back(template_with_params(spec));
+    out.files.push_back(spec.template_kernel->source.string());
+  }
   if (out.list.empty() && spec.initial) {
     spec::Candidate c = eval::candidate_from_file(spec.initial->source);
     if (c.entry.empty()) c.entry = spec.initial->entry;
