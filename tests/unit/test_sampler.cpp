@@ -141,6 +141,19 @@ TEST(SamplerTest, ProvesAHugeSpaceWithFewValidConfigurationsExhausted) {
   }
   EXPECT_EQ(seen.size(), 5u);
   EXPECT_TRUE(sampler.exhausted());
+  // Every sampling strategy ends there too: "space exhausted" without a count.
+  for (const std::string& name : {"random", "anneal", "genetic", "surrogate"}) {
+    auto s = make_strategy(name);
+    s->initialize(space, 1);
+    std::set<std::string> keys;
+    while (std::optional<Config> c = s->next()) {
+      EXPECT_TRUE(space.valid(*c)) << name;
+      EXPECT_TRUE(keys.insert(config_key(*c)).second) << name;
+      s->observe({*c, true, 1.0 + keys.size()});
+      ASSERT_LE(keys.size(), 5u) << name;
+    }
+    EXPECT_EQ(keys.size(), 5u) << name;
+  }
 }
 
 TEST(SamplerTest, TheSearchFindsWhatWalksCannot) {
