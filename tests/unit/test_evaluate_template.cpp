@@ -77,7 +77,7 @@ TEST_F(EvaluateTemplate, TheTemplateWithoutParamsSaysWhichToGive) {
   CliRun r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --kernel " + (kSgemmDir / "sgemm_tiled.cu").string() +
                  cache());
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("[kopt.cli.020]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[kopt.cli.030]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sgemm_tiled.cu is the spec's template: give --params ASYNC_A=V,BK=V,BM=V,BN=V"),
             std::string::npos)
       << r.err;
@@ -85,7 +85,7 @@ TEST_F(EvaluateTemplate, TheTemplateWithoutParamsSaysWhichToGive) {
   // Some parameters only.
   r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --params BM=128,BN=128" + cache());
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("[kopt.cli.020] --params: the template "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[kopt.cli.030] --params: the template "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("also needs ASYNC_A=V,BK=V,MINB=V,PAD=V,STAGES=V,TM=V,TN=V,WM=V,WN=V"), std::string::npos)
       << r.err;
   // A spec with a template and no initial kernel, evaluated without --kernel.
@@ -97,7 +97,7 @@ TEST_F(EvaluateTemplate, TheTemplateWithoutParamsSaysWhichToGive) {
   kopt::fs::write_file_atomic(file, spec.dump(2));
   r = run("evaluate --spec " + file.string() + " --arch sm_90" + cache());
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("[kopt.cli.020]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[kopt.cli.030]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("give --params"), std::string::npos) << r.err;
 }
 

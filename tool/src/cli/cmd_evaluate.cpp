@@ -121,7 +121,7 @@ spec::Candidate EvaluateCommand::template_with_params(const spec::Spec& spec) co
   std::string names;
   for (const spec::TuningParam& p : spec.tuning.params) names += (names.empty() ? "" : ",") + p.name + "=V";
   if (params_.empty())
-    throw UsageError("kopt.cli.020", file + " is the spec's template: give --params " + names +
+    throw UsageError("kopt.cli.030", file + " is the spec's template: give --params " + names +
                                          " (the template's parameters; `kopt optimize` searches them)");
   spec::Candidate c = tune::template_candidate(spec);
   override_params(c);
@@ -129,7 +129,7 @@ spec::Candidate EvaluateCommand::template_with_params(const spec::Spec& spec) co
   for (const spec::TuningParam& p : spec.tuning.params)
     if (!c.params.count(p.name)) missing += (missing.empty() ? "" : ",") + p.name + "=V";
   if (!missing.empty())
-    throw UsageError("kopt.cli.020", "--params: the template " + file + " also needs " + missing +
+    throw UsageError("kopt.cli.030", "--params: the template " + file + " also needs " + missing +
                                          " (its parameters: " + names + ")");
   c.label = spec.template_kernel->source.filename().string() + " [" + search::config_key(c.params) + "]";
   return c;
