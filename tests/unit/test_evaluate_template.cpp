@@ -88,6 +88,10 @@ TEST_F(EvaluateTemplate, TheTemplateWithoutParamsSaysWhichToGive) {
   EXPECT_NE(r.err.find("[kopt.cli.030] --params: the template "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("also needs ASYNC_A=V,BK=V,MINB=V,PAD=V,STAGES=V,TM=V,TN=V,WM=V,WN=V"), std::string::npos)
       << r.err;
+  // A name the template does not have.
+  r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --params " + kConfig + ",THREADZ=256" + cache());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--params: 'THREADZ' is not a parameter of the template"), std::string::npos) << r.err;
   // A spec with a template and no initial kernel, evaluated without --kernel.
   json spec = json::parse(kopt::fs::read_file(kSgemmSpec));
   spec.erase("initial");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -118,13 +119,21 @@ void EvaluateCommand::override_params(spec::Candidate& c) const {
 /// name, so their absence is a usage error that lists them).
 spec::Candidate EvaluateCommand::template_with_params(const spec::Spec& spec) const {
   const std::string file = spec.template_kernel->source.string();
-  std::string names;
-  for (const spec::TuningParam& p : spec.tuning.params) names += (names.empty() ? "" : ",") + p.name + "=V";
+  std::string names, wanted;  // "BM, BN" and "BM=V,BN=V"
+  for (const spec::TuningParam& p : spec.tuning.params) {
+    names += (names.empty() ? "" : ", ") + p.name;
+    wanted += (wanted.empty() ? "" : ",") + p.name + "=V";
+  }
   if (params_.empty())
-    throw UsageError("kopt.cli.030", file + " is the spec's template: give --params " + names +
+    throw UsageError("kopt.cli.030", file + " is the spec's template: give --params " + wanted +
                                          " (the template's parameters; `kopt optimize` searches them)");
   spec::Candidate c = tune::template_candidate(spec);
   override_params(c);
+  for (const auto& [name, value] : c.params)
+    if (std::none_of(spec.tuning.params.begin(), spec.tuning.params.end(),
+                     [&](const spec::TuningParam& p) { return p.name == name; }))
+      throw UsageError("kopt.cli.030", "--params: '" + name + "' is not a parameter of the template " + file +
+                                           " (its parameters: " + names + ")");
   std::string missing;
   for (const spec::TuningParam& p : spec.tuning.params)
     if (!c.params.count(p.name)) missing += (missing.empty() ? "" : ",") + p.name + "=V";
