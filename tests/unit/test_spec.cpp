@@ -428,7 +428,7 @@ TEST_F(SpecTest, ConstraintsMayUseDeviceConstants) {
   json d = base();
   d["tuning"] = json::parse(R"({"params": {"BM": [32, 64]}, "constraints": [
       "BM * 4 <= MAX_SHARED_PER_BLOCK && BM <= MAX_THREADS_PER_BLOCK",
-      "WARP_SIZE == 32 && SM_COUNT > 0", "BM <= M"]})");
+      "WARP_SIZE == 32 && SM_COUNT > 0", "BM <= 64"]})");
   EXPECT_NO_THROW(parse(d));
   EXPECT_EQ(constraint_constant_names().size(), 5u);
   d["tuning"]["constraints"].push_back("MAX_SMEM >= 1");
@@ -437,6 +437,22 @@ TEST_F(SpecTest, ConstraintsMayUseDeviceConstants) {
   d = base();
   d["launch"]["block"][0] = "WARP_SIZE";
   expect_error(d, "kopt.spec.112", {"$.launch.block[0]", "'WARP_SIZE'"});
+}
+
+TEST_F(SpecTest, Error133ConstraintsMayNotNameSizes) {
+  // A size in a constraint used to load and then fail at `kopt optimize`
+  // (kopt.space.701 "unknown name"): it is refused at load, saying why and
+  // what to do instead.
+  json d = base();
+  d["tuning"] = json::parse(R"({"params": {"VEC": [1, 2, 4]}, "constraints": ["VEC <= 4", "N % VEC == 0"]})");
+  expect_error(d, "kopt.spec.133",
+               {"$.tuning.constraints[1]", "'N % VEC == 0' names the size 'N'", "tuning parameters and device constants",
+                "MAX_SHARED_PER_BLOCK", "in the kernel"});
+  // Also a size that only some cases have.
+  d = base();
+  d["cases"][1]["sizes"]["P"] = 3;
+  d["tuning"] = json::parse(R"({"params": {"VEC": [1, 2]}, "constraints": ["P > VEC || VEC == 1"]})");
+  expect_error(d, "kopt.spec.133", {"$.tuning.constraints[0]", "'P'"});
 }
 
 TEST_F(SpecTest, TheSgemmTemplateSpecLoads) {

@@ -15,7 +15,9 @@
 #include "cli/common.h"
 #include "cuda/nvrtc.h"
 #include "eval/evaluator.h"
+#include "search/space.h"
 #include "spec/spec.h"
+#include "tune/driver.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -133,6 +135,7 @@ class EvaluateCommand final : public Command {
   Candidates collect(const spec::Spec& spec) const;
   void override_params(spec::Candidate& c, const spec::Spec& spec) const;
   void check_arguments(const spec::Spec& spec) const;
+  spec::Candidate template_with_params(const spec::Spec& spec) const;
   eval::EvaluatorOptions evaluator_options() const;
   std::optional<nlohmann::json> evaluate_one(eval::Evaluator& ev, const spec::Candidate& c, const std::string& tag,
                                              Outcome& out) const;
@@ -158,7 +161,8 @@ void EvaluateCommand::add_options(CLI::App& sub) {
       ->check(check::existing_file());
   sub.add_option("--entry", entry_, "Entry point (overrides annotations and the spec)")->check(check::entry_name());
   sub.add_option("--params", params_,
-                 "Tuning parameters NAME=VALUE,... of the spec's space (-D defines, launch names)")
+                 "Tuning parameters NAME=VALUE,... of the spec's space (-D defines, launch names); without --kernel: "
+                 "evaluate the spec's template with them")
       ->check(check::not_empty());
   env_.add_arch(sub, "Compile for this architecture (e.g. sm_90) instead of the device's");
   sub.add_option("--json", json_out_, "Also write the results to this file")->check(check::not_empty());
@@ -188,9 +192,49 @@ void EvaluateCommand::check_arguments(const spec::Spec& spec) const {
                                            " (its cases: " + clip(join(names), 300) + ")");
 }
 
+/// The spec's template as one configuration: --params gives every tuning
+/// parameter (a template compiled without them fails on its first unknown
+/// name, so their absence is a usage error that lists them).
+spec::Candidate EvaluateCommand::template_with_params(const spec::Spec& spec) const {
+  const std::string file = spec.template_kernel->source.string();
+  std::string names, wanted;  // "BM, BN" and "BM=V,BN=V"
+  for (const spec::TuningParam& p : spec.tuning.params) {
+    names += (names.empty() ? "" : ", ") + p.name;
+    wanted += (wanted.empty() ? "" : ",") + p.name + "=V";
+  }
+  if (params_.empty())
+    throw UsageError("kopt.cli.030", file + " is the spec's template: give --params " + wanted +
+                                         " (the template's parameters; `kopt optimize` searches them)");
+  spec::Candidate c = tune::template_candidate(spec);
+  override_params(c, spec);
+  for (const auto& [name, value] : c.params)
+    if (std::none_of(spec.tuning.params.begin(), spec.tuning.params.end(),
+                     [&](const spec::TuningParam& p) { return p.name == name; }))
+      throw UsageError("kopt.cli.030", "--params: '" + name + "' is not a parameter of the template " + file +
+                                           " (its parameters: " + names + ")");
+  std::string missing;
+  for (const spec::TuningParam& p : spec.tuning.params)
+    if (!c.params.count(p.name)) missing += (missing.empty() ? "" : ",") + p.name + "=V";
+  if (!missing.empty())
+    throw UsageError("kopt.cli.030", "--params: the template " + file + " also needs " + missing +
+                                         " (its parameters: " + names + ")");
+  c.label = spec.template_kernel->source.filename().string() + " [" + search::config_key(c.params) + "]";
+  return c;
+}
+
 Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
   Candidates out;
-  for (const auto& file : kernels_)
+  auto is_template = [&](const std::string& file) {
+    std::error_code a, b;
+    return spec.template_kernel && std::filesystem::weakly_canonical(file, a) ==
+                                       std::filesystem::weakly_canonical(spec.template_kernel->source, b);
+  };
+  for (const auto& file : kernels_) {
+    if (is_template(file)) {  // the template: its launch and options from the spec, --params required
+      out.list.push_back(template_with_params(spec));
+      out.files.push_back(file);
+      continue;
+    }
     for (spec::Candidate c : eval::candidates_from_file(file)) {  // a generated file may hold several variants
       if (c.label.find("(variant ") != std::string::npos && (!params_.empty() || !entry_.empty()))
         throw UsageError("kopt.cli.007", "--kernel " + clip(file) +
@@ -204,6 +248,14 @@ Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
       out.list.push_back(std::move(c));
       out.files.push_back(file);
     }
+  }
+  // No --kernel: --params means one configuration of the template (the
+  // initial kernel takes no tuning parameters); without --params, the
+  // initial kernel, or the template's hint when there is none.
+  if (out.list.empty() && spec.template_kernel && (!params_.empty() || !spec.initial)) {
+    out.list.push_back(template_with_params(spec));
+    out.files.push_back(spec.template_kernel->source.string());
+  }
   if (out.list.empty() && spec.initial) {
     spec::Candidate c = eval::candidate_from_file(spec.initial->source);
     if (!entry_.empty()) c.entry = entry_;  // --entry applies to the initial kernel too
@@ -276,8 +328,12 @@ nlohmann::json EvaluateCommand::compile_only(const cuda::CompileResult& cr, cons
                       {"compile_cache_hit", cr.cache_hit},
                       {"error_name", cr.error_name},
                       {"compile_log", cr.log},
-                      {"detail", cr.ok ? "compiled; checking and timing need a GPU" : "compilation failed"}};
-  if (!env_.quiet) std::cerr << tag << ": " << (cr.ok ? "compiled for " + env_.arch : "compile_error") << "\n";
+                      {"detail", cr.ok                ? "compiled; checking and timing need a GPU"
+                                 : !cr.detail.empty() ? cr.detail
+                                                      : "compilation failed"}};
+  if (!env_.quiet)
+    std::cerr << tag << ": " << (cr.ok ? "compiled for " + env_.arch : "compile_error")
+              << (cr.detail.empty() ? "" : " - " + cr.detail) << "\n";
   if (!cr.ok) out.all_ok = false;
   return r;
 }

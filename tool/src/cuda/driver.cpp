@@ -42,6 +42,13 @@ void load() {
   }
   KOPT_CUDA_DRIVER_FUNCTIONS(KOPT_LOAD_FN)
 #undef KOPT_LOAD_FN
+  {  // optional: a missing symbol leaves the pointer null
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status{};
+    if (get_proc("cuFuncGetParamInfo", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS &&
+        status == CU_GET_PROC_ADDRESS_SUCCESS && fn)
+      g_driver.cuFuncGetParamInfo = reinterpret_cast<decltype(g_driver.cuFuncGetParamInfo)>(fn);
+  }
   CUresult r = g_driver.cuInit(0);
   if (r != CUDA_SUCCESS) {
     g_load_error = "no CUDA device found (cuInit: " + error_name(r) + ")";

@@ -70,6 +70,10 @@ struct Driver {
 #define KOPT_DECLARE_FN(name) decltype(&::name) name = nullptr;
   KOPT_CUDA_DRIVER_FUNCTIONS(KOPT_DECLARE_FN)
 #undef KOPT_DECLARE_FN
+  /// Optional (drivers of CUDA 12.4 and later): null when the driver lacks
+  /// it, and then the worker does not check a kernel's parameters itself
+  /// (the PTX check at compile time still applies).
+  decltype(&::cuFuncGetParamInfo) cuFuncGetParamInfo = nullptr;
   int version = 0;  // cuDriverGetVersion, e.g. 13000
 };
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/ptx.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -122,9 +123,12 @@ CompileResult Compiler::compile(const CompileRequest& r) {
       out.lowered_entry = meta.value("lowered_entry", "");
       bool complete = true;
       if (out.ok) {
+        // Entries written before parameter sizes were recorded are compiled again.
+        if (!meta.contains("param_sizes")) complete = false;
+        else if (!meta["param_sizes"].is_null()) out.param_sizes = meta["param_sizes"].get<std::vector<size_t>>();
         std::string bin = fs::read_file(dir_ / (out.key + ".cubin"));
         out.cubin.assign(bin.begin(), bin.end());
-        complete = !out.cubin.empty();
+        complete = complete && !out.cubin.empty();
       }
       if (complete) {
         out.cache_hit = true;
@@ -190,6 +194,12 @@ CompileResult Compiler::compile(const CompileRequest& r) {
       out.cubin.resize(cubin_size);
       nvrtcGetCUBIN(prog.get(), out.cubin.data());
       out.ok = true;
+      size_t ptx_size = 0;
+      if (!out.lowered_entry.empty() && nvrtcGetPTXSize(prog.get(), &ptx_size) == NVRTC_SUCCESS && ptx_size > 1) {
+        std::string ptx(ptx_size, '\0');
+        if (nvrtcGetPTX(prog.get(), ptx.data()) == NVRTC_SUCCESS)
+          out.param_sizes = ptx_param_sizes(ptx, out.lowered_entry);
+      }
     }
   }
 
@@ -198,7 +208,8 @@ CompileResult Compiler::compile(const CompileRequest& r) {
     nlohmann::json meta = {{"ok", out.ok},           {"error_name", out.error_name},
                            {"log", out.log},         {"lowered_entry", out.lowered_entry},
                            {"arch", r.arch},         {"nvrtc", nvrtc_version()},
-                           {"options", opts},        {"compile_ms", out.compile_ms}};
+                           {"options", opts},        {"compile_ms", out.compile_ms},
+                           {"param_sizes", out.param_sizes ? nlohmann::json(*out.param_sizes) : nlohmann::json()}};
     // Written last: its presence marks a complete entry.
     fs::write_file_atomic(meta_path, dump_json(meta, 1));
   }

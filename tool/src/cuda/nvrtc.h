@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct CompileResult {
   std::string key;           // 32 hex digits: XXH3-128 of everything that affects the output
   bool cache_hit = false;
   double compile_ms = 0;     // wall time of nvrtcCompileProgram (0 on a cache hit)
+  /// When ok: the byte size of each parameter of the entry point, read from
+  /// the PTX NVRTC produced beside the cubin (cuda/ptx.h); nullopt when it
+  /// could not be read.
+  std::optional<std::vector<size_t>> param_sizes;
+  /// One line saying why, when the tool refused a kernel that NVRTC compiled
+  /// (e.g. its parameters do not match the spec's signature); empty otherwise.
+  std::string detail;
 };
 
 /// "major.minor" of the NVRTC library in use (part of every cache key).

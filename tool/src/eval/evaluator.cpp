@@ -1,5 +1,7 @@
 #include "eval/evaluator.h"
 
+#include "eval/kernel_params.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -72,7 +74,16 @@ cuda::CompileResult Evaluator::compile(const Candidate& c) {
   r.options = spec_.tuning.compile_options;
   r.options.insert(r.options.end(), c.options.begin(), c.options.end());
   r.defines = c.params;
-  return compiler_->compile(r);
+  cuda::CompileResult out = compiler_->compile(r);
+  // The parameters against the signature, from the PTX (no GPU needed).
+  if (out.ok && out.param_sizes)
+    if (std::optional<std::string> why = param_mismatch(expected_params(spec_.signature), *out.param_sizes)) {
+      out.ok = false;
+      out.error_name = kParamMismatch;
+      out.detail = *why;
+      out.log = *why + (out.log.empty() ? "" : "\n" + out.log);
+    }
+  return out;
 }
 
 Candidate Evaluator::reference_candidate() const {
@@ -202,7 +213,7 @@ void Evaluator::start(const Candidate& cand, const cuda::CompileResult& compiled
     Result res;
     res.verdict = Verdict::compile_error;
     res.error_name = compiled.error_name;
-    res.detail = "compilation failed (" + compiled.error_name + ")";
+    res.detail = compiled.detail.empty() ? "compilation failed (" + compiled.error_name + ")" : compiled.detail;
     st.done = std::move(res);
     started_ = std::move(st);
     return;

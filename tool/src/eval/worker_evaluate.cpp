@@ -201,6 +201,7 @@ std::vector<double> Worker::time_launches(const EvalRequest& rq, Kernel& k, cons
 void Worker::evaluate(const EvalRequest& rq) {
   const spec::Checks checks = rq.checks;
   Kernel cand = load_kernel(rq.candidate);
+  if (!rq.cases.empty()) check_params(cand, rq.cases.front());
   std::optional<Kernel> ref;
   if (!rq.reference_is_golden) ref = load_kernel(rq.reference);
   for (const auto& c : rq.cases) {

@@ -221,6 +221,9 @@ class Worker {
 
   // ---- kernels and launches (worker_launch.cpp) ----
   Kernel load_kernel(const KernelRef& ref);
+  /// Throws CandidateFailure{compile_error} when cuFuncGetParamInfo (if the
+  /// driver has it) gives parameters that do not match the case's arguments.
+  void check_params(const Kernel& k, const CaseSpec& c);
   void check_feasible(Kernel& k, const LaunchDims& d, const std::string& case_name);
 
   /// Packs kernel arguments for the given buffer pointers.

@@ -4,6 +4,7 @@
 // arguments and the launch itself.
 #include <dlfcn.h>
 
+#include "eval/kernel_params.h"
 #include "eval/worker_impl.h"
 #include "util/fs.h"
 
@@ -127,6 +128,27 @@ Kernel Worker::load_kernel(const KernelRef& ref) {
   KOPT_CU_CHECK(driver_->cuFuncGetAttribute(&k.static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.fn),
                 "static shared memory of " + ref.label);
   return k;
+}
+
+void Worker::check_params(const Kernel& k, const CaseSpec& c) {
+  if (k.ref.kind != KernelRef::Kind::cubin || !driver_->cuFuncGetParamInfo) return;
+  std::vector<size_t> sizes;
+  for (size_t i = 0;; ++i) {
+    size_t offset = 0, size = 0;
+    const CUresult r = driver_->cuFuncGetParamInfo(k.fn, i, &offset, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+    if (r != CUDA_SUCCESS) return;             // not answered: nothing to check
+    sizes.push_back(size);
+    if (i > 4096) return;  // not a plausible parameter list
+  }
+  std::vector<ExpectedParam> expected;
+  for (const ArgSpec& a : c.args)
+    expected.push_back({a.name, a.is_buffer ? std::string("pointer to ") + spec::dtype_name(a.dtype)
+                                            : std::string(spec::dtype_name(a.dtype)),
+                        a.is_buffer ? size_t{8} : spec::dtype_size(a.dtype)});
+  if (std::optional<std::string> why = param_mismatch(expected, sizes))
+    throw CandidateFailure{Verdict::compile_error, k.ref.label + ": " + *why + " (cuFuncGetParamInfo)",
+                           kParamMismatch, false};
 }
 
 /// Throws CandidateFailure{infeasible} when the launch cannot run here, and

@@ -10,8 +10,12 @@ SearchProposer::SearchProposer(SearchProposerOptions options) : o_(std::move(opt
 
 void SearchProposer::prepare(const spec::Bindings& device_constants) {
   space_ = std::make_unique<search::Space>(o_.params, o_.constraints, device_constants);
-  valid_size_ = space_->enumerate_valid().size();  // throws kopt.space.701 when empty
-  strategy_name_ = o_.strategy.empty() ? search::default_strategy(valid_size_) : o_.strategy;
+  // Counted by a depth-first search with pruning: exactly where the space can
+  // be enumerated, within a bounded effort beyond (nullopt: too many to count).
+  const uint64_t size = space_->cartesian_size();
+  valid_size_ = space_->count_valid(size <= search::kEnumerationLimit ? 0 : kCountEffort);
+  if (!valid_size_ || *valid_size_ == 0) space_->check_not_empty();  // kopt.space.701 when empty
+  strategy_name_ = o_.strategy.empty() ? search::default_strategy(valid_size_, size) : o_.strategy;
   strategy_ = search::make_strategy(strategy_name_);
   strategy_->initialize(*space_, o_.seed);
 }
@@ -75,7 +79,8 @@ std::optional<spec::Candidate> SearchProposer::candidate_for(const model::Attemp
 }
 
 nlohmann::json SearchProposer::summary() const {
-  return {{"strategy", strategy_name_}, {"valid_configurations", valid_size_}};
+  return {{"strategy", strategy_name_},
+          {"valid_configurations", valid_size_ ? nlohmann::json(*valid_size_) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace kopt::propose

@@ -35,8 +35,11 @@ class SearchProposer final : public Proposer {
  public:
   explicit SearchProposer(SearchProposerOptions options);
 
-  /// Builds the space for a device and initialises the strategy: throws
-  /// SpecError(kopt.space.701) when no configuration is valid and
+  /// Builds the space for a device and initialises the strategy, without
+  /// listing the space when it is large (the valid configurations are
+  /// counted within kCountEffort steps there, and sampled): throws
+  /// SpecError(kopt.space.701) when no configuration is valid,
+  /// kopt.space.702 for "exhaustive" on a space too large to enumerate, and
   /// UsageError(kopt.search.801) for an unknown strategy. start() calls it
   /// when nobody did before.
   void prepare(const spec::Bindings& device_constants) override;
@@ -48,10 +51,15 @@ class SearchProposer final : public Proposer {
   Proposal propose() override;
   void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
-  /// {"strategy", "valid_configurations"}.
+  /// {"strategy", "valid_configurations"} (null: too many to count).
   nlohmann::json summary() const override;
 
-  uint64_t valid_configurations() const { return valid_size_; }
+  /// nullopt: the space is too large to count.
+  std::optional<uint64_t> valid_configurations() const { return valid_size_; }
+
+  /// The steps (assignments plus constraint evaluations) prepare() spends
+  /// counting a space larger than search::kEnumerationLimit.
+  static constexpr uint64_t kCountEffort = 2'000'000;
 
   /// One configuration's fate, in proposal order.
   struct Outcome {
@@ -68,7 +76,7 @@ class SearchProposer final : public Proposer {
   std::unique_ptr<search::Space> space_;
   std::unique_ptr<search::Strategy> strategy_;
   std::string strategy_name_;
-  uint64_t valid_size_ = 0;
+  std::optional<uint64_t> valid_size_;
   int64_t proposed_ = 0;
   std::map<std::string, size_t> pending_;  // config_key -> outcomes_ index
   std::vector<Outcome> outcomes_;

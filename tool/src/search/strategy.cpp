@@ -47,4 +47,9 @@ std::string default_strategy(uint64_t valid_size) {
   return valid_size <= kExhaustiveUpTo ? "exhaustive" : "surrogate";
 }
 
+std::string default_strategy(std::optional<uint64_t> valid_size, uint64_t cartesian_size) {
+  if (!valid_size || cartesian_size > kEnumerationLimit) return "surrogate";
+  return default_strategy(*valid_size);
+}
+
 }  // namespace kopt::search

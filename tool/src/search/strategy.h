@@ -30,10 +30,12 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
   /// Resets the strategy for `space`. The space must outlive the strategy.
-  /// Every strategy enumerates small spaces (cartesian size up to 2^18) here
-  /// and then throws SpecError(kopt.space.701) if none is valid; "exhaustive"
-  /// always enumerates, so it also throws kopt.space.702 for spaces too large
-  /// to enumerate.
+  /// Every strategy enumerates small spaces (cartesian size up to 2^18) here;
+  /// the sampling ones check larger spaces with Space::check_not_empty() and
+  /// then draw with search/sampler.h, never listing them. Throws
+  /// SpecError(kopt.space.701) if no configuration is valid; "exhaustive"
+  /// always enumerates, so it throws kopt.space.702 for spaces over
+  /// kEnumerationLimit configurations.
   virtual void initialize(const Space& space, uint64_t seed) = 0;
   /// The next configuration to evaluate, or nullopt when the strategy has
   /// nothing left to propose. May be called several times before observe()
@@ -58,6 +60,11 @@ std::vector<std::string> strategy_names();
 /// to find the optimum itself, except on a steep bowl where annealing was
 /// about 10% quicker; it also copes best with constraints and failures.
 std::string default_strategy(uint64_t valid_size);
+/// The same for a space whose valid configurations may not have been counted
+/// (nullopt: too many to count): "exhaustive" only when at most 64 are valid
+/// and the cartesian size allows enumeration (kEnumerationLimit), else
+/// "surrogate".
+std::string default_strategy(std::optional<uint64_t> valid_size, uint64_t cartesian_size);
 
 /// Stop conditions compose: AnyOf stops when any member is fulfilled.
 class StopCondition {

@@ -16,24 +16,21 @@ size_t PointHash::operator()(const Point& p) const noexcept {
   return static_cast<size_t>(h);
 }
 
-size_t uniform_index(Rng& rng, size_t n) {
-  // Rejection removes the modulo bias.
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t r;
-  do r = rng();
-  while (r >= limit);
-  return static_cast<size_t>(r % n);
-}
-
-double uniform01(Rng& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
 void StrategyBase::initialize(const Space& space, uint64_t seed) {
   space_ = &space;
   rng_.seed(seed);
   seen_.clear();
   pool_.clear();
   pooled_ = false;
-  if (samples() && space.cartesian_size() <= kPoolCartesianLimit) build_pool();
+  sampler_.reset();
+  if (samples()) {
+    if (space.cartesian_size() <= kPoolCartesianLimit) {
+      build_pool();
+    } else {
+      space.check_not_empty();  // kopt.space.701, within a bounded effort
+      sampler_ = std::make_unique<Sampler>(space);
+    }
+  }
   reset();
 }
 
@@ -51,13 +48,6 @@ void StrategyBase::observe(const Observation& o) {
   seen_.insert(*p);
   const bool ok = o.ok && std::isfinite(o.score);  // a NaN score is no success
   learn(*p, ok, ok ? std::log(std::max(o.score, 1e-300)) : 0.0);
-}
-
-Config StrategyBase::to_config(const Point& p) const {
-  Config c;
-  const auto& params = space_->params();
-  for (size_t d = 0; d < params.size(); ++d) c[params[d].name] = params[d].values[p[d]];
-  return c;
 }
 
 std::optional<Point> StrategyBase::to_point(const Config& c) const {
@@ -91,19 +81,13 @@ std::optional<Point> StrategyBase::from_pool() {
   return std::nullopt;
 }
 
-std::optional<Point> StrategyBase::by_rejection() {
-  Point p(dims());
-  for (int a = 0; a < kRejectionAttempts; ++a) {
-    for (size_t d = 0; d < dims(); ++d) p[d] = static_cast<int32_t>(uniform_index(rng_, extent(d)));
-    if (!seen(p) && valid(p)) return p;
-  }
-  return std::nullopt;
-}
-
 std::optional<Point> StrategyBase::random_unseen() {
   if (pooled_) return from_pool();
-  if (std::optional<Point> p = by_rejection()) return p;
-  // Rejection failed: mostly seen or mostly invalid. Enumerate if affordable.
+  if (!sampler_) sampler_ = std::make_unique<Sampler>(*space_);  // "exhaustive" samples nothing
+  if (std::optional<Point> p = sampler_->draw(rng_, [this](const Point& q) { return seen(q); })) return p;
+  if (sampler_->exhausted()) return std::nullopt;  // the search was complete: nothing unseen is left
+  // Nothing unseen found within the effort: mostly seen or mostly invalid.
+  // Enumerate if affordable.
   if (space_->cartesian_size() > kPoolEnumerationLimit) return std::nullopt;
   build_pool();
   return from_pool();

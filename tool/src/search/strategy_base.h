@@ -2,7 +2,8 @@
 // handled as "points" (one value index per parameter, in Space::params()
 // order); the base class converts at the Strategy interface, remembers every
 // point proposed or observed so that none is proposed twice, and samples
-// uniformly among the valid points not seen yet.
+// uniformly among the valid points not seen yet: from a list of every valid
+// point on small spaces, with search/sampler.h (no list) on larger ones.
 #pragma once
 
 #include <cstdint>
@@ -12,35 +13,34 @@
 #include <unordered_set>
 #include <vector>
 
+#include "search/sampler.h"
 #include "search/space.h"
 #include "search/strategy.h"
 
 namespace kopt::search::detail {
 
 /// Value indices, one per parameter of the space.
-using Point = std::vector<int32_t>;
+using search::Point;
 
 struct PointHash {
   size_t operator()(const Point& p) const noexcept;
 };
 using PointSet = std::unordered_set<Point, PointHash>;
 
-/// Every strategy's random source. The helpers below avoid the standard
-/// distributions, whose output differs between standard libraries, so that a
-/// seed gives the same search everywhere.
+/// Every strategy's random source. uniform_index() and uniform01()
+/// (search/sampler.h) avoid the standard distributions, whose output differs
+/// between standard libraries, so that a seed gives the same search
+/// everywhere.
 using Rng = std::mt19937_64;
-/// Uniform in [0, n); n > 0.
-size_t uniform_index(Rng& rng, size_t n);
-/// Uniform in [0, 1).
-double uniform01(Rng& rng);
+using search::uniform01;
+using search::uniform_index;
 
 /// Spaces up to this cartesian size are enumerated once at initialize() so
-/// that sampling is exact; larger ones are sampled by rejection.
+/// that sampling is exact; larger ones are sampled by search/sampler.h.
 inline constexpr uint64_t kPoolCartesianLimit = uint64_t{1} << 18;
-/// Rejection-sampling draws before falling back to enumeration.
-inline constexpr int kRejectionAttempts = 20000;
-/// The largest cartesian size enumerated when rejection sampling fails
-/// (nearly everything seen or invalid); beyond it random_unseen() gives up.
+/// The largest cartesian size enumerated when the sampler finds nothing
+/// unseen within its effort (nearly everything seen or invalid); beyond it
+/// random_unseen() gives up.
 inline constexpr uint64_t kPoolEnumerationLimit = 2'000'000;
 
 /// Implements the Strategy interface on points. Subclasses implement
@@ -73,16 +73,16 @@ class StrategyBase : public Strategy {
   bool seen(const Point& p) const { return seen_.count(p) != 0; }
   /// Number of distinct points proposed or observed so far.
   size_t seen_count() const { return seen_.size(); }
-  bool valid(const Point& p) const { return space_->valid(to_config(p)); }
-  Config to_config(const Point& p) const;
+  bool valid(const Point& p) const { return space_->valid_point(p); }
+  Config to_config(const Point& p) const { return space_->to_config(p); }
   /// nullopt when `c` is not a point of the space (unknown name or value).
   std::optional<Point> to_point(const Config& c) const;
 
   /// A uniformly random valid point not seen yet; nullopt when none is left
-  /// (small spaces) or none was found in kRejectionAttempts draws (spaces
-  /// larger than kPoolEnumerationLimit). When rejection fails on a space of
-  /// medium size with no valid point at all, the fallback enumeration throws
-  /// kopt.space.701.
+  /// (small spaces; larger ones: the sampler's complete search found none),
+  /// or when the sampler found none within its effort on a space larger than
+  /// kPoolEnumerationLimit (on smaller ones every valid point is listed
+  /// then). Uniform except where the sampler says otherwise (sampler.h).
   std::optional<Point> random_unseen();
   /// Valid unseen points one step away from `p` along one parameter.
   std::vector<Point> unseen_neighbours(const Point& p) const;
@@ -96,11 +96,11 @@ class StrategyBase : public Strategy {
   /// when there is none, so initialize() reports an empty space at once.
   void build_pool();
   std::optional<Point> from_pool();
-  std::optional<Point> by_rejection();
 
   const Space* space_ = nullptr;
   Rng rng_;
   PointSet seen_;
+  std::unique_ptr<Sampler> sampler_;  // spaces not pooled at initialize()
   bool pooled_ = false;        // pool_ holds every valid point (minus some seen ones)
   std::vector<Point> pool_;    // seen points are dropped lazily
 };

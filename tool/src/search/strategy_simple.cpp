@@ -1,6 +1,7 @@
 // "exhaustive" (every valid configuration in enumerate_valid order) and
 // "random" (uniform over the valid configurations, without repeats).
 #include "search/strategy_base.h"
+#include "util/error.h"
 
 namespace kopt::search::detail {
 namespace {
@@ -16,6 +17,14 @@ class Exhaustive final : public StrategyBase {
   void reset() override {
     order_.clear();
     cursor_ = 0;
+    const uint64_t size = space().cartesian_size();
+    if (size > kEnumerationLimit)
+      throw SpecError("kopt.space.702",
+                      "the strategy 'exhaustive' cannot search this space: it has " +
+                          (size == UINT64_MAX ? "more than " + std::to_string(size) : std::to_string(size)) +
+                          " configurations, more than the " + std::to_string(kEnumerationLimit) +
+                          " it can enumerate; use a sampling strategy (random, anneal, genetic, surrogate), or "
+                          "give no --strategy (the default then samples)");
     space().for_each_valid(
         [&](const std::vector<size_t>& idx) { order_.emplace_back(idx.begin(), idx.end()); });
   }

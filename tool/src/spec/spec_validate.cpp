@@ -235,9 +235,25 @@ class Validator {
     }
   }
 
+  /// A constraint decides which configurations exist before any case is
+  /// chosen (one configuration runs on every case), so it may not name a
+  /// case size: kopt.spec.133 says so and how to express it instead.
   void check_constraints() const {
     for (size_t i = 0; i < s_.tuning.constraints.size(); ++i) {
-      check_names(s_.tuning.constraints[i], child("$.tuning.constraints", i), true);
+      const Expr& e = s_.tuning.constraints[i];
+      for (const std::string& n : e.names()) {
+        if (first_values_.count(n)) continue;
+        const auto named = std::find_if(s_.cases.begin(), s_.cases.end(),
+                                        [&](const Case& c) { return c.sizes.count(n) > 0; });
+        if (named == s_.cases.end()) continue;
+        ctx_.fail("kopt.spec.133", child("$.tuning.constraints", i),
+                  "'" + e.text() + "' names the size '" + n + "' (of case '" + named->name +
+                      "'): a constraint decides which configurations are searched, and each one runs on "
+                      "every case, so it may use only tuning parameters and device constants (" +
+                      join(constraint_constant_names()) + "); handle sizes the configuration does not divide "
+                      "in the kernel (a guarded remainder), or give only cases every configuration supports");
+      }
+      check_names(e, child("$.tuning.constraints", i), true);
     }
   }
 

@@ -149,7 +149,7 @@ model::Result Driver::compile_only_result(const cuda::CompileResult& cr) const {
   model::Result r;
   r.verdict = cr.ok ? model::Verdict::compiled : model::Verdict::compile_error;
   r.detail = cr.ok ? "compiled for " + arch_ + "; not checked or timed (no GPU)"
-                   : "compilation failed (" + cr.error_name + ")";
+                   : !cr.detail.empty() ? cr.detail : "compilation failed (" + cr.error_name + ")";
   r.error_name = cr.ok ? "" : cr.error_name;
   r.compile_log = cr.log;
   r.compile_ms = cr.compile_ms;
