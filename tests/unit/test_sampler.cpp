@@ -258,7 +258,7 @@ TEST(SamplerTest, EmptyHugeSpaceIsReportedQuicklyNamingTheConstraint) {
   t0 = std::chrono::steady_clock::now();
   expect_spec_error([&] { all.check_not_empty(); }, "kopt.space.701",
                     {"within the search effort", "'" + sum + " > 200' removed the most"});
-  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_LT(seconds_since(t0), 15.0);  // bounded (about 1 s alone; the machine may be busy)
   // A constraint naming no parameter that fails: every configuration.
   const Space constant(ps, exprs({"WARP_SIZE > 64"}), {{"WARP_SIZE", 32}});
   expect_spec_error([&] { constant.check_not_empty(); }, "kopt.space.701", {"'WARP_SIZE > 64'", "all 4096"});

@@ -126,7 +126,7 @@ class Space {
   void check_not_empty() const;
 
   /// The steps check_not_empty() may spend searching a large space.
-  static constexpr uint64_t kFindEffort = 2'000'000;
+  static constexpr uint64_t kFindEffort = 1'000'000;
 
   /// A uniformly random valid configuration (plain rejection sampling, up
   /// to `attempts` draws); nullopt if none found. The strategies draw with
