@@ -216,9 +216,9 @@ TEST(Lock, DeviceLockWaitsAndSaysForWhom) {
   EXPECT_TRUE(d.held());
   EXPECT_GE(waited, std::chrono::milliseconds(400));
   ASSERT_GE(said.size(), 3u);  // waiting, still waiting, free
-  EXPECT_EQ(said[0].rfind("kopt: waiting for the GPU gpu7 (test), which pid " + std::to_string(child), 0), 0u)
+  EXPECT_EQ(said[0].rfind("kopt: waiting for the GPU gpu7 (test): pid " + std::to_string(child) + " on host ", 0), 0u)
       << said[0];
-  EXPECT_NE(said[0].find(" is measuring on (lock " + (t.path() / "gpu7.lock").string()), std::string::npos)
+  EXPECT_NE(said[0].find(" is measuring on it (lock " + (t.path() / "gpu7.lock").string() + ")"), std::string::npos)
       << said[0];
   EXPECT_EQ(said[1].rfind("kopt: still waiting for the GPU gpu7 (test) after ", 0), 0u) << said[1];
   EXPECT_EQ(said.back().rfind("kopt: the GPU gpu7 (test) is free after ", 0), 0u) << said.back();

@@ -588,7 +588,7 @@ TEST(OptimizeE2E, TwoProcessesOnOneGpuTakeTurns) {
   EXPECT_EQ(wait_code(second), 0) << kopt::fs::read_file(b.path() / "err");
 
   const std::string err = kopt::fs::read_file(b.path() / "err");
-  EXPECT_NE(err.find("kopt: waiting for the GPU GPU-test-shared (fake device (kopt_fake_worker)), which pid " +
+  EXPECT_NE(err.find("kopt: waiting for the GPU GPU-test-shared (fake device (kopt_fake_worker)): pid " +
                      std::to_string(first) + " on host "),
             std::string::npos)
       << err;

@@ -268,7 +268,7 @@ RunLock RunLock::acquire_new(const stdfs::path& dir) {
   if (!l) {
     throw UsageError("kopt.run.908",
                      dir.string() + " is in use: " +
-                         (holder ? holder->describe() : std::string("another process (it has not said who yet)")) +
+                         (holder ? holder->describe() : std::string("another process")) +
                          " is writing this run folder (lock " + (dir / kRunLock).string() +
                          "); wait for it to end or stop it, or start a new run: two processes on one run "
                          "folder would corrupt it");

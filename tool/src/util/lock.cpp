@@ -346,11 +346,11 @@ DeviceLock DeviceLock::acquire(const std::string& key, const std::string& what, 
       registry()[key] = d.lock_;
       return d;
     }
-    const std::string who = holder ? holder->describe() : "another process (it has not said who yet)";
+    const std::string who = holder ? holder->describe() : "another process";
     const auto now = Clock::now();
     if (!said) {
-      say("kopt: waiting for " + what + ", which " + who + " is measuring on (lock " + file.string() +
-          "): two processes timing on one GPU would disturb each other's measurements");
+      say("kopt: waiting for " + what + ": " + who + " is measuring on it (lock " + file.string() +
+          "); two processes timing on one GPU would disturb each other's measurements");
       said = true;
     } else if (now >= next_progress) {
       say("kopt: still waiting for " + what + " after " + wait_text(now - t0) + " (held by " + who + ")");
