@@ -556,6 +556,22 @@ TEST(RunStore, ReadInfoReadsRunJsonOnly) {
   usage_error_of([&] { RunStore::read_info(t.path()); }, "kopt.run.901");
 }
 
+TEST(RunStore, OpenSaysWhatAFileThatIsNoRegularFileIs) {
+  TempDir t;
+  RunStore s = populated(t.path());
+  const stdfs::path dir = s.dir();
+  stdfs::remove(dir / "history.json");
+  stdfs::create_directory(dir / "history.json");
+  std::string msg = usage_error_of([&] { RunStore::open(dir, ""); }, "kopt.run.901");
+  EXPECT_NE(msg.find((dir / "history.json").string() + " (the attempts so far) is a directory"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("missing"), std::string::npos) << msg;
+  stdfs::remove(dir / "history.json");
+  stdfs::create_symlink("/dev/zero", dir / "history.json");
+  msg = usage_error_of([&] { RunStore::open(dir, ""); }, "kopt.run.901");
+  EXPECT_NE(msg.find("is a character device, not a regular file"), std::string::npos) << msg;
+}
+
 TEST(RunStore, RunKilledWhileBeingCreatedIsNotResumableAndNotReused) {
   TempDir t;
   RunStore s = RunStore::create(t.path(), spec_json(), device_json(), run_info());

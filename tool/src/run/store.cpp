@@ -90,10 +90,38 @@ std::string fmt_double(double v, const char* f = "%.4g") {
   return buf;
 }
 
+// What a path of a run folder is when it is no regular file ("a directory",
+// "a FIFO", ...; symbolic links followed), empty when it is one or is missing.
+std::string odd_kind(const stdfs::path& p) {
+  std::error_code ec;
+  const stdfs::file_status st = stdfs::status(p, ec);
+  switch (st.type()) {
+    case stdfs::file_type::regular: return "";
+    case stdfs::file_type::directory: return "a directory";
+    case stdfs::file_type::fifo: return "a FIFO";
+    case stdfs::file_type::character: return "a character device";
+    case stdfs::file_type::block: return "a block device";
+    case stdfs::file_type::socket: return "a socket";
+    case stdfs::file_type::not_found: return "";
+    default: return ec ? "" : "not a regular file";
+  }
+}
+
+// Throws kopt.run.901 when `p` exists but is no regular file (reading it
+// could block or never end): "X is a directory, not a file: ...".
+void check_regular(const stdfs::path& p, const std::string& what) {
+  const std::string kind = odd_kind(p);
+  if (!kind.empty())
+    throw UsageError("kopt.run.901", p.string() + " (" + what + ") is " + kind +
+                                         ", not a regular file: the run folder is damaged; restore it, or start "
+                                         "a new run.");
+}
+
 // Reads and parses a JSON file of a run folder, or throws kopt.run.901.
 json read_run_json(const stdfs::path& dir, const char* name, const char* what) {
   const stdfs::path p = dir / name;
   std::error_code ec;
+  check_regular(p, what);
   if (!stdfs::is_regular_file(p, ec)) {
     throw UsageError("kopt.run.901",
                      dir.string() + " is not a complete run folder: " + name + " (" + what +
@@ -241,6 +269,7 @@ std::vector<Attempt> load_attempts(const stdfs::path& dir, const std::string& to
                                            "; restore it, or start a new run.");
     }
     const stdfs::path cdir = dir / "candidates" / candidate_name(a.index);
+    check_regular(cdir / "kernel.cu", "the kernel of attempt " + std::to_string(a.index));
     if (!stdfs::is_regular_file(cdir / "kernel.cu", ec)) {
       throw UsageError("kopt.run.901", (cdir / "kernel.cu").string() + " is missing, but " +
                                            hist_path.string() + " names attempt " +
