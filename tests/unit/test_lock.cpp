@@ -145,9 +145,9 @@ TEST(Lock, HolderCommandLineHasNoCredentials) {
   const std::string c = LockHolder::display_command(
       {"/home/u/build/tool/kopt", "optimize", "--llm-base-url", "http://user:SENTINEL_PW@host:8080/v1",
        "https://h/x?api_key=SENTINEL_KEY&mode=1&token=SENTINEL_TOKEN", "--spec", "a\nb.json"});
-  EXPECT_EQ(c.rfind("kopt optimize --llm-base-url http://***@host:8080/v1 ", 0), 0u) << c;
+  EXPECT_EQ(c.rfind("kopt optimize --llm-base-url http://host:8080/v1 ", 0), 0u) << c;
   EXPECT_EQ(c.find("SENTINEL"), std::string::npos) << c;
-  EXPECT_NE(c.find("?api_key=***&mode=1&token=***"), std::string::npos) << c;
+  EXPECT_NE(c.find("mode=1"), std::string::npos) << c;
   EXPECT_EQ(c.find('\n'), std::string::npos) << c;
   EXPECT_LE(LockHolder::display_command({"kopt", std::string(5000, 'x')}).size(), 303u);
 }

@@ -21,6 +21,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
+#include "util/url.h"
 
 namespace kopt::util {
 namespace {
@@ -43,40 +44,6 @@ std::string one_line(const std::string& s, size_t max) {
     const unsigned char c = static_cast<unsigned char>(ch);
     out += c >= 0x20 && c < 0x7f ? ch : '?';
     if (out.size() >= max) return out + "...";
-  }
-  return out;
-}
-
-/// A command-line word with URL credentials cut: "http://user:pw@host" ->
-/// "http://***@host", and the values of query items named like a key or a
-/// token -> "***".
-std::string without_credentials(std::string w) {
-  const auto scheme = w.find("://");
-  if (scheme != std::string::npos) {
-    const size_t host = scheme + 3;
-    const size_t end = std::min(w.find_first_of("/?#", host), w.size());
-    const size_t at = w.rfind('@', end);
-    if (at != std::string::npos && at >= host && at < end) w.replace(host, at - host, "***");
-  }
-  const auto q = w.find('?');
-  if (q == std::string::npos) return w;
-  std::string out = w.substr(0, q + 1);
-  size_t i = q + 1;
-  while (i <= w.size()) {
-    size_t amp = w.find('&', i);
-    if (amp == std::string::npos) amp = w.size();
-    std::string item = w.substr(i, amp - i);
-    const auto eq = item.find('=');
-    if (eq != std::string::npos) {
-      std::string name = item.substr(0, eq);
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (name.find("key") != std::string::npos || name.find("token") != std::string::npos ||
-          name.find("secret") != std::string::npos || name.find("password") != std::string::npos)
-        item = item.substr(0, eq + 1) + "***";
-    }
-    out += item;
-    if (amp < w.size()) out += '&';
-    i = amp + 1;
   }
   return out;
 }
@@ -127,7 +94,7 @@ std::string LockHolder::display_command(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string word = i == 0 ? stdfs::path(argv[i]).filename().string() : argv[i];  // "kopt", not its folder
     if (!line.empty()) line += ' ';
-    line += without_credentials(word);
+    line += url::redact_text(word);
   }
   return one_line(line.empty() ? "kopt" : line, 300);
 }

@@ -38,9 +38,9 @@ struct LockHolder {
   /// This process, now.
   static LockHolder self(const std::string& what);
   /// A command line as a holder file records it: the words joined by spaces,
-  /// argv[0] as its file name, URL credentials cut ("http://u:p@h" ->
-  /// "http://***@h"; query items named like a key, token, secret or password
-  /// -> "name=***"), printable ASCII, at most 300 characters.
+  /// argv[0] as its file name, URL credentials removed (url::redact_text:
+  /// user-info dropped, credential-like query values masked), printable
+  /// ASCII, at most 300 characters.
   static std::string display_command(const std::vector<std::string>& argv);
   /// The holder file's content; nullopt when it is missing or damaged.
   static std::optional<LockHolder> read(const std::filesystem::path& holder_file);
