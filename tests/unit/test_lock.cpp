@@ -126,6 +126,28 @@ TEST(Lock, AnotherProcessIsRefusedUntilItLetsGo) {
   EXPECT_EQ(LockHolder::read(FileLock::holder_file(file))->pid, ::getpid());
 }
 
+TEST(Lock, AHolderThatEndedOrIsEndingIsSeenAsSuch) {
+  LockHolder me = LockHolder::self("x");
+  EXPECT_FALSE(me.ending());
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // gone
+  LockHolder gone = me;
+  gone.pid = child;
+  EXPECT_TRUE(gone.ending());
+  LockHolder elsewhere = gone;
+  elsewhere.host = "another-host";
+  EXPECT_FALSE(elsewhere.ending()) << "another host's pid says nothing";
+
+  const pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // not reaped yet: a zombie
+  LockHolder z = me;
+  z.pid = zombie;
+  EXPECT_TRUE(z.ending());
+  ::waitpid(zombie, nullptr, 0);
+}
+
 TEST(Lock, ALockFileInAReadOnlyFolderIsAnEnvironmentError) {
   if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere";
   TempDir t;

@@ -7,12 +7,14 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "spec/kernel_file.h"
 #include "util/error.h"
@@ -294,6 +296,12 @@ RunLock RunLock::acquire_new(const stdfs::path& dir) {
   std::optional<util::LockHolder> holder;
   std::optional<util::FileLock> l =
       util::FileLock::try_lock(dir / kRunLock, "run folder " + dir.string(), &holder);
+  // A holder killed a moment ago (kill -9, then --resume at once) still holds
+  // the lock until the kernel has torn it down: wait for that, briefly.
+  for (int i = 0; !l && holder && holder->ending() && i < 250; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    l = util::FileLock::try_lock(dir / kRunLock, "run folder " + dir.string(), &holder);
+  }
   if (!l) {
     throw UsageError("kopt.run.908",
                      dir.string() + " is in use: " +

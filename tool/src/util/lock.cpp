@@ -1,6 +1,7 @@
 #include "util/lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,6 +124,29 @@ std::string LockHolder::describe() const {
   if (!command.empty()) s += " (`" + command + "`)";
   if (!since.empty()) s += " since " + since;
   return s;
+}
+
+bool LockHolder::ending() const {
+  if (pid <= 0 || host != host_name()) return false;
+  std::string status;
+  try {
+    status = fs::read_file("/proc/" + std::to_string(pid) + "/status");
+  } catch (const std::exception&) {
+    return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  }
+  auto field = [&](const char* name) {
+    const auto at = status.find(std::string("\n") + name + ":");
+    if (at == std::string::npos) return std::string();
+    const auto from = status.find_first_not_of(" \t", at + std::strlen(name) + 2);
+    return from == std::string::npos ? std::string() : status.substr(from, status.find('\n', from) - from);
+  };
+  const std::string state = field("State");
+  if (!state.empty() && (state[0] == 'Z' || state[0] == 'X')) return true;
+  for (const char* mask : {"ShdPnd", "SigPnd"}) {
+    const std::string hex = field(mask);
+    if (!hex.empty() && (std::strtoull(hex.c_str(), nullptr, 16) & (1ULL << (SIGKILL - 1)))) return true;
+  }
+  return false;
 }
 
 // ---------------------------------------------------------------------------

@@ -46,6 +46,10 @@ struct LockHolder {
   static std::optional<LockHolder> read(const std::filesystem::path& holder_file);
   /// "pid 1234 on host gpu01 (`kopt optimize --resume results/run-001`) since 2024-05-01T10:00:00Z".
   std::string describe() const;
+  /// True when the holder is a process of this host that has ended or is
+  /// ending (no such process, a zombie, or SIGKILL pending): its lock is
+  /// about to be released by the kernel (a `kill -9` takes a moment).
+  bool ending() const;
 };
 
 /// An exclusive flock on a lock file. Move-only; releasing (or destroying)
