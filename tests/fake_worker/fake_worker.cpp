@@ -23,6 +23,11 @@
 //   "wrong_id"             a result carrying another request's id
 //   "close_stdin"          closes stdin, answers ok, then sleeps forever (the next
 //                          request gets EPIPE)
+// The device it reports has the UUID $KOPT_FAKE_UUID, else "fake-<pid>" (a
+// device of its own, so that test runs do not wait for each other's device
+// lock; tests of that lock give two workers one KOPT_FAKE_UUID).
+// KOPT_FAKE_EVAL_LOG=FILE: each evaluation appends "<begin_ns> <end_ns>\n"
+// (CLOCK_REALTIME) to FILE, so that tests can check measuring windows.
 // Options:
 //   --no-device        hello answers ok:false, "no CUDA device found ..."
 //   --ignore-shutdown  ignores {"op":"shutdown"} and EOF on stdin: sleeps forever
@@ -34,6 +39,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -113,10 +119,23 @@ void send_result(const EvalRequest& r, const Result& res, bool healthy, int64_t 
   send(json{{"reply", "result"}, {"id", id}, {"healthy", healthy}, {"result", res.to_json()}});
 }
 
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 void evaluate(const json& req, size_t line_size) {
+  const long long begin = now_ns();
   // KOPT_FAKE_EVAL_MS: pretend each evaluation keeps the GPU busy this long.
   if (const char* d = std::getenv("KOPT_FAKE_EVAL_MS"))
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(d)));
+  if (const char* log = std::getenv("KOPT_FAKE_EVAL_LOG")) {
+    const std::string line = std::to_string(begin) + " " + std::to_string(now_ns()) + "\n";
+    if (FILE* f = std::fopen(log, "a")) {
+      std::fputs(line.c_str(), f);
+      std::fclose(f);
+    }
+  }
   EvalRequest r;
   try {
     r = EvalRequest::from_json(req);
@@ -236,6 +255,8 @@ json fake_device() {
   d.max_block[2] = 64;
   json j = d.to_json();
   j["fake"] = true;
+  const char* uuid = std::getenv("KOPT_FAKE_UUID");
+  j["uuid"] = uuid && *uuid ? std::string(uuid) : "fake-" + std::to_string(getpid());
   return j;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -429,6 +430,146 @@ TEST(RunStore, ResumeWhenHistoryWasWrittenButNotTheSummary) {
   const json sum = json::parse(kopt::fs::read_file(o.dir() / "summary.json"));
   EXPECT_EQ(sum["attempts"], 3);
   EXPECT_EQ(sum["best"]["label"], "B");
+}
+
+// ---------------------------------------------------------------------------
+// One writer at a time
+
+TEST(RunStore, ASecondWriterIsRefusedAndToldWhoHoldsTheFolder) {
+  TempDir t;
+  RunStore s = populated(t.path());
+  EXPECT_TRUE(s.locked());
+  EXPECT_TRUE(stdfs::is_regular_file(s.dir() / "run.lock"));
+  const json holder = json::parse(kopt::fs::read_file(s.dir() / "run.lock.json"));
+  EXPECT_EQ(holder["pid"], ::getpid());
+
+  const auto before = snapshot(s.dir());
+  const std::string msg = usage_error_of([&] { kopt::run::RunLock::acquire(s.dir()); }, "kopt.run.908");
+  EXPECT_NE(msg.find(s.dir().string() + " is in use: pid " + std::to_string(::getpid()) + " on host "),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("(lock " + (s.dir() / "run.lock").string() + ")"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_EQ(snapshot(s.dir()), before) << "a refused writer changes nothing";
+
+  // A reader takes no lock.
+  EXPECT_EQ(RunStore::open(s.dir(), "").history().size(), 5u);
+}
+
+TEST(RunStore, TheLockGoesWithTheStoreAndCanBeHandedOn) {
+  TempDir t;
+  stdfs::path dir;
+  {
+    RunStore s = populated(t.path());
+    dir = s.dir();
+  }
+  EXPECT_FALSE(stdfs::exists(dir / "run.lock")) << "a holder that ends removes its lock files";
+  EXPECT_FALSE(stdfs::exists(dir / "run.lock.json"));
+
+  kopt::run::RunLock lock = kopt::run::RunLock::acquire(dir);
+  ASSERT_TRUE(lock.held());
+  RunStore o = RunStore::open(dir, RunStore::hash_spec(spec_json()), std::move(lock));
+  EXPECT_TRUE(o.locked());
+  usage_error_of([&] { kopt::run::RunLock::acquire(dir); }, "kopt.run.908");
+  // Reopened with the same lock (as the agent's drafting run does).
+  RunStore again = RunStore::open(dir, "", o.release_lock());
+  EXPECT_TRUE(again.locked());
+  EXPECT_FALSE(o.locked());
+  EXPECT_THROW(RunStore::open(t.path(), "", again.release_lock()), std::invalid_argument)
+      << "the lock of another folder";
+}
+
+TEST(RunStore, TheLockIsNeverTakenOnAFolderThatIsNotARun) {
+  TempDir t;
+  stdfs::create_directories(t.path() / "plain");
+  usage_error_of([&] { kopt::run::RunLock::acquire(t.path() / "plain"); }, "kopt.run.901");
+  EXPECT_TRUE(stdfs::is_empty(t.path() / "plain")) << "nothing written into it";
+  usage_error_of([&] { kopt::run::RunLock::acquire(t.path() / "nope"); }, "kopt.run.901");
+  EXPECT_FALSE(stdfs::exists(t.path() / "nope"));
+}
+
+// The corruption of issue 12: a second process with a stale view of the run
+// removed candidates/0013, which history.json named, and rewrote it.
+TEST(RunStore, RecordNeverTouchesACandidateFolderThatHistoryNames) {
+  TempDir t;
+  RunStore s = RunStore::create(t.path(), spec_json(), device_json(), run_info());
+  s.record(make_attempt("initial", "naive.cu", {}, Verdict::ok, {4.0, 2.0}));
+  for (int i = 2; i <= 12; ++i)
+    s.record(make_attempt("candidate", "BM=" + std::to_string(i), {{"BM", i}}, Verdict::ok, {1.0 + i, 1.0}));
+  // A second store of the same folder (a writer that bypassed the lock) opens it now.
+  RunStore stale = RunStore::open(s.dir(), RunStore::hash_spec(spec_json()));
+  ASSERT_EQ(stale.next_index(), 13);
+  // The first records attempt 13.
+  s.record(make_attempt("candidate", "BM=64,BN=256", {{"BM", 64}, {"BN", 256}}, Verdict::ok, {1.026, 1.026}));
+  const stdfs::path c13 = s.dir() / "candidates" / "0013";
+  const auto before = snapshot(c13);
+
+  // The second records its own: it must not land on 0013.
+  stale.record(make_attempt("candidate", "BM=128,BN=128", {{"BM", 128}, {"BN", 128}}, Verdict::ok, {0.936, 0.936}));
+  EXPECT_EQ(snapshot(c13), before) << "candidates/0013 is byte-for-byte what the first process recorded";
+  EXPECT_EQ(stale.history().back().index, 14);
+  EXPECT_EQ(stale.history()[12].label, "BM=64,BN=256") << "the other's attempt is taken in";
+
+  const RunStore reread = RunStore::open(s.dir(), "");
+  ASSERT_EQ(reread.history().size(), 14u);
+  EXPECT_EQ(reread.history()[12].label, "BM=64,BN=256");
+  EXPECT_EQ(reread.history()[13].label, "BM=128,BN=128");
+  EXPECT_EQ(json::parse(kopt::fs::read_file(s.dir() / "candidates" / "0013" / "params.json")),
+            (json{{"BM", 64}, {"BN", 256}}));
+  EXPECT_EQ(json::parse(kopt::fs::read_file(s.dir() / "candidates" / "0014" / "params.json")),
+            (json{{"BM", 128}, {"BN", 128}}));
+
+  // And the first, whose view is now stale in turn, goes on at 15.
+  s.record(make_attempt("candidate", "BM=7", {{"BM", 7}}, Verdict::ok, {3.0, 1.0}));
+  EXPECT_EQ(s.history().back().index, 15);
+  EXPECT_EQ(RunStore::open(s.dir(), "").history().size(), 15u);
+}
+
+TEST(RunStore, RecordStopsWhenHistoryWasRewrittenUnderIt) {
+  TempDir t;
+  RunStore s = populated(t.path());
+  // Someone rewrote history.json: attempt 3 is not the one this store recorded.
+  json h = json::parse(kopt::fs::read_file(s.dir() / "history.json"));
+  h["attempts"][2]["label"] = "BM=1,BN=1";
+  kopt::fs::write_file_atomic(s.dir() / "history.json", h.dump(2));
+  const auto before = snapshot(s.dir());
+  try {
+    s.record(make_attempt("candidate", "BM=256", {{"BM", 256}}, Verdict::ok, {1, 1}));
+    ADD_FAILURE() << "recorded over a rewritten history";
+  } catch (const kopt::EnvironmentError& e) {
+    EXPECT_EQ(e.id(), "kopt.run.909");
+    EXPECT_NE(std::string(e.what()).find((s.dir() / "history.json").string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(snapshot(s.dir()), before) << "nothing written";
+  EXPECT_EQ(s.history().size(), 5u);
+}
+
+TEST(RunStore, ReadInfoReadsRunJsonOnly) {
+  TempDir t;
+  RunStore s = populated(t.path());
+  const auto before = snapshot(s.dir());
+  const RunInfo info = RunStore::read_info(s.dir());
+  EXPECT_EQ(info.strategy, "random");
+  EXPECT_EQ(info.seed, 42u);
+  EXPECT_EQ(info.budget, (json{{"evaluations", 50}, {"minutes", 10}}));
+  EXPECT_EQ(snapshot(s.dir()), before);
+  usage_error_of([&] { RunStore::read_info(t.path()); }, "kopt.run.901");
+}
+
+TEST(RunStore, OpenSaysWhatAFileThatIsNoRegularFileIs) {
+  TempDir t;
+  RunStore s = populated(t.path());
+  const stdfs::path dir = s.dir();
+  stdfs::remove(dir / "history.json");
+  stdfs::create_directory(dir / "history.json");
+  std::string msg = usage_error_of([&] { RunStore::open(dir, ""); }, "kopt.run.901");
+  EXPECT_NE(msg.find((dir / "history.json").string() + " (the attempts so far) is a directory"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("missing"), std::string::npos) << msg;
+  stdfs::remove(dir / "history.json");
+  stdfs::create_symlink("/dev/zero", dir / "history.json");
+  msg = usage_error_of([&] { RunStore::open(dir, ""); }, "kopt.run.901");
+  EXPECT_NE(msg.find("is a character device, not a regular file"), std::string::npos) << msg;
 }
 
 TEST(RunStore, RunKilledWhileBeingCreatedIsNotResumableAndNotReused) {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "util/error.h"
+#include "util/interrupt.h"
 #include "util/text.h"
 
 namespace kopt::cli {
@@ -13,22 +14,33 @@ namespace {
 /// (no message may flood the terminal, whatever it echoes).
 void print_error(const std::string& message) { std::cerr << "kopt: " << clip(message, 2000) << "\n"; }
 
+/// An error that ends a command after SIGINT/SIGTERM was received (a command
+/// that winds down on it, `optimize`, returns 130/143 itself): it may be the
+/// signal's doing, and the exit code says that the run was stopped.
+int code_after(int code) {
+  const int sig = util::interrupt_signal();
+  return sig ? util::interrupt_exit_code(sig) : code;
+}
+
 /// Runs the command; an exception becomes its message on stderr and an exit code.
 int run_reporting_errors(Command& command) {
   try {
     return command.run();
+  } catch (const util::Interrupted& e) {
+    print_error(e.what());
+    return util::interrupt_exit_code(e.signal());
   } catch (const NoDeviceError& e) {
     print_error(e.what());
-    return kNoDevice;
+    return code_after(kNoDevice);
   } catch (const SpecError& e) {
     print_error(e.what());
-    return kUsage;
+    return code_after(kUsage);
   } catch (const UsageError& e) {
     print_error(e.what());
-    return kUsage;
+    return code_after(kUsage);
   } catch (const std::exception& e) {
     print_error(e.what());
-    return kEnvironment;
+    return code_after(kEnvironment);
   }
 }
 
@@ -62,7 +74,7 @@ App::App() {
 int App::run(int argc, char** argv) {
   CLI::App app{"kopt - KernelOptimizer: compile, check, time and tune single CUDA kernels.\n"
                "Exit codes: 0 ok, 1 candidate rejected, 2 usage or spec error, 3 environment error, "
-               "77 no CUDA device."};
+               "77 no CUDA device, 130/143 stopped by SIGINT/SIGTERM."};
   app.set_version_flag("--version", std::string("kopt ") + KOPT_VERSION);
   app.require_subcommand(1);
   std::vector<CLI::App*> subs;

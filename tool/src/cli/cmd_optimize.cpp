@@ -3,11 +3,17 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "cli/common.h"
+#include "run/store.h"
 #include "tune/driver.h"
 #include "tune/proposers.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace kopt::cli {
 namespace {
@@ -34,6 +40,7 @@ class OptimizeCommand final : public Command {
   void add_inputs(CLI::App& sub);
   void add_search(CLI::App& sub);
   static void add_agent(CLI::App& sub, agent::AgentOptions& a);
+  void apply_resume_defaults();
 
   tune::OptimizeOptions o_;  // the options that map one to one; defaults in tune/driver.h
   Environment env_;         // --device, --arch, --cache-dir, --quiet
@@ -42,11 +49,15 @@ class OptimizeCommand final : public Command {
   std::string resume_;                                                     // --resume RUN_DIR
   bool no_specialize_ = false;                                             // --no-specialize
   std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
+  // Given on the command line or not (--resume takes the run's own otherwise).
+  CLI::Option *strategy_opt_ = nullptr, *seed_opt_ = nullptr, *budget_opt_ = nullptr, *max_iter_opt_ = nullptr;
 };
 
 /// What is tuned: the spec, the files overriding its own, the description.
 void OptimizeCommand::add_inputs(CLI::App& sub) {
-  sub.add_option("--spec", o_.spec, "Workload spec (JSON); without it, --description TEXT has the agent draft one")
+  sub.add_option("--spec", o_.spec,
+                 "Workload spec (JSON); without it, --resume RUN takes the run's spec.json, and --description TEXT "
+                 "has the agent draft one")
       ->check(check::existing_file());
   sub.add_option("--template", o_.template_source, "Tunable template .cu (default: the spec's template)")
       ->check(check::existing_file());
@@ -63,18 +74,21 @@ void OptimizeCommand::add_inputs(CLI::App& sub) {
 
 /// How the search runs: strategy, budget, run folder, device, final re-timing.
 void OptimizeCommand::add_search(CLI::App& sub) {
-  sub.add_option("--strategy", o_.strategy,
+  strategy_opt_ = sub.add_option("--strategy", o_.strategy,
                  "exhaustive, random, anneal, genetic, surrogate (default: by space size); agent, hybrid (the LLM "
                  "agent proposer; see docs/agent.md)")
       ->check(check::one_of(tune::proposer_names()));
-  budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
-  budget_.add_max_iterations(sub);
+  budget_opt_ = budget_.add_budget(
+      sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + "; with --resume, the run's)");
+  max_iter_opt_ = budget_.add_max_iterations(sub);
   sub.add_option("--results-dir", results_dir_, "Where run folders are created")
       ->check(check::not_empty())
       ->capture_default_str();
-  sub.add_option("--resume", resume_, "Continue this run folder (same spec); recorded attempts are not re-run")
+  sub.add_option("--resume", resume_,
+                 "Continue this run folder; recorded attempts are not re-run. Its spec, strategy, seed and budget "
+                 "are the run's unless given (a --spec given must be the one it was made from)")
       ->check(check::existing_dir());
-  sub.add_option("--seed", o_.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
+  seed_opt_ = sub.add_option("--seed", o_.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
   env_.add_device(sub)->capture_default_str();
   env_.add_arch(sub, "Compile for this architecture; with no GPU, compile the candidates only");
   sub.add_option("--top", o_.top, "Candidates re-timed interleaved at the end")
@@ -132,6 +146,59 @@ void OptimizeCommand::add_agent(CLI::App& sub, agent::AgentOptions& a) {
       ->allow_extra_args(false)->take_all()->group("Agent");
 }
 
+/// --resume RUN: what the command line does not say comes from the run: its
+/// strategy and seed (run.json), its budget (the last session's, in
+/// summary.json, else run.json's); the spec is its spec.json (tune::optimize).
+void OptimizeCommand::apply_resume_defaults() {
+  const run::RunInfo info = run::RunStore::read_info(resume_);
+  std::vector<std::string> taken;
+  if (strategy_opt_->count() == 0 && o_.strategy.empty() && !info.strategy.empty()) {
+    o_.strategy = info.strategy;
+    taken.push_back("strategy " + info.strategy);
+  }
+  if (seed_opt_->count() == 0) {
+    o_.seed = info.seed;
+    taken.push_back("seed " + std::to_string(info.seed));
+  }
+  if (budget_opt_->count() == 0 && max_iter_opt_->count() == 0) {
+    nlohmann::json b = info.budget;
+    const std::filesystem::path summary = std::filesystem::path(resume_) / "summary.json";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(summary, ec)) {
+      try {
+        const nlohmann::json s = nlohmann::json::parse(fs::read_file(summary));
+        if (s.is_object() && s.contains("budget") && s["budget"].is_object()) b = s["budget"];
+      } catch (const std::exception&) {
+        // a damaged summary.json is rewritten by this run; run.json's budget serves
+      }
+    }
+    auto integer = [&](const char* k) -> int64_t {
+      return b.is_object() && b.contains(k) && b[k].is_number_integer() && b[k].get<int64_t>() > 0
+                 ? b[k].get<int64_t>()
+                 : 0;
+    };
+    const int64_t evals = integer("evaluations"), patience = integer("patience");
+    const double minutes = b.is_object() && b.contains("minutes") && b["minutes"].is_number() &&
+                                   b["minutes"].get<double>() > 0 && b["minutes"].get<double>() < 1e9
+                               ? b["minutes"].get<double>()
+                               : 0.0;
+    if (evals > 0 || minutes > 0 || patience > 0) {  // else the default budget stands
+      o_.max_evaluations = evals;
+      o_.max_minutes = minutes;
+      o_.patience = patience;
+      std::string text = "budget";
+      if (evals > 0) text += " evals=" + std::to_string(evals);
+      if (minutes > 0) text += " minutes=" + std::to_string(minutes);
+      if (patience > 0) text += " patience=" + std::to_string(patience);
+      taken.push_back(text);
+    }
+  }
+  if (o_.spec.empty()) taken.push_back("spec " + (std::filesystem::path(resume_) / "spec.json").string());
+  std::string line;
+  for (const auto& t : taken) line += (line.empty() ? "" : ", ") + t;
+  if (!line.empty()) o_.resume_note = "resuming with the run's " + line;
+}
+
 int OptimizeCommand::run() {
   budget_.apply(o_);
   if (o_.compile_threads > 0 && static_cast<unsigned>(o_.compile_threads) > max_compile_threads()) {
@@ -141,6 +208,7 @@ int OptimizeCommand::run() {
   }
   if (resume_.empty()) check_output_dir("--results-dir", results_dir_);
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
+  if (!resume_.empty()) apply_resume_defaults();
   o_.results_dir = results_dir_;
   o_.resume = resume_;
   if (no_specialize_) o_.specialize = false;
@@ -150,9 +218,11 @@ int OptimizeCommand::run() {
   o_.cache_dir = env_.cache_path();
   o_.worker_argv = env_.worker_argv(worker_command_);
   o_.agent.kopt_exe = self_exe();
-  if (o_.spec.empty() && o_.description.empty())
-    throw UsageError("kopt.cli.006", "optimize: give --spec FILE (or --description TEXT for the agent proposer)");
-  if (o_.spec.empty() && !o_.strategy.empty() && o_.strategy != "agent" && o_.strategy != "hybrid")
+  if (o_.spec.empty() && o_.description.empty() && o_.resume.empty())
+    throw UsageError("kopt.cli.006",
+                     "optimize: give --spec FILE (or --resume RUN, or --description TEXT for the agent proposer)");
+  if (o_.spec.empty() && o_.resume.empty() && !o_.strategy.empty() && o_.strategy != "agent" &&
+      o_.strategy != "hybrid")
     throw UsageError("kopt.cli.006", "optimize: --strategy " + o_.strategy + " needs --spec FILE");
   return tune::optimize(o_);
 }

@@ -46,9 +46,25 @@ Evaluator::Evaluator(const spec::Spec& spec, EvaluatorOptions options)
 const model::DeviceInfo& Evaluator::device() {
   if (!device_) {
     nlohmann::json hello = supervisor_->hello();
-    device_ = model::DeviceInfo::from_json(hello.at("device"));
+    model::DeviceInfo d = model::DeviceInfo::from_json(hello.at("device"));
+    // The worker's UUID of the device, where it reports one.
+    std::string uuid;
+    for (const nlohmann::json* j : {&hello.at("device"), &hello})
+      if (uuid.empty() && j->is_object() && j->contains("uuid") && (*j)["uuid"].is_string())
+        uuid = (*j)["uuid"].get<std::string>();
+    util::device_lock_dir();  // a lock folder that cannot be used fails now, before any work
+    device_key_ = util::device_lock_key(uuid, d.ordinal);
+    device_ = std::move(d);
   }
   return *device_;
+}
+
+void Evaluator::lock_device() {
+  if (device_lock_.held()) return;
+  const model::DeviceInfo& d = device();
+  util::DeviceLock::Options lo;
+  lo.say = opt_.on_lock_wait;
+  device_lock_ = util::DeviceLock::acquire(device_key_, "the GPU " + device_key_ + " (" + d.name + ")", lo);
 }
 
 std::string Evaluator::arch() {
@@ -222,6 +238,7 @@ void Evaluator::start(const Candidate& cand, const cuda::CompileResult& compiled
   EvalRequest rq = build_request(cand, compiled, cubin);
   if (time_reference) rq.time_reference = *time_reference && !rq.reference_is_golden;
   device();  // start the worker (throws NoDeviceError)
+  lock_device();  // may wait for another process's measurements (throws util::Interrupted)
   supervisor_->begin_evaluate(rq);  // throws only when no worker starts: nothing started then
   started_ = std::move(st);
 }
@@ -257,6 +274,7 @@ Result Evaluator::evaluate_cublas_baseline() {
   rq.gemm = *gemm;
   rq.time_reference = false;
   device();
+  lock_device();
   return supervisor_->evaluate(rq);
 }
 

@@ -19,6 +19,7 @@
 #include "spec/candidate.h"
 #include "spec/kernel_file.h"
 #include "spec/spec.h"
+#include "util/lock.h"
 
 namespace kopt::eval {
 
@@ -39,14 +40,24 @@ struct EvaluatorOptions {
   std::vector<std::string> only_cases;   // empty: all cases
   std::string worker_log;                // workers' stderr (empty: inherit)
   std::function<void(const nlohmann::json&)> on_progress;
+  /// Where a wait for the device lock is announced (default: stderr).
+  std::function<void(const std::string&)> on_lock_wait;
 };
 
+/// Measuring takes the device's timing lock (util::DeviceLock, keyed by the
+/// UUID the worker reports, else the ordinal): the first start() or cuBLAS
+/// baseline that goes to the GPU waits until no other kopt process measures
+/// on it, and the lock is then held until the Evaluator is destroyed.
+/// Compiling, and a worker's hello, take no lock (compile-only runs never do).
 class Evaluator {
  public:
   Evaluator(const spec::Spec& spec, EvaluatorOptions options);
 
   /// Starts a worker and returns the device; throws NoDeviceError (exit 77).
+  /// Also checks that the device lock folder can be used (kopt.lock.002).
   const model::DeviceInfo& device();
+  /// The device's lock key (util::device_lock_key); empty before device().
+  const std::string& device_lock_key() const { return device_key_; }
   /// The architecture candidates are compiled for (options.arch or the device's).
   std::string arch();
 
@@ -100,6 +111,8 @@ class Evaluator {
 
  private:
   Candidate reference_candidate() const;
+  /// Waits for and takes the device lock (once; see the class comment).
+  void lock_device();
   spec::Launch launch_for(const Candidate& c) const;
 
   spec::Spec spec_;
@@ -107,6 +120,8 @@ class Evaluator {
   std::unique_ptr<cuda::Compiler> compiler_;
   std::unique_ptr<Supervisor> supervisor_;
   std::optional<model::DeviceInfo> device_;
+  std::string device_key_;
+  util::DeviceLock device_lock_;
   std::string arch_;  // resolved once by arch(); read by compile() on any thread
   std::optional<std::pair<std::string, std::string>> reference_cubin_;  // path, lowered entry
   int64_t next_id_ = 1;

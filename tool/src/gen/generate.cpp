@@ -13,6 +13,7 @@
 #include "spec/kernel_file.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/interrupt.h"
 #include "util/json.h"
 
 namespace kopt::gen {
@@ -476,6 +477,7 @@ int generate(const GenerateOptions& o) {
       emit(o, s, variants, "tuned on " + gpu_label(device) + " (run " + run_dir.filename().string() + ")");
       return 0;
     }
+    if (util::interrupted()) return code;  // SIGINT/SIGTERM: 130/143, the run folder says how to resume
     if (code != 77) {
       std::cerr << "kopt generate: tuning failed (exit " << code << "); the previous generated kernel is kept\n";
       return 3;

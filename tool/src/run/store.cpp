@@ -7,12 +7,14 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "spec/kernel_file.h"
 #include "util/error.h"
@@ -36,6 +38,7 @@ constexpr const char* kDeviceJson = "device.json";
 constexpr const char* kHistoryJson = "history.json";
 constexpr const char* kSummaryJson = "summary.json";
 constexpr const char* kBestCu = "best.cu";
+constexpr const char* kRunLock = "run.lock";
 
 std::string now_iso8601_utc() {
   std::time_t t = std::time(nullptr);
@@ -89,10 +92,38 @@ std::string fmt_double(double v, const char* f = "%.4g") {
   return buf;
 }
 
+// What a path of a run folder is when it is no regular file ("a directory",
+// "a FIFO", ...; symbolic links followed), empty when it is one or is missing.
+std::string odd_kind(const stdfs::path& p) {
+  std::error_code ec;
+  const stdfs::file_status st = stdfs::status(p, ec);
+  switch (st.type()) {
+    case stdfs::file_type::regular: return "";
+    case stdfs::file_type::directory: return "a directory";
+    case stdfs::file_type::fifo: return "a FIFO";
+    case stdfs::file_type::character: return "a character device";
+    case stdfs::file_type::block: return "a block device";
+    case stdfs::file_type::socket: return "a socket";
+    case stdfs::file_type::not_found: return "";
+    default: return ec ? "" : "not a regular file";
+  }
+}
+
+// Throws kopt.run.901 when `p` exists but is no regular file (reading it
+// could block or never end): "X is a directory, not a file: ...".
+void check_regular(const stdfs::path& p, const std::string& what) {
+  const std::string kind = odd_kind(p);
+  if (!kind.empty())
+    throw UsageError("kopt.run.901", p.string() + " (" + what + ") is " + kind +
+                                         ", not a regular file: the run folder is damaged; restore it, or start "
+                                         "a new run.");
+}
+
 // Reads and parses a JSON file of a run folder, or throws kopt.run.901.
 json read_run_json(const stdfs::path& dir, const char* name, const char* what) {
   const stdfs::path p = dir / name;
   std::error_code ec;
+  check_regular(p, what);
   if (!stdfs::is_regular_file(p, ec)) {
     throw UsageError("kopt.run.901",
                      dir.string() + " is not a complete run folder: " + name + " (" + what +
@@ -166,7 +197,129 @@ void restore_raw_samples(const stdfs::path& result_path, model::Result* r) {
   }
 }
 
+
+// The checks every reader of a run folder makes first (kopt.run.901).
+void check_run_folder(const stdfs::path& dir) {
+  std::error_code ec;
+  if (!stdfs::exists(dir, ec)) {
+    throw UsageError("kopt.run.901", dir.string() +
+                                         " does not exist: pass the folder of an earlier run "
+                                         "(e.g. results/run-001), or start a new run.");
+  }
+  if (!stdfs::is_directory(dir, ec)) {
+    throw UsageError("kopt.run.901", dir.string() +
+                                         " is not a folder: pass the folder of an earlier run "
+                                         "(e.g. results/run-001), or start a new run.");
+  }
+  if (!stdfs::exists(dir / kRunJson, ec)) {
+    throw UsageError("kopt.run.901", dir.string() +
+                                         " is not a run folder: run.json is missing. Pass a folder "
+                                         "made by `kopt optimize` (results/run-NNN), or start a new run.");
+  }
+}
+
+// run.json's settings (kopt.run.901 when damaged, kopt.run.903 for another format).
+RunInfo parse_run_info(const stdfs::path& dir, const json& run) {
+  const stdfs::path run_path = dir / kRunJson;
+  RunInfo info;
+  std::string tool_version;
+  if (run.is_object() && run.contains("tool_version") && run["tool_version"].is_string())
+    tool_version = run["tool_version"].get<std::string>();
+  check_format_version(run, run_path, tool_version);
+  try {
+    info.spec_hash = jio::get_string(jio::member(run, "spec_hash", "$"), "$.spec_hash");
+    info.tool_version = tool_version;
+    if (auto it = run.find("strategy"); it != run.end()) info.strategy = jio::get_string(*it, "$.strategy");
+    if (auto it = run.find("seed"); it != run.end()) info.seed = jio::get_uint(*it, "$.seed");
+    if (auto it = run.find("budget"); it != run.end()) info.budget = *it;
+    if (auto it = run.find("created"); it != run.end()) info.created = jio::get_string(*it, "$.created");
+  } catch (const Error& e) {
+    throw UsageError("kopt.run.901", run_path.string() + " is damaged (" + e.what() +
+                                         "): restore it, or start a new run.");
+  }
+  return info;
+}
+
+// Every attempt history.json names, with its kernel.cu, compile.log and raw
+// samples read back (kopt.run.901 when the folder is damaged).
+std::vector<Attempt> load_attempts(const stdfs::path& dir, const std::string& tool_version) {
+  std::error_code ec;
+  const stdfs::path hist_path = dir / kHistoryJson;
+  const json hist = read_run_json(dir, kHistoryJson, "the attempts so far");
+  check_format_version(hist, hist_path, tool_version);
+  auto at = hist.find("attempts");
+  if (at == hist.end() || !at->is_array()) {
+    throw UsageError("kopt.run.901", hist_path.string() +
+                                         " has no \"attempts\" array: it is damaged; restore it, "
+                                         "or start a new run.");
+  }
+  std::vector<Attempt> attempts;
+  for (size_t i = 0; i < at->size(); ++i) {
+    Attempt a;
+    try {
+      a = Attempt::from_json((*at)[i]);
+    } catch (const Error& e) {
+      throw UsageError("kopt.run.901", hist_path.string() + " is damaged: attempts[" +
+                                           std::to_string(i) + "]: " + e.what() +
+                                           "; restore it, or start a new run.");
+    }
+    if (a.index != static_cast<int>(i) + 1) {
+      throw UsageError("kopt.run.901", hist_path.string() + " is damaged: attempts[" +
+                                           std::to_string(i) + "] has index " +
+                                           std::to_string(a.index) + ", expected " +
+                                           std::to_string(i + 1) +
+                                           "; restore it, or start a new run.");
+    }
+    const stdfs::path cdir = dir / "candidates" / candidate_name(a.index);
+    check_regular(cdir / "kernel.cu", "the kernel of attempt " + std::to_string(a.index));
+    if (!stdfs::is_regular_file(cdir / "kernel.cu", ec)) {
+      throw UsageError("kopt.run.901", (cdir / "kernel.cu").string() + " is missing, but " +
+                                           hist_path.string() + " names attempt " +
+                                           std::to_string(a.index) +
+                                           ": the run folder is damaged; start a new run.");
+    }
+    a.source = fs::read_file(cdir / "kernel.cu");
+    if (stdfs::is_regular_file(cdir / "compile.log", ec))
+      a.result.compile_log = fs::read_file(cdir / "compile.log");
+    restore_raw_samples(cdir / "result.json", &a.result);
+    attempts.push_back(std::move(a));
+  }
+  return attempts;
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// RunLock
+
+RunLock RunLock::acquire_new(const stdfs::path& dir) {
+  std::optional<util::LockHolder> holder;
+  std::optional<util::FileLock> l =
+      util::FileLock::try_lock(dir / kRunLock, "run folder " + dir.string(), &holder);
+  // A holder killed a moment ago (kill -9, then --resume at once) still holds
+  // the lock until the kernel has torn it down: wait for that, briefly.
+  for (int i = 0; !l && holder && holder->ending() && i < 250; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    l = util::FileLock::try_lock(dir / kRunLock, "run folder " + dir.string(), &holder);
+  }
+  if (!l) {
+    throw UsageError("kopt.run.908",
+                     dir.string() + " is in use: " +
+                         (holder ? holder->describe() : std::string("another process")) +
+                         " is writing this run folder (lock " + (dir / kRunLock).string() +
+                         "); wait for it to end or stop it, or start a new run: two processes on one run "
+                         "folder would corrupt it");
+  }
+  RunLock r;
+  r.lock_ = std::move(*l);
+  r.dir_ = dir;
+  return r;
+}
+
+RunLock RunLock::acquire(const stdfs::path& dir) {
+  check_run_folder(dir);  // nothing is written into a folder that is not a run's
+  return acquire_new(dir);
+}
 
 // ---------------------------------------------------------------------------
 // RunStore
@@ -212,6 +365,7 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
 
   RunStore s;
   s.dir_ = dir;
+  s.lock_ = RunLock::acquire_new(dir);  // before anything is written into it
   // The caller may identify the workload its own way (run::spec_fingerprint,
   // which hashes file contents, not paths); spec.json is guarded separately.
   const std::string spec_file_hash = hash_spec(spec_json);
@@ -234,48 +388,32 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
                  {"seed", s.info_.seed},             {"budget", s.info_.budget},
                  {"created", s.info_.created}};
   fs::write_file_atomic(dir / kRunJson, dump_json(run, 2) + "\n");
+  s.note_history_file();
   return s;
 }
 
 RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec_hash) {
-  std::error_code ec;
-  if (!stdfs::exists(dir, ec)) {
-    throw UsageError("kopt.run.901", dir.string() +
-                                         " does not exist: pass the folder of an earlier run "
-                                         "(e.g. results/run-001), or start a new run.");
-  }
-  if (!stdfs::is_directory(dir, ec)) {
-    throw UsageError("kopt.run.901", dir.string() +
-                                         " is not a folder: pass the folder of an earlier run "
-                                         "(e.g. results/run-001), or start a new run.");
-  }
-  if (!stdfs::exists(dir / kRunJson, ec)) {
-    throw UsageError("kopt.run.901", dir.string() +
-                                         " is not a run folder: run.json is missing. Pass a folder "
-                                         "made by `kopt optimize` (results/run-NNN), or start a new run.");
-  }
+  return open(dir, expected_spec_hash, RunLock());
+}
+
+RunInfo RunStore::read_info(const stdfs::path& dir) {
+  check_run_folder(dir);
+  return parse_run_info(dir, read_run_json(dir, kRunJson, "the run's settings"));
+}
+
+RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec_hash, RunLock lock) {
+  if (lock.held() && lock.dir() != dir)
+    throw std::invalid_argument("RunStore::open: the lock given is of " + lock.dir().string() + ", not of " +
+                                dir.string());
+  check_run_folder(dir);
 
   RunStore s;
   s.dir_ = dir;
-  const stdfs::path run_path = dir / kRunJson;
+  s.lock_ = std::move(lock);
   const json run = read_run_json(dir, kRunJson, "the run's settings");
-  std::string tool_version;
-  if (run.is_object() && run.contains("tool_version") && run["tool_version"].is_string())
-    tool_version = run["tool_version"].get<std::string>();
-  check_format_version(run, run_path, tool_version);
-  try {
-    s.info_.spec_hash = jio::get_string(jio::member(run, "spec_hash", "$"), "$.spec_hash");
-    s.info_.tool_version = tool_version;
-    if (auto it = run.find("strategy"); it != run.end())
-      s.info_.strategy = jio::get_string(*it, "$.strategy");
-    if (auto it = run.find("seed"); it != run.end()) s.info_.seed = jio::get_uint(*it, "$.seed");
-    if (auto it = run.find("budget"); it != run.end()) s.info_.budget = *it;
-    if (auto it = run.find("created"); it != run.end())
-      s.info_.created = jio::get_string(*it, "$.created");
-  } catch (const Error& e) {
-    throw UsageError("kopt.run.901", run_path.string() + " is damaged (" + e.what() +
-                                         "): restore it, or start a new run.");
-  }
+  s.info_ = parse_run_info(dir, run);
+  const std::string& tool_version = s.info_.tool_version;
+  std::error_code ec;
 
   if (!expected_spec_hash.empty() && expected_spec_hash != s.info_.spec_hash) {
     throw UsageError("kopt.run.902",
@@ -308,54 +446,63 @@ RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec
     s.device_json_ = json::object();
   }
 
-  const stdfs::path hist_path = dir / kHistoryJson;
-  const json hist = read_run_json(dir, kHistoryJson, "the attempts so far");
-  check_format_version(hist, hist_path, tool_version);
-  auto at = hist.find("attempts");
-  if (at == hist.end() || !at->is_array()) {
-    throw UsageError("kopt.run.901", hist_path.string() +
-                                         " has no \"attempts\" array: it is damaged; restore it, "
-                                         "or start a new run.");
-  }
-  for (size_t i = 0; i < at->size(); ++i) {
-    Attempt a;
-    try {
-      a = Attempt::from_json((*at)[i]);
-    } catch (const Error& e) {
-      throw UsageError("kopt.run.901", hist_path.string() + " is damaged: attempts[" +
-                                           std::to_string(i) + "]: " + e.what() +
-                                           "; restore it, or start a new run.");
-    }
-    if (a.index != static_cast<int>(i) + 1) {
-      throw UsageError("kopt.run.901", hist_path.string() + " is damaged: attempts[" +
-                                           std::to_string(i) + "] has index " +
-                                           std::to_string(a.index) + ", expected " +
-                                           std::to_string(i + 1) +
-                                           "; restore it, or start a new run.");
-    }
-    const stdfs::path cdir = dir / "candidates" / candidate_name(a.index);
-    if (!stdfs::is_regular_file(cdir / "kernel.cu", ec)) {
-      throw UsageError("kopt.run.901", (cdir / "kernel.cu").string() + " is missing, but " +
-                                           hist_path.string() + " names attempt " +
-                                           std::to_string(a.index) +
-                                           ": the run folder is damaged; start a new run.");
-    }
-    a.source = fs::read_file(cdir / "kernel.cu");
-    if (stdfs::is_regular_file(cdir / "compile.log", ec))
-      a.result.compile_log = fs::read_file(cdir / "compile.log");
-    restore_raw_samples(cdir / "result.json", &a.result);
-    s.history_.push_back(std::move(a));
-  }
+  s.history_ = load_attempts(dir, tool_version);
+  s.note_history_file();
   return s;
 }
 
+void RunStore::note_history_file() {
+  struct stat st;
+  if (::stat((dir_ / kHistoryJson).c_str(), &st) != 0) {
+    history_id_ = FileId{};
+    return;
+  }
+  history_id_.dev = static_cast<unsigned long long>(st.st_dev);
+  history_id_.ino = static_cast<unsigned long long>(st.st_ino);
+  history_id_.size = static_cast<long long>(st.st_size);
+  history_id_.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+void RunStore::sync_history() {
+  const FileId known = history_id_;
+  note_history_file();
+  if (history_id_ == known) return;
+  // Another process wrote history.json since this store last did.
+  std::vector<Attempt> disk;
+  try {
+    disk = load_attempts(dir_, info_.tool_version);
+  } catch (...) {
+    history_id_ = known;
+    throw;
+  }
+  auto same = [](const Attempt& a, const Attempt& b) {
+    return a.index == b.index && a.kind == b.kind && a.label == b.label && a.params == b.params &&
+           a.source == b.source;
+  };
+  bool prefix = disk.size() >= history_.size();
+  for (size_t i = 0; prefix && i < history_.size(); ++i) prefix = same(disk[i], history_[i]);
+  if (!prefix) {
+    history_id_ = known;
+    throw EnvironmentError(
+        "kopt.run.909", (dir_ / kHistoryJson).string() +
+                            " was rewritten by another process and no longer starts with the " +
+                            std::to_string(history_.size()) +
+                            " attempt(s) this run knows: stopping without writing, so that neither's attempts "
+                            "are lost; let only one kopt write this run folder at a time, then resume it");
+  }
+  for (size_t i = history_.size(); i < disk.size(); ++i) history_.push_back(std::move(disk[i]));
+}
+
 void RunStore::record(Attempt attempt) {
+  // Never trust the in-memory history alone: a folder that history.json on
+  // disk names is recorded, whoever recorded it.
+  sync_history();
   if (attempt.index == 0) attempt.index = next_index();
   if (attempt.index != next_index()) {
     throw std::invalid_argument("RunStore::record: attempt index " + std::to_string(attempt.index) +
                                 " is not the next index " + std::to_string(next_index()));
   }
-  // A folder left by a killed run (not in history.json) is discarded.
+  // A folder that history.json does not name is a killed run's leftover: discarded.
   const stdfs::path cdir = dir_ / "candidates" / candidate_name(attempt.index);
   std::error_code ec;
   if (stdfs::exists(cdir, ec)) stdfs::remove_all(cdir, ec);
@@ -386,6 +533,7 @@ void RunStore::record(Attempt attempt) {
     history_.pop_back();
     throw;
   }
+  note_history_file();
 
   // Temporary files of writes interrupted by a kill (name.tmp.PID.N) are
   // garbage: every write of this process has completed by now.

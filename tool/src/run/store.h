@@ -11,12 +11,21 @@
 //     summary.json         best candidate, its params and per-case latencies, speedups, counts by verdict
 //     best.cu              the best kernel, self-contained (see write_best)
 //     variants/v<N>.cu     shape-specialised variants, same form (v0 = best.cu's kernel)
+//     run.lock             while a process writes the folder: its flock (RunLock), and
+//     run.lock.json        who holds it (pid, host, command, since)
 //
 // Every file is written atomically (write to a temporary file, then rename).
 // An attempt is recorded by first writing its candidates/NNNN/ files and last
 // rewriting history.json, so history.json never names an attempt whose files
 // are incomplete; on resume, candidate folders not in history.json are
 // discarded and re-evaluated.
+//
+// One process writes a run folder at a time: create() and the writer's open()
+// hold its RunLock. Should another writer bypass the lock (an older kopt),
+// record() still never removes or rewrites a candidate folder that
+// history.json names: it re-reads history.json when the file changed since
+// this store last read or wrote it, takes in the other's attempts and records
+// its own at the next free index.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/attempt.h"
+#include "util/lock.h"
 
 namespace kopt::run {
 
@@ -46,10 +56,36 @@ struct RunInfo {
   std::string created;     // ISO 8601 UTC
 };
 
+/// The lock of a run folder: its writer holds it (run.lock in the folder, with
+/// run.lock.json saying who; util/lock.h). Released when destroyed, and by the
+/// kernel when the process dies, however it dies.
+class RunLock {
+ public:
+  /// Takes the lock of the run folder `dir`, without waiting. Throws what
+  /// RunStore::open throws when `dir` is not a run folder (kopt.run.901;
+  /// nothing is written then), UsageError(kopt.run.908) naming the holder
+  /// (pid, host, command, since when) when another process holds it, and
+  /// EnvironmentError(kopt.lock.001) when the folder cannot be locked.
+  static RunLock acquire(const std::filesystem::path& dir);
+
+  RunLock() = default;
+  bool held() const { return lock_.held(); }
+  /// The run folder it locks (empty when not held).
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  friend class RunStore;
+  static RunLock acquire_new(const std::filesystem::path& dir);
+  util::FileLock lock_;
+  std::filesystem::path dir_;
+};
+
 class RunStore {
  public:
   /// Creates results_dir/run-NNN with the next free NNN (001, 002...), writing
-  /// spec.json, device.json and run.json. Throws EnvironmentError(kopt.run.9xx).
+  /// spec.json, device.json and run.json. The store holds the new folder's
+  /// RunLock (taken before anything is written into it). Throws
+  /// EnvironmentError(kopt.run.9xx).
   static RunStore create(const std::filesystem::path& results_dir, const nlohmann::json& spec_json,
                          const nlohmann::json& device_json, RunInfo info);
 
@@ -60,7 +96,22 @@ class RunStore {
   /// while checking.
   /// An empty `expected_spec_hash` skips the spec check (e.g. to regenerate
   /// the reports of a finished run).
+  /// This form only reads: it takes no lock (a reader of a finished run).
   static RunStore open(const std::filesystem::path& dir, const std::string& expected_spec_hash);
+  /// The writer's form: `lock` (RunLock::acquire of `dir`, taken before
+  /// anything was read) is held by the store from now on. Throws
+  /// std::invalid_argument when `lock` is not the held lock of `dir`.
+  static RunStore open(const std::filesystem::path& dir, const std::string& expected_spec_hash, RunLock lock);
+
+  /// run.json of the run folder `dir` (strategy, seed, budget as given when
+  /// the run was created...), read without a lock and without changing
+  /// anything. Throws as open() does (kopt.run.901, kopt.run.903).
+  static RunInfo read_info(const std::filesystem::path& dir);
+
+  /// Hands the store's lock over (e.g. to the store that reopens the folder);
+  /// the store does not hold it any more.
+  RunLock release_lock() { return std::move(lock_); }
+  bool locked() const { return lock_.held(); }
 
   /// Canonical hash of a spec document (what run.json and the tuning cache use).
   static std::string hash_spec(const nlohmann::json& spec_json);
@@ -73,7 +124,15 @@ class RunStore {
   int next_index() const { return static_cast<int>(history_.size()) + 1; }
 
   /// Records an attempt (sets attempt.index if 0). Writes candidates/NNNN/*
-  /// then history.json, atomically.
+  /// then history.json, atomically. When history.json changed on disk since
+  /// this store last read or wrote it (another writer that ignored the lock),
+  /// it is read again first and the other's attempts join history(); the
+  /// attempt then gets the next free index (an index set by the caller that
+  /// is not the next one is std::invalid_argument). A candidate folder that
+  /// history.json names is never removed or rewritten; one it does not name is
+  /// a killed run's leftover and is replaced. Throws EnvironmentError
+  /// (kopt.run.909) when history.json no longer starts with this store's
+  /// attempts (rewritten by someone else): nothing is written then.
   void record(Attempt attempt);
 
   /// The attempt with these params and this source, if already recorded.
@@ -119,10 +178,25 @@ class RunStore {
                   const std::vector<std::string>& launch_lines, const std::filesystem::path& file = {}) const;
 
  private:
+  /// Re-reads history.json when it is not the file this store last read or
+  /// wrote (see record()).
+  void sync_history();
+  /// Remembers history.json's identity (device, inode, size, mtime) as it is now.
+  void note_history_file();
+
   std::filesystem::path dir_;
   RunInfo info_;
   std::vector<Attempt> history_;
   nlohmann::json spec_json_, device_json_;
+  RunLock lock_;
+  struct FileId {
+    unsigned long long dev = 0, ino = 0;
+    long long size = -1, mtime_ns = 0;
+    bool operator==(const FileId& o) const {
+      return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+    }
+  };
+  FileId history_id_;
 };
 
 }  // namespace kopt::run

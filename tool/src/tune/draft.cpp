@@ -108,7 +108,7 @@ void Driver::adopt_draft(const stdfs::path& drafted) {
   run_json["spec_file_hash"] = run::RunStore::hash_spec(moved);
   fs::write_file_atomic(dir / "spec.json", dump_json(moved, 2) + "\n");
   fs::write_file_atomic(dir / "run.json", dump_json(run_json, 2) + "\n");
-  store_ = run::RunStore::open(dir, run::spec_fingerprint(spec_));
+  store_ = run::RunStore::open(dir, run::spec_fingerprint(spec_), store_->release_lock());
 }
 
 int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* run_dir) {

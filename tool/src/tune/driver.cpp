@@ -2,12 +2,21 @@
 
 #include "tune/driver_impl.h"
 #include "tune/proposers.h"
+#include "util/interrupt.h"
 
 namespace kopt::tune {
 
 int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* run_dir);  // draft.cpp
 
-int optimize(const OptimizeOptions& o, std::filesystem::path* run_dir) {
+int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir) {
+  // The first SIGINT/SIGTERM winds the run down (see driver.h); a second one exits at once.
+  util::InterruptScope interrupts(
+      "stopping after the candidate in flight; summary.json and the report will be written for what is recorded");
+  OptimizeOptions o = options;
+  if (o.spec.empty() && !o.resume.empty()) {
+    run::RunStore::read_info(o.resume);  // not a run folder: say so, rather than that spec.json is missing
+    o.spec = o.resume / "spec.json";
+  }
   if (o.spec.empty() && is_agent(o)) return optimize_from_description(o, run_dir);
   spec::Spec s = load_spec_with_overrides(o);
   propose::ProposerPtr proposer = make_proposer(o, &s);

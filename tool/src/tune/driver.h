@@ -43,7 +43,8 @@ struct OptimizeOptions {
   double max_minutes = 0;                // --budget minutes=M (0: no limit)
   int64_t patience = 0;                  // stop after N evaluations without improvement (0: off)
   std::filesystem::path results_dir = "results";
-  std::filesystem::path resume;          // --resume RUN_DIR
+  std::filesystem::path resume;          // --resume RUN_DIR (alone: the spec is RUN_DIR/spec.json)
+  std::string resume_note;               // what the CLI took from RUN_DIR (said once the folder is locked)
   uint64_t seed = 1;
   int device = 0;
   std::string arch;                      // --arch: compile for it; with no GPU, compile only
@@ -66,7 +67,13 @@ struct OptimizeOptions {
 /// Runs an optimization. Returns the CLI exit code: 0 a best kernel was found,
 /// 1 no candidate passed, 3 the LLM API failed for good (agent; the run folder
 /// is still complete), 77 no GPU (after compiling the candidates when --arch
-/// was given). Throws SpecError/UsageError for bad input (exit 2), before any
+/// was given), 130 / 143 stopped by SIGINT / SIGTERM: the candidate on the GPU
+/// finished and was recorded, the rest dropped, summary.json, best.cu and the
+/// report written for what is recorded, and `kopt optimize --resume RUN`
+/// printed (a second signal exits at once; util/interrupt.h).
+/// With `resume` and no `spec`, the spec is the run folder's spec.json.
+/// A run folder is written by one process at a time: --resume of a folder
+/// another process holds throws UsageError(kopt.run.908) before any work. Throws SpecError/UsageError for bad input (exit 2), before any
 /// GPU work where possible (an empty or contradictory parameter space, a zero
 /// budget, a --resume folder from another spec).
 /// Data (the summary) goes to stdout; progress to stderr.

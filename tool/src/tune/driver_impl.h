@@ -105,6 +105,8 @@ class Driver final : public propose::EvaluationService {
   // finish.cpp
   int finish(const Finalists& f);
   int compile_only_listing();
+  /// SIGINT/SIGTERM before the run folder exists: says so, returns the exit code.
+  int interrupted_before_start() const;
 
   /// Compile-only: the verdict `compiled` (or compile_error) for a compile.
   model::Result compile_only_result(const cuda::CompileResult& cr) const;
@@ -127,6 +129,7 @@ class Driver final : public propose::EvaluationService {
   std::unique_ptr<eval::Evaluator> ev_;
   std::optional<model::DeviceInfo> device_;
   std::string arch_, no_device_;
+  run::RunLock run_lock_;  // --resume: taken first, handed to store_ by open_store()
   std::optional<run::RunStore> store_;
   std::unique_ptr<search::StopCondition> stop_;
   std::optional<spec::Candidate> initial_;

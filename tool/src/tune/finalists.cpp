@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "tune/driver_impl.h"
+#include "util/interrupt.h"
 
 namespace kopt::tune {
 namespace {
@@ -63,7 +64,7 @@ Finalists Driver::choose_finalists() {
   for (size_t i = 0; i < ranked.size(); ++i)
     for (const auto& name : perf_cases) case_ms[i][name] = median_ms(*ranked[i], name);
   std::vector<bool> failed(ranked.size(), false);
-  if (ranked.size() > 1 && o_.retime_rounds > 0) {
+  if (ranked.size() > 1 && o_.retime_rounds > 0 && !util::interrupted()) {
     if (!o_.quiet)
       std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << o_.retime_rounds << " rounds\n";
     std::vector<std::vector<double>> g(ranked.size());
@@ -72,7 +73,7 @@ Finalists Driver::choose_finalists() {
     // runs (there is no winner without one); a later round only when the time
     // left holds another round as long as the last one.
     double last_round_min = 0;
-    for (int round = 0; round < o_.retime_rounds; ++round) {
+    for (int round = 0; round < o_.retime_rounds && !util::interrupted(); ++round) {
       if (round > 0 && o_.max_minutes > 0 && minutes_elapsed() + last_round_min > o_.max_minutes) {
         if (!o_.quiet)
           std::cerr << "kopt: re-timing stopped after " << round << " of " << o_.retime_rounds
@@ -80,9 +81,14 @@ Finalists Driver::choose_finalists() {
         break;
       }
       const double round_start = minutes_elapsed();
-      for (size_t i = 0; i < ranked.size(); ++i) {
+      for (size_t i = 0; i < ranked.size() && !util::interrupted(); ++i) {
         if (failed[i]) continue;
-        const model::Result r = ev_->evaluate(candidate_of(*ranked[i]), false);
+        model::Result r;
+        try {
+          r = ev_->evaluate(candidate_of(*ranked[i]), false);
+        } catch (const util::Interrupted&) {
+          break;  // interrupted() holds: the re-timing is dropped below
+        }
         if (r.verdict != model::Verdict::ok || !r.geomean_ms) {
           failed[i] = true;  // a candidate that fails on re-check is out
           continue;
@@ -93,21 +99,27 @@ Finalists Driver::choose_finalists() {
       }
       last_round_min = minutes_elapsed() - round_start;
     }
-    double best_median = INFINITY;
-    f.winner = nullptr;  // only a candidate that passed its re-checks can win
-    for (size_t i = 0; i < ranked.size(); ++i) {
-      const double median = median_of(g[i]);
-      nlohmann::json cases = nlohmann::json::object();
-      for (const auto& [name, v] : per_case[i]) {
-        case_ms[i][name] = median_of(v);
-        cases[name] = case_ms[i][name];
-      }
-      f.retime.push_back({{"index", ranked[i]->index}, {"label", ranked[i]->label}, {"geomeans_ms", g[i]},
-                          {"median_ms", g[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
-                          {"cases_median_ms", cases}, {"failed_recheck", static_cast<bool>(failed[i])}});
-      if (!failed[i] && !g[i].empty() && median < best_median) {
-        best_median = median;
-        f.winner = ranked[i];
+    if (util::interrupted()) {
+      // SIGINT/SIGTERM: an incomplete re-timing says nothing; the search's own measurements decide.
+      std::fill(failed.begin(), failed.end(), false);
+      std::cerr << "kopt: interrupted: the final re-timing is dropped; the search's own timings choose the best\n";
+    } else {
+      double best_median = INFINITY;
+      f.winner = nullptr;  // only a candidate that passed its re-checks can win
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        const double median = median_of(g[i]);
+        nlohmann::json cases = nlohmann::json::object();
+        for (const auto& [name, v] : per_case[i]) {
+          case_ms[i][name] = median_of(v);
+          cases[name] = case_ms[i][name];
+        }
+        f.retime.push_back({{"index", ranked[i]->index}, {"label", ranked[i]->label}, {"geomeans_ms", g[i]},
+                            {"median_ms", g[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
+                            {"cases_median_ms", cases}, {"failed_recheck", static_cast<bool>(failed[i])}});
+        if (!failed[i] && !g[i].empty() && median < best_median) {
+          best_median = median;
+          f.winner = ranked[i];
+        }
       }
     }
   }

@@ -9,6 +9,7 @@
 #include "spec/kernel_file.h"
 #include "tune/driver_impl.h"
 #include "util/fs.h"
+#include "util/interrupt.h"
 #include "util/json.h"
 #include "util/thread_pool.h"
 
@@ -61,6 +62,9 @@ int Driver::finish(const Finalists& f) {
   if (initial_geomean_) extra["initial_geomean_ms"] = *initial_geomean_;
   if (cublas_geomean_) extra["cublas_geomean_ms"] = *cublas_geomean_;
   if (compile_only()) extra["compile_only"] = {{"arch", arch_}, {"reason", no_device_}};
+  const int sig = util::interrupt_signal();
+  const std::string resume_command = "kopt optimize --resume " + store_->dir().string();
+  if (sig) extra["interrupted"] = {{"signal", util::signal_name(sig)}, {"resume", resume_command}};
   if (winner && winner->result.geomean_ms) {
     const double g = *winner->result.geomean_ms;
     nlohmann::json fb = {{"index", winner->index}, {"label", winner->label}, {"params", winner->params},
@@ -104,6 +108,14 @@ int Driver::finish(const Finalists& f) {
       std::cerr << "kopt: no candidate passed every case\n";
     }
   }
+  if (sig) {
+    // Said even with --quiet: the run is not finished, and this is how to finish it.
+    std::cerr << "kopt: interrupted by " << util::signal_name(sig) << ": " << store_->history().size()
+              << " attempt(s) recorded in " << store_->dir().string()
+              << "; summary.json and report.html are written for them\n"
+              << "kopt: to continue the run: " << resume_command << "\n";
+    return util::interrupt_exit_code(sig);
+  }
   if (std::optional<int> code = proposer_.exit_code()) return *code;
   if (compile_only()) return 77;
   return winner ? 0 : 1;
@@ -128,7 +140,7 @@ int Driver::compile_only_listing() {
     if (!o_.quiet) std::cerr << "  " << c.label << ": " << (r.ok ? "compiled" : "compile_error " + r.error_name) << "\n";
     jobs.pop_front();
   };
-  while (limit <= 0 || proposed < limit) {
+  while ((limit <= 0 || proposed < limit) && !util::interrupted()) {
     if (o_.max_minutes > 0 && minutes_elapsed() >= o_.max_minutes) break;
     propose::Proposal p = proposer_.propose();
     if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
@@ -146,10 +158,22 @@ int Driver::compile_only_listing() {
   std::cerr << "kopt: " << no_device_ << "\n"
             << "kopt: compiled " << ok << " candidate(s) for " << o_.arch << " (" << failed
             << " failed); checking and timing need a GPU\n";
+  if (const int sig = util::interrupt_signal()) {
+    std::cerr << "kopt: interrupted by " << util::signal_name(sig) << ": the listing above is incomplete\n";
+    return util::interrupt_exit_code(sig);
+  }
   return 77;
 }
 
+int Driver::interrupted_before_start() const {
+  const int sig = util::interrupt_signal();
+  std::cerr << "kopt: interrupted by " << util::signal_name(sig) << " before the run started; nothing was "
+            << (o_.resume.empty() ? "written" : "changed in " + o_.resume.string()) << "\n";
+  return util::interrupt_exit_code(sig);
+}
+
 int Driver::run(std::filesystem::path* run_dir, const std::filesystem::path& drafted) {
+  if (util::interrupted()) return interrupted_before_start();
   stop_ = search::any_of(proposer_.stop_conditions(budget()));
   if (compile_only() && !proposer_.finish_policy().compile_only_run_folder) return compile_only_listing();
   open_store(run_dir);
@@ -170,10 +194,14 @@ int Driver::run(std::filesystem::path* run_dir, const std::filesystem::path& dra
     }
     ~FinishOnce() { (*this)(); }
   } finish_proposer{proposer_};
-  replay_history();
-  evaluate_initial();
-  evaluate_baseline();
-  run_pipeline();
+  try {
+    replay_history();
+    evaluate_initial();
+    evaluate_baseline();
+    run_pipeline();
+  } catch (const util::Interrupted&) {
+    // Stopped waiting for the GPU: what is recorded is summarised below.
+  }
   finish_proposer();
   return finish(choose_finalists());
 }

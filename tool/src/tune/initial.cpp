@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "tune/driver_impl.h"
+#include "util/interrupt.h"
 
 namespace kopt::tune {
 
@@ -25,7 +26,7 @@ void Driver::replay_history() {
 }
 
 void Driver::evaluate_initial() {
-  if (!initial_ || have_initial_) return;
+  if (!initial_ || have_initial_ || util::interrupted()) return;
   model::Result r;
   if (compile_only()) {
     if (!o_.quiet) std::cerr << "kopt: compiling the initial kernel\n";
@@ -46,7 +47,7 @@ void Driver::evaluate_initial() {
 
 void Driver::evaluate_baseline() {
   const bool gemm = spec_.cublas_baseline || spec_.reference.kind == spec::Reference::Kind::cublas;
-  if (gemm && !have_baseline_ && !compile_only()) {
+  if (gemm && !have_baseline_ && !compile_only() && !util::interrupted()) {
     if (!o_.quiet) std::cerr << "kopt: timing the cuBLAS baseline (FP32, no TF32)\n";
     model::Result r = ev_->evaluate_cublas_baseline();
     with_reference(r);

@@ -7,7 +7,9 @@
 // model: tens of ms that would otherwise idle the GPU). Durability: a kill -9
 // can lose two candidates, the one being evaluated and the one whose result is
 // being recorded. Nothing recorded is lost, and --resume may propose the lost
-// ones again.
+// ones again. SIGINT/SIGTERM (util/interrupt.h): the candidate in flight
+// finishes and is recorded, nothing more is proposed or started (compiles
+// already queued still run, into the cache, but are not evaluated).
 #include <unistd.h>
 
 #include <deque>
@@ -18,6 +20,7 @@
 #include <stdexcept>
 
 #include "tune/driver_impl.h"
+#include "util/interrupt.h"
 #include "util/thread_pool.h"
 
 namespace kopt::tune {
@@ -65,7 +68,7 @@ class Pipeline {
 
   /// Proposes candidates and queues their compiles, up to `prefetch` ahead.
   void refill() {
-    while (!exhausted_ && queued_.size() < prefetch_) {
+    while (!exhausted_ && queued_.size() < prefetch_ && !util::interrupted()) {
       propose::Proposal p = proposer_.propose();
       if (p.kind == propose::Proposal::Kind::done) exhausted_ = true;
       if (p.kind != propose::Proposal::Kind::candidate) break;
@@ -152,10 +155,10 @@ void Driver::run_pipeline() {
   // Starts the next candidate, proposing first when none is queued. Returns
   // nullopt when the proposer is done (or a stop condition holds).
   auto next_running = [&]() -> std::optional<Pipeline::Running> {
-    if (stop_->fulfilled()) return std::nullopt;
+    if (stop_->fulfilled() || util::interrupted()) return std::nullopt;
     if (!pipe.has_queued()) pipe.refill();
     if (!pipe.has_queued()) {
-      if (pipe.exhausted()) return std::nullopt;
+      if (pipe.exhausted() || util::interrupted()) return std::nullopt;
       throw std::logic_error("proposer " + proposer_.name() + " waits with no candidate outstanding");
     }
     return pipe.start_next(known);
@@ -179,7 +182,7 @@ void Driver::run_pipeline() {
     std::optional<Pipeline::Running> next;
     std::exception_ptr start_failed;
     try {
-      if (!stop_->fulfilled()) {
+      if (!stop_->fulfilled() && !util::interrupted()) {  // interrupted: the one in flight was the last
         if (!pipe.has_queued()) pipe.refill();
         if (pipe.has_queued()) next = pipe.start_next(known);
       }

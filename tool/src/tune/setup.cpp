@@ -104,6 +104,8 @@ eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
 
 Driver::Driver(const OptimizeOptions& o, spec::Spec spec, propose::Proposer& proposer)
     : o_(o), spec_(std::move(spec)), proposer_(proposer) {
+  // Before any other work: a run folder that another process writes is refused now.
+  if (!o_.resume.empty()) run_lock_ = run::RunLock::acquire(o_.resume);
   initial_ = initial_candidate(spec_);
 }
 
@@ -128,7 +130,18 @@ double Driver::minutes_elapsed() const {
 
 void Driver::open_store(std::filesystem::path* run_dir) {
   if (!o_.resume.empty()) {
-    store_ = run::RunStore::open(o_.resume, run::spec_fingerprint(spec_));
+    if (!run_lock_.held()) run_lock_ = run::RunLock::acquire(o_.resume);
+    try {
+      store_ = run::RunStore::open(o_.resume, run::spec_fingerprint(spec_), std::move(run_lock_));
+    } catch (const UsageError& e) {
+      // Resumed with the run's own spec.json: what changed is a file it names.
+      std::error_code ec;
+      if (e.id() != "kopt.run.902" || !std::filesystem::equivalent(o_.spec, o_.resume / "spec.json", ec)) throw;
+      throw UsageError("kopt.run.902", (o_.resume / "spec.json").string() +
+                                           ": a file that it names (kernel, reference, template or input) "
+                                           "changed since the run began, so this is another workload: restore "
+                                           "the file, or start a new run with --spec");
+    }
   } else {
     run::RunInfo info;
     info.spec_hash = run::spec_fingerprint(spec_);
@@ -140,6 +153,7 @@ void Driver::open_store(std::filesystem::path* run_dir) {
     store_ = run::RunStore::create(o_.results_dir, spec::to_json(spec_), device_json, info);
   }
   if (!o_.quiet) std::cerr << "kopt: run folder " << store_->dir().string() << "\n";
+  if (!o_.quiet && !o_.resume_note.empty()) std::cerr << "kopt: " << o_.resume_note << "\n";
   if (run_dir) *run_dir = store_->dir();
   if (!o_.description.empty())
     fs::write_file_atomic(store_->dir() / "description.txt", o_.description + "\n");
