@@ -154,6 +154,42 @@ TEST(InputFile, ReadsRanges) {
   expect_spec_error([&] { in.check_size(5); }, "kopt.io.007", {"larger than 5 bytes"});
 }
 
+TEST(WriteOutputFile, WritesThroughSymlinksAndIntoDevices) {
+  // Before: evaluate --json LINK replaced the symlink by a regular file (as
+  // root, --json /dev/null would have replaced the device's entry).
+  TempDir t;
+  write_text(t / "real.json", "old");
+  stdfs::create_symlink("real.json", t / "out.json");
+  fs::write_output_file(t / "out.json", "new");
+  EXPECT_TRUE(stdfs::is_symlink(t / "out.json"));
+  EXPECT_EQ(fs::read_file(t / "real.json"), "new");
+  // A dangling link: its target is created.
+  stdfs::create_symlink("made.json", t / "dangling.json");
+  fs::write_output_file(t / "dangling.json", "x");
+  EXPECT_TRUE(stdfs::is_symlink(t / "dangling.json"));
+  EXPECT_EQ(fs::read_file(t / "made.json"), "x");
+  // A device is written in place.
+  if (stdfs::exists("/dev/null")) {
+    fs::write_output_file("/dev/null", "discarded");
+    EXPECT_TRUE(stdfs::is_character_file("/dev/null"));
+  }
+  // A FIFO nobody reads: an error, not a hang.
+  ASSERT_EQ(::mkfifo((t / "pipe").c_str(), 0600), 0);
+  EXPECT_THROW(fs::write_output_file(t / "pipe", "x"), EnvironmentError);
+  // A directory: an error naming it.
+  try {
+    fs::write_output_file(t.path(), "x");
+    FAIL();
+  } catch (const EnvironmentError& e) {
+    EXPECT_NE(std::string(e.what()).find("a directory"), std::string::npos) << e.what();
+  }
+  // The tool's own files keep write_file_atomic's semantics: the entry is replaced.
+  stdfs::create_symlink("real.json", t / "own.json");
+  fs::write_file_atomic(t / "own.json", "mine");
+  EXPECT_FALSE(stdfs::is_symlink(t / "own.json"));
+  EXPECT_EQ(fs::read_file(t / "real.json"), "new");
+}
+
 // ---------------------------------------------------------------------------
 // parse_json
 

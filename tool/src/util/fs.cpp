@@ -155,9 +155,66 @@ std::string read_file(const std::filesystem::path& path, const std::string& what
 }
 
 namespace {
+
+/// Writes all of `data` to `fd`: 0, or the errno of the failure.
+int write_all(int fd, const char* data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+/// Where the data of `given` must go: a symlink is written through (the link
+/// stays, its target is replaced), so the rename happens beside the target.
+std::filesystem::path write_target(const std::filesystem::path& given) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(given, ec)) return given;
+  const std::filesystem::path real = std::filesystem::canonical(given, ec);
+  if (!ec) return real;
+  // A dangling link: create its target.
+  const std::filesystem::path t = std::filesystem::read_symlink(given, ec);
+  if (ec) return given;
+  return t.is_absolute() ? t : given.parent_path() / t;
+}
+
+/// Writes `data` in place into an existing device or FIFO; false when
+/// `given` is not one (nothing done).
+bool write_in_place(const std::filesystem::path& given, const char* data, size_t size) {
+  struct stat st {};
+  if (::stat(given.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return false;
+  if (S_ISDIR(st.st_mode)) {
+    throw EnvironmentError("kopt.io.002", "cannot write '" + display(given) + "': a directory, not a file");
+  }
+  const int fd = ::open(given.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int e = errno;
+    throw EnvironmentError("kopt.io.002", "cannot write '" + display(given) + "': " +
+                                              (e == ENXIO ? "a named pipe that nobody reads" : std::strerror(e)));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  const int e = write_all(fd, data, size);
+  ::close(fd);
+  if (e) throw EnvironmentError("kopt.io.002", "cannot write '" + display(given) + "': " + std::strerror(e));
+  return true;
+}
+
 void write_raw_atomic(const std::filesystem::path& path, const char* data, size_t size) {
   std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  if (path.has_parent_path()) {
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) {
+      // Said here: the open below would only say "No such file or directory".
+      throw EnvironmentError("kopt.io.002", "cannot create the folder '" + display(path.parent_path()) +
+                                                "': " + ec.message());
+    }
+  }
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const std::filesystem::path tmp =
       path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() & 0xffffff);
@@ -166,18 +223,10 @@ void write_raw_atomic(const std::filesystem::path& path, const char* data, size_
     throw EnvironmentError("kopt.io.002",
                            "cannot create '" + tmp.string() + "': " + std::strerror(errno));
   }
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, data + done, size - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw EnvironmentError("kopt.io.002",
-                             "cannot write '" + tmp.string() + "': " + std::strerror(e));
-    }
-    done += static_cast<size_t>(n);
+  if (const int e = write_all(fd, data, size)) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw EnvironmentError("kopt.io.002", "cannot write '" + tmp.string() + "': " + std::strerror(e));
   }
   ::fsync(fd);
   ::close(fd);
@@ -196,6 +245,11 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& dat
 
 void write_file_atomic(const std::filesystem::path& path, const std::vector<char>& data) {
   write_raw_atomic(path, data.data(), data.size());
+}
+
+void write_output_file(const std::filesystem::path& path, const std::string& data) {
+  if (write_in_place(path, data.data(), data.size())) return;
+  write_raw_atomic(write_target(path), data.data(), data.size());
 }
 
 }  // namespace kopt::fs

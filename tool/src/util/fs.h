@@ -84,10 +84,20 @@ std::string read_file(const std::filesystem::path& path, const std::string& what
 /// Writes `data` to `path` atomically: it is written to a temporary file in the
 /// same folder, flushed, then renamed over `path`, so a reader (or a run killed
 /// with SIGKILL) sees either the old or the new content, never a torn file.
-/// Creates missing parent folders. Throws kopt::EnvironmentError("kopt.io.002").
+/// Creates missing parent folders. Whatever is at `path` (a symlink too) is
+/// replaced: for the tool's own files (run folders, caches).
+/// Throws kopt::EnvironmentError("kopt.io.002").
 void write_file_atomic(const std::filesystem::path& path, const std::string& data);
 
 /// Same, for binary blobs.
 void write_file_atomic(const std::filesystem::path& path, const std::vector<char>& data);
+
+/// A file the user named (evaluate --json FILE): written like
+/// write_file_atomic, except that a symlink is written through (the link
+/// stays, its target is replaced atomically) and an existing device or FIFO
+/// (/dev/stdout, /dev/null) is written in place, never replaced (as root a
+/// rename would replace the device's entry). A directory is an error.
+/// Throws kopt::EnvironmentError("kopt.io.002").
+void write_output_file(const std::filesystem::path& path, const std::string& data);
 
 }  // namespace kopt::fs
