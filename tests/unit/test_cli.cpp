@@ -221,7 +221,7 @@ TEST(Cli, InputFilesAreCheckedWhenTheCommandLineIsRead) {
   std::ofstream(d / "file") << "x";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {(d / "nope.json").string(), "not found"},
-      {d.path().string(), "is a directory"},
+      {d.path().string(), "a directory"},
       {"/dev/zero", "not a regular file"},
       {(d / "file" / "x.json").string(), "not a folder"},
       {"''", "empty"},

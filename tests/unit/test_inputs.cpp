@@ -1,6 +1,7 @@
 // Seeded inputs, seeds, half/bfloat16 conversions and .npy files (spec/inputs.h).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "spec/inputs.h"
 #include "temp_dir.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace kopt::spec {
 namespace {
@@ -505,6 +507,65 @@ TEST(Npy, CorruptOrUnsupportedFilesAreRejected) {
   check(npy_bytes("{'descr: '<f4'", four), "kopt.npy.302", {});
   expect_error([&] { read_npy(dir / "missing.npy"); }, "kopt.npy.301", {"missing.npy"});
   expect_error([&] { read_npy_header(dir.path()); }, "kopt.npy.301", {});
+}
+
+TEST(Npy, FilesThatAreNotRegularFilesAreRefused) {
+  TempDir dir;
+  // Before: /dev/zero was read until memory ran out.
+  expect_error([&] { read_npy("/dev/zero"); }, "kopt.npy.301", {"/dev/zero", "not a regular file"});
+  expect_error([&] { read_npy_header("/dev/urandom"); }, "kopt.npy.301", {"not a regular file"});
+  expect_error([&] { read_npy(dir.path()); }, "kopt.npy.301", {"a directory, not a file"});
+  ASSERT_EQ(::mkfifo((dir / "pipe.npy").c_str(), 0600), 0);
+  expect_error([&] { read_npy(dir / "pipe.npy"); }, "kopt.npy.301", {"pipe.npy", "named pipe"});
+  expect_error([&] { read_npy(dir / "missing.npy"); }, "kopt.npy.301", {"missing.npy", "not found"});
+}
+
+TEST(Npy, PermissionDenied) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root, which ignores file permissions";
+  TempDir dir;
+  write_bytes(dir / "locked.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                                            std::string(4, '\0')));
+  ::chmod((dir / "locked.npy").c_str(), 0);
+  expect_error([&] { read_npy(dir / "locked.npy"); }, "kopt.npy.301", {"locked.npy", "permission denied"});
+}
+
+TEST(Npy, HugeDeclarationsAreRefusedBeforeReading) {
+  TempDir dir;
+  const std::string four(4, '\0');
+  // A shape far larger than the file: refused from the header and the file size.
+  write_bytes(dir / "huge.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }", four));
+  expect_error([&] { read_npy(dir / "huge.npy"); }, "kopt.npy.306", {"huge.npy", "truncated", "4398046511104"});
+  // A header length beyond any numpy header (format 2.0: 32-bit length).
+  std::string big = std::string("\x93NUMPY\x02\x00", 8) + std::string("\x00\x00\x10\x00", 4) + "{";
+  write_bytes(dir / "hdr.npy", big);
+  expect_error([&] { read_npy(dir / "hdr.npy"); }, "kopt.npy.302", {"hdr.npy", "1048576", "more than"});
+  // A malformed header is not echoed in full.
+  const std::string junk = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x" + std::string(5000, 'y') + "': 1}";
+  write_bytes(dir / "junk.npy", npy_bytes(junk, four));
+  try {
+    read_npy(dir / "junk.npy");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.npy.302");
+    EXPECT_LT(std::string(e.what()).size(), 600u) << e.what();
+  }
+}
+
+TEST(Npy, GeneratorChecksTheHeaderBeforeLoadingTheData) {
+  TempDir dir;
+  NpyArray a;
+  a.dtype = DType::f32;
+  a.shape = {4};
+  a.data.assign(16, 0);
+  write_npy(dir / "x_c.npy", a);
+  Generator g;
+  g.kind = Generator::Kind::npy;
+  g.npy = dir / "x_{case}.npy";
+  expect_error([&] { generate(g, DType::f32, 5, 0, "c"); }, "kopt.inputs.202", {"x_c.npy", "expected 5"});
+  // Truncated data behind a matching header.
+  std::string bytes = kopt::fs::read_file(dir / "x_c.npy");
+  write_bytes(dir / "x_t.npy", bytes.substr(0, bytes.size() - 3));
+  expect_error([&] { generate(g, DType::f32, 4, 0, "t"); }, "kopt.npy.306", {"x_t.npy", "truncated"});
 }
 
 TEST(Npy, GeneratorReadsMatchingFilesAndRejectsMismatches) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -556,22 +557,6 @@ TEST(RunStore, ReadInfoReadsRunJsonOnly) {
   usage_error_of([&] { RunStore::read_info(t.path()); }, "kopt.run.901");
 }
 
-TEST(RunStore, OpenSaysWhatAFileThatIsNoRegularFileIs) {
-  TempDir t;
-  RunStore s = populated(t.path());
-  const stdfs::path dir = s.dir();
-  stdfs::remove(dir / "history.json");
-  stdfs::create_directory(dir / "history.json");
-  std::string msg = usage_error_of([&] { RunStore::open(dir, ""); }, "kopt.run.901");
-  EXPECT_NE(msg.find((dir / "history.json").string() + " (the attempts so far) is a directory"), std::string::npos)
-      << msg;
-  EXPECT_EQ(msg.find("missing"), std::string::npos) << msg;
-  stdfs::remove(dir / "history.json");
-  stdfs::create_symlink("/dev/zero", dir / "history.json");
-  msg = usage_error_of([&] { RunStore::open(dir, ""); }, "kopt.run.901");
-  EXPECT_NE(msg.find("is a character device, not a regular file"), std::string::npos) << msg;
-}
-
 TEST(RunStore, RunKilledWhileBeingCreatedIsNotResumableAndNotReused) {
   TempDir t;
   RunStore s = RunStore::create(t.path(), spec_json(), device_json(), run_info());
@@ -686,6 +671,62 @@ TEST(RunStore, OpenRejectsDamagedFiles) {
   stdfs::remove(s.dir() / "candidates" / "0002" / "kernel.cu");
   msg = usage_error_of([&] { RunStore::open(s.dir(), hash); }, "kopt.run.901");
   EXPECT_NE(msg.find("0002"), std::string::npos) << msg;
+}
+
+TEST(RunStore, OpenNamesFileAndPathForStrictJsonErrors) {
+  TempDir t;
+  RunStore s = populated(t.path());
+  const std::string hash = s.info().spec_hash;
+  const std::string history = kopt::fs::read_file(s.dir() / "history.json");
+  const std::string run = kopt::fs::read_file(s.dir() / "run.json");
+
+  // A duplicate key (nlohmann would keep the last one silently).
+  std::string dup = history;
+  dup.insert(dup.find('{') + 1, "\"format_version\": 1, ");
+  kopt::fs::write_file_atomic(s.dir() / "history.json", dup);
+  auto before = snapshot(s.dir());
+  std::string msg = usage_error_of([&] { RunStore::open(s.dir(), hash); }, "kopt.run.901");
+  EXPECT_NE(msg.find("history.json: $: duplicate key 'format_version'"), std::string::npos) << msg;
+  EXPECT_EQ(snapshot(s.dir()), before);
+  kopt::fs::write_file_atomic(s.dir() / "history.json", history);
+
+  // A number beyond a double: before, nlohmann's raw out_of_range.406.
+  std::string big = run;
+  big.insert(big.find('{') + 1, "\"x\": 1e999, ");
+  kopt::fs::write_file_atomic(s.dir() / "run.json", big);
+  msg = usage_error_of([&] { RunStore::open(s.dir(), hash); }, "kopt.run.901");
+  EXPECT_NE(msg.find("run.json: $.x: the number 1e999 is out of range"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
+  kopt::fs::write_file_atomic(s.dir() / "run.json", run);
+
+  // history.json replaced by a folder, or by /dev/zero: named, never read forever.
+  stdfs::remove(s.dir() / "history.json");
+  stdfs::create_directory(s.dir() / "history.json");
+  msg = usage_error_of([&] { RunStore::open(s.dir(), hash); }, "kopt.run.901");
+  EXPECT_NE(msg.find("a directory, not a file"), std::string::npos) << msg;
+  stdfs::remove(s.dir() / "history.json");
+  stdfs::create_symlink("/dev/zero", s.dir() / "history.json");
+  msg = usage_error_of([&] { RunStore::open(s.dir(), hash); }, "kopt.run.901");
+  EXPECT_NE(msg.find("not a regular file"), std::string::npos) << msg;
+  stdfs::remove(s.dir() / "history.json");
+  kopt::fs::write_file_atomic(s.dir() / "history.json", history);
+
+  // A damaged device.json or summary.json does not block a resume.
+  kopt::fs::write_file_atomic(s.dir() / "device.json", "{\"name\": \"x\", \"name\": 1e999");
+  kopt::fs::write_file_atomic(s.dir() / "summary.json", "\x00garbage{{{");
+  RunStore again = RunStore::open(s.dir(), hash);
+  EXPECT_EQ(again.history().size(), s.history().size());
+}
+
+TEST(RunStore, OpenReportsAnUnreadableFileAsPermissionDenied) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root, which ignores file permissions";
+  TempDir t;
+  RunStore s = populated(t.path());
+  ::chmod((s.dir() / "history.json").c_str(), 0);
+  const std::string msg = usage_error_of([&] { RunStore::open(s.dir(), s.info().spec_hash); }, "kopt.run.901");
+  EXPECT_NE(msg.find("permission denied"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fix its permissions"), std::string::npos) << msg;
+  ::chmod((s.dir() / "history.json").c_str(), 0644);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // The workload spec (spec/spec.h): loading, validation errors, round trip.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -477,25 +478,211 @@ TEST_F(SpecTest, InoutBuffersAreOutputsAndInputs) {
 // Errors: every id, with file, JSON path and what was expected
 // ---------------------------------------------------------------------------
 
-TEST_F(SpecTest, Error100UnreadableFile) {
+TEST_F(SpecTest, UnreadableSpecFilesNameTheFileAndTheReason) {
+  auto expect_load_error = [&](const stdfs::path& file, const std::string& id,
+                               const std::vector<std::string>& needles) {
+    try {
+      load_spec(file);
+      ADD_FAILURE() << "expected " << id << " for " << file;
+    } catch (const SpecError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(e.id(), id) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_EQ(what.find("json.exception"), std::string::npos) << what;
+      EXPECT_NE(what.find(file.string() + ": "), std::string::npos) << what;
+      for (const std::string& n : needles) EXPECT_NE(what.find(n), std::string::npos) << n << " not in " << what;
+    }
+  };
+  expect_load_error(dir_ / "nope.json", "kopt.io.003", {"cannot read the spec: not found"});
+  expect_load_error(dir_, "kopt.io.005", {"a directory, not a file"});
+  // Before: read until std::bad_alloc.
+  expect_load_error("/dev/zero", "kopt.io.006", {"not a regular file (a character device)"});
+  expect_load_error("/dev/urandom", "kopt.io.006", {"not a regular file"});
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.json").c_str(), 0600), 0);
+  expect_load_error(dir_ / "fifo.json", "kopt.io.006", {"named pipe"});
+  write_text(dir_ / "broken.json", "{\"name\": \"x\",\n  \"cases\": [}\n");
+  expect_load_error(dir_ / "broken.json", "kopt.json.001", {"not valid JSON", "line 2"});
+  write_text(dir_ / "dup.json", R"({"name": "a", "name": "b"})");
+  expect_load_error(dir_ / "dup.json", "kopt.json.002", {"$: duplicate key 'name'"});
+  // Before: nlohmann's raw [json.exception.out_of_range.406].
+  json d = base();
+  d["tolerance"] = json::parse(R"({"C": {"rtol": 1}})");
+  std::string text = d.dump();
+  text.replace(text.find("\"rtol\":1"), 8, "\"rtol\":1e999");
+  write_text(dir_ / "inf.json", text);
+  expect_load_error(dir_ / "inf.json", "kopt.json.003", {"$.tolerance.C.rtol", "1e999", "out of range"});
+}
+
+TEST_F(SpecTest, PermissionDeniedSpecFile) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root, which ignores file permissions";
+  write_text(dir_ / "locked.json", base().dump());
+  ::chmod((dir_ / "locked.json").c_str(), 0);
   try {
-    load_spec(dir_ / "nope.json");
+    load_spec(dir_ / "locked.json");
     FAIL();
   } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), "kopt.spec.100");
-    EXPECT_NE(std::string(e.what()).find("nope.json"), std::string::npos);
+    EXPECT_EQ(e.id(), "kopt.io.004") << e.what();
+    EXPECT_NE(std::string(e.what()).find("permission denied"), std::string::npos) << e.what();
   }
 }
 
-TEST_F(SpecTest, Error101InvalidJson) {
-  write_text(dir_ / "broken.json", "{\"name\": \"x\",\n  \"cases\": [}\n");
+TEST_F(SpecTest, DuplicateKeysInsideTheSpecNameTheirPath) {
+  write_text(dir_ / "dup.json", R"({"name": "x", "cases": [{"name": "a", "sizes": {"M": 1, "M": 2}}]})");
   try {
-    load_spec(dir_ / "broken.json");
+    load_spec(dir_ / "dup.json");
     FAIL();
   } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), "kopt.spec.101");
-    EXPECT_NE(std::string(e.what()).find("broken.json"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    EXPECT_EQ(e.id(), "kopt.json.002") << e.what();
+    EXPECT_NE(std::string(e.what()).find("dup.json: $.cases[0].sizes: duplicate key 'M'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(SpecTest, AFloatWrittenAsAStringSaysToDropTheQuotes) {
+  // Before: "malformed number '1e' at column 1", with no hint.
+  json d = base();
+  d["signature"][6]["value"] = "1e-5";
+  expect_error(d, "kopt.spec.111", {"$.signature[6].value", "numbers are written without quotes (1e-5, not \"1e-5\")"});
+  d = base();
+  d["tolerance"] = json::parse(R"({"C": {"rtol": "1e-5"}})");
+  expect_error(d, "kopt.spec.104", {"$.tolerance.C.rtol", "expected a number", "without quotes"});
+  d = base();
+  d["timing"] = json::parse(R"({"iterations": "10"})");
+  expect_error(d, "kopt.spec.104", {"$.timing.iterations", "expected an integer", "without quotes"});
+  // An expression string is not a number in quotes.
+  d = base();
+  d["signature"][6]["value"] = "M*";
+  try {
+    parse(d);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(std::string(e.what()).find("without quotes"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SpecTest, ScalarsAndGeneratorsMustFitTheirFloatingPointType) {
+  // Before: a half scalar of 1e10 was accepted (and became infinity).
+  json d = base();
+  d["signature"][6] = json::parse(R"({"name": "alpha", "type": "half", "value": 1e10})");
+  expect_error(d, "kopt.spec.127", {"$.signature[6].value", "beyond the range of half", "65504"});
+  d["signature"][6]["value"] = 65504.0;
+  EXPECT_NO_THROW(parse(d));
+  d["signature"][6]["value"] = 70000;  // an integer literal for a half scalar
+  expect_error(d, "kopt.spec.127", {"$.signature[6].value", "does not fit in half"});
+  d["signature"][6] = json::parse(R"({"name": "alpha", "type": "float", "value": 1e300})");
+  expect_error(d, "kopt.spec.127", {"beyond the range of float"});
+  d["signature"][6] = json::parse(R"({"name": "alpha", "type": "double", "value": 1e300})");
+  EXPECT_NO_THROW(parse(d));
+  // Generators of half buffers.
+  d = base();
+  d["signature"][0]["type"] = "half";
+  d["signature"][0]["init"] = json::parse(R"({"kind": "constant", "value": 1e10})");
+  expect_error(d, "kopt.spec.119", {"$.signature[0].init.value", "beyond the range of half"});
+  d["signature"][0]["init"] = json::parse(R"({"kind": "uniform", "low": -1e6, "high": 1})");
+  expect_error(d, "kopt.spec.119", {"$.signature[0].init.low", "beyond the range of half"});
+  d["signature"][0]["init"] = json::parse(R"({"kind": "normal", "mean": 1e5, "stddev": 1})");
+  expect_error(d, "kopt.spec.119", {"$.signature[0].init.mean"});
+  // iota: the last element of the largest case (64*16 = 1024 elements) counts.
+  d["signature"][0]["init"] = json::parse(R"({"kind": "iota", "start": 0, "step": 100})");
+  expect_error(d, "kopt.spec.119", {"$.signature[0].init.step", "last iota element", "count 1024"});
+  d["signature"][0]["init"] = json::parse(R"({"kind": "iota", "start": 0, "step": 1})");
+  EXPECT_NO_THROW(parse(d));
+  // A case's override is checked too.
+  d = base();
+  d["signature"][0]["type"] = "half";
+  d["cases"][0]["inputs"] = json::parse(R"({"A": {"kind": "constant", "value": -1e9}})");
+  expect_error(d, "kopt.spec.119", {"$.cases[0].inputs.A.value"});
+}
+
+TEST_F(SpecTest, Int32ScalarOfAHugeSizeIsRejected) {
+  json d = base();
+  d["cases"][1]["sizes"]["M"] = 3000000000LL;  // M is passed as an int32 scalar
+  d["signature"][0]["count"] = "K";            // keep the buffers small
+  d["signature"][2]["count"] = "N";
+  expect_error(d, "kopt.spec.127", {"$.signature[3].value", "does not fit in int32", "case '64x32x16'"});
+}
+
+TEST_F(SpecTest, LaunchTimeoutIsCapped) {
+  json d = base();
+  d["timing"] = json::parse(R"({"launch_timeout_ms": 1e300})");
+  expect_error(d, "kopt.spec.119", {"$.timing.launch_timeout_ms", "at most"});
+  d["timing"]["launch_timeout_ms"] = 60000;
+  EXPECT_NO_THROW(parse(d));
+}
+
+TEST_F(SpecTest, HugeNamesAreCutInMessagesAndRefused) {
+  // Before: a 10 MB spec name was echoed in full.
+  json d = base();
+  d["name"] = std::string(10 << 20, 'n');
+  try {
+    parse(d);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.spec.106");
+    EXPECT_LT(std::string(e.what()).size(), 600u);
+  }
+  d = base();
+  d["name"] = std::string(129, 'n');  // longer than a file name should be
+  expect_error(d, "kopt.spec.106", {"$.name", "at most 128 bytes"});
+  d = base();
+  d["bogus_" + std::string(1 << 20, 'k')] = 1;
+  try {
+    parse(d);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.spec.105");
+    EXPECT_LT(std::string(e.what()).size(), 1000u);
+  }
+  d = base();
+  d["signature"][0]["count"] = std::string(1 << 20, '1') ;
+  try {
+    parse(d);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.spec.111");
+    EXPECT_LT(std::string(e.what()).size(), 600u);
+  }
+}
+
+TEST_F(SpecTest, PathsInsideTheSpecMustBeRegularFiles) {
+  json d = base();
+  d["initial"]["source"] = "/dev/zero";
+  expect_error(d, "kopt.spec.122", {"$.initial.source", "not a regular file", "/dev/zero"});
+  d = base();
+  d["reference"]["source"] = "kernels";
+  expect_error(d, "kopt.spec.122", {"$.reference.source", "a directory, not a file"});
+  d = base();
+  stdfs::create_directories(dir_ / "in" / "1x1x1_A.npy");
+  d["signature"][0]["init"] = json::parse(R"({"kind": "npy", "path": "in/{case}_A.npy"})");
+  expect_error(d, "kopt.spec.122", {"$.signature[0].init.path", "a directory", "case '1x1x1'"});
+}
+
+TEST_F(SpecTest, CasesFromAnotherFileNameThatFile) {
+  // optimize --input-cases: errors in the cases name that file and its own path.
+  json d = base();
+  d["cases"][1]["sizes"]["M"] = -4;
+  try {
+    parse_spec(d, origin(), {{"cases", SectionOrigin{"cases.json", "$"}}});
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.spec.115");
+    EXPECT_NE(std::string(e.what()).find("cases.json: $[1].sizes.M: "), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("my_spec.json"), std::string::npos) << e.what();
+  }
+  try {
+    parse_spec(d, origin(), {{"cases", SectionOrigin{"cases.json", "$.cases"}}});
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("cases.json: $.cases[1].sizes.M: "), std::string::npos) << e.what();
+  }
+  // Other sections still name the spec.
+  d = base();
+  d["signature"][0]["count"] = "Q";
+  try {
+    parse_spec(d, origin(), {{"cases", SectionOrigin{"cases.json", "$"}}});
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("my_spec.json: $.signature[0].count"), std::string::npos) << e.what();
   }
 }
 

@@ -5,12 +5,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <system_error>
 
 #include "agent/llm.h"
+#include "util/error.h"
+#include "util/fs.h"
 #include "util/url.h"
 
 namespace kopt::agent {
@@ -241,14 +242,18 @@ LlmConfig resolve_config(const LlmOverrides& cli, const std::string& dotenv,
 
   std::map<std::string, std::string> file_vars;
   if (!dotenv.empty()) {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(dotenv, ec)) {
-      std::ifstream f(dotenv, std::ios::binary);
-      if (!f) throw UsageError("kopt.agent.003", dotenv + ": cannot read the .env file");
-      std::ostringstream text;
-      text << f.rdbuf();
-      if (f.bad()) throw UsageError("kopt.agent.003", dotenv + ": cannot read the .env file");
-      file_vars = parse_dotenv(text.str(), dotenv);
+    // No .env file is fine; one that cannot be read (a folder, a device,
+    // no permission, too big) is an error naming it.
+    const std::string why = fs::unreadable_reason(dotenv);
+    if (why.rfind("not found", 0) != 0) {
+      if (!why.empty()) throw UsageError("kopt.agent.003", fs::display(dotenv) + ": cannot read the .env file: " + why);
+      std::string text;
+      try {
+        text = fs::read_file(dotenv, ".env file", fs::kSourceMaxBytes);
+      } catch (const SpecError& e) {
+        throw UsageError("kopt.agent.003", std::string(e.what()).substr(e.id().size() + 3));
+      }
+      file_vars = parse_dotenv(text, dotenv);
     }
   }
 

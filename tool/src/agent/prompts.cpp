@@ -62,7 +62,7 @@ std::string describe_reference(const spec::Spec& s) {
   }
   std::string src;
   try {
-    src = fs::read_file(s.reference.kernel.source);
+    src = fs::read_file(s.reference.kernel.source, "kernel source", fs::kSourceMaxBytes);
   } catch (const Error&) {
     src = "(unreadable)";
   }

@@ -90,7 +90,7 @@ void Session::attach(propose::EvaluationService& service, Bridge& bridge) {
   agent_dir_ = service.run_dir() / "agent";
   stdfs::create_directories(agent_dir_);
   // Keep the events of an earlier session (resume, or drafting) and number calls after them.
-  if (stdfs::exists(agent_dir_ / "events.jsonl")) events_ = fs::read_file(agent_dir_ / "events.jsonl");
+  if (stdfs::exists(agent_dir_ / "events.jsonl")) events_ = fs::read_file(agent_dir_ / "events.jsonl", "agent event log", fs::kLogMaxBytes);
   if (calls_ == 0)
     while (stdfs::exists(agent_dir_ / numbered("call-", calls_ + 1, ".json"))) ++calls_;
 }

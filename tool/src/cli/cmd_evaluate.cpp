@@ -360,7 +360,7 @@ int EvaluateCommand::run() {
   }
   const std::string text = dump_json(results, 2);
   std::cout << text << std::endl;  // first: a --json file that cannot be written must not lose the results
-  if (!json_out_.empty()) fs::write_file_atomic(json_out_, text + "\n");
+  if (!json_out_.empty()) fs::write_output_file(json_out_, text + "\n");
   if (out.no_device) {
     std::cerr << "kopt: " << out.no_device_reason << "\n"
               << "kopt: checking and timing need a GPU"

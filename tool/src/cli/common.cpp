@@ -15,6 +15,7 @@
 #include "cuda/nvrtc.h"
 #include "tune/driver.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/text.h"
 #include "util/thread_pool.h"
 
@@ -162,10 +163,11 @@ std::string input_problem(const std::string& t, bool want_dir) {
     if (::access(t.c_str(), R_OK | X_OK) != 0) return clip(t) + ": the folder cannot be read (" + std::strerror(errno) + ")";
     return {};
   }
-  if (S_ISDIR(st.st_mode)) return clip(t) + ": is a directory; give a file";
-  if (!S_ISREG(st.st_mode)) return clip(t) + ": is not a regular file (a device, FIFO or socket)";
-  if (::access(t.c_str(), R_OK) != 0) return clip(t) + ": cannot be read (" + std::strerror(errno) + ")";
-  return {};
+  // The rule and the words of fs::read_file, which reads it later: a regular
+  // file that can be opened ("a directory, not a file", "not a regular file
+  // (a named pipe)", "permission denied").
+  const std::string why = fs::unreadable_reason(t);
+  return why.empty() ? std::string() : clip(t) + ": " + why;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "cuda/ptx.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_read.h"
 #include "util/json.h"
 
 namespace kopt::cuda {
@@ -116,7 +117,7 @@ CompileResult Compiler::compile(const CompileRequest& r) {
   const auto meta_path = dir_ / (out.key + ".json");
   if (!dir_.empty() && std::filesystem::exists(meta_path)) {
     try {
-      auto meta = nlohmann::json::parse(fs::read_file(meta_path));
+      auto meta = parse_json_file(meta_path, "compile cache entry");
       out.ok = meta.at("ok").get<bool>();
       out.error_name = meta.value("error_name", "");
       out.log = meta.value("log", "");
@@ -126,7 +127,7 @@ CompileResult Compiler::compile(const CompileRequest& r) {
         // Entries written before parameter sizes were recorded are compiled again.
         if (!meta.contains("param_sizes")) complete = false;
         else if (!meta["param_sizes"].is_null()) out.param_sizes = meta["param_sizes"].get<std::vector<size_t>>();
-        std::string bin = fs::read_file(dir_ / (out.key + ".cubin"));
+        std::string bin = fs::read_file(dir_ / (out.key + ".cubin"), "compiled kernel", fs::kBlobMaxBytes);
         out.cubin.assign(bin.begin(), bin.end());
         complete = complete && !out.cubin.empty();
       }

@@ -106,7 +106,7 @@ Candidate Evaluator::reference_candidate() const {
   const spec::KernelSource& k = spec_.reference.kernel;
   Candidate c;
   c.label = "reference";
-  c.source = fs::read_file(k.source);
+  c.source = fs::read_file(k.source, "kernel source", fs::kSourceMaxBytes);
   c.source_name = k.source.filename().string();
   c.entry = k.entry;
   c.launch = k.launch ? *k.launch : spec_.launch;

@@ -9,10 +9,15 @@
 //       -> zero or more {"reply":"progress","id":N,"case":"...","phase":"check|time"}
 //       -> exactly one {"reply":"result","id":N,"healthy":bool,"result":{...Result...}}
 //   {"op":"shutdown"}  -> the worker exits 0 without replying (EOF on stdin too).
-//   A request the worker cannot parse (not JSON, unknown op, a field missing or
-//   of the wrong type: EvalRequest::from_json throws kopt.protocol.001)
+//   A request the worker cannot parse (not JSON as util/json_read.h reads it,
+//   so also a duplicate key or 1e999; not an object; "op" missing, not a
+//   string or unknown; a field missing or of the wrong type:
+//   EvalRequest::from_json throws kopt.protocol.001)
 //       -> {"reply":"error","id":N,"error":"[kopt.protocol.001] $.cases[0].name: missing"}
-//          ("id" copied from the request when it has one; may be absent). Instead a
+//          ("id" copied from the request when it has an integer one; may be
+//          absent). An evaluate request is decoded before the GPU is touched.
+//   A request line longer than 64 MiB (fs::kJsonMaxBytes) is answered with an
+//   error and the worker exits 3: the rest of the line cannot be skipped safely. Instead a
 //          worker may answer a result with verdict worker_crash and healthy:false.
 //          The supervisor records
 //          the request as worker_crash with that message and replaces the worker.

@@ -12,9 +12,15 @@
 
 #include "cuda/nvrtc.h"
 #include "eval/worker_impl.h"
+#include "util/fs.h"
+#include "util/json_read.h"
 
 namespace kopt::eval {
 namespace detail {
+
+/// The longest request line the worker reads (a spec's cases, arguments and
+/// tolerances; far below this in practice).
+constexpr size_t kMaxRequestBytes = fs::kJsonMaxBytes;
 
 Worker::~Worker() {
   const cuda::Driver* drv = driver_;
@@ -27,25 +33,69 @@ Worker::~Worker() {
   if (ctx_) KOPT_CU_CHECK_NOTHROW(drv->cuDevicePrimaryCtxRelease(device_));
 }
 
+namespace {
+
+/// Reads one '\n'-terminated line of at most `max` bytes. False at the end
+/// of input; `too_long` when the line is longer (reading stops there).
+bool read_request_line(std::istream& in, std::string& line, size_t max, bool& too_long) {
+  line.clear();
+  too_long = false;
+  std::streambuf* sb = in.rdbuf();
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) return !line.empty();
+    if (c == '\n') return true;
+    if (line.size() >= max) {
+      too_long = true;
+      return true;
+    }
+    line.push_back(static_cast<char>(c));
+  }
+}
+
+}  // namespace
+
 int Worker::loop() {
   std::string line;
-  while (std::getline(std::cin, line)) {
+  bool too_long = false;
+  while (read_request_line(std::cin, line, kMaxRequestBytes, too_long)) {
+    if (too_long) {
+      // The rest of the line cannot be skipped safely (it may never end).
+      send({{"reply", "error"},
+            {"error", "[kopt.protocol.001] worker request: longer than " +
+                          std::to_string(kMaxRequestBytes >> 20) + " MiB; the worker exits"}});
+      return 3;
+    }
     if (line.empty()) continue;
     nlohmann::json req;
     try {
-      req = nlohmann::json::parse(line);
+      req = parse_json(line, "worker request");
     } catch (const std::exception& e) {
       send({{"reply", "error"}, {"error", std::string("bad request: ") + e.what()}});
       continue;
     }
-    const std::string op = req.value("op", "");
+    // Error replies carry the request's id when it has an integer one.
+    auto error_reply = [&req](const std::string& what) {
+      nlohmann::json r = {{"reply", "error"}, {"error", what}};
+      if (req.is_object()) {
+        const auto id = req.find("id");
+        if (id != req.end() && id->is_number_integer()) r["id"] = *id;
+      }
+      return r;
+    };
+    const auto op_it = req.is_object() ? req.find("op") : req.end();
+    if (!req.is_object() || op_it == req.end() || !op_it->is_string()) {
+      send(error_reply("[kopt.protocol.001] worker request: $.op: expected an object with a string \"op\""));
+      continue;
+    }
+    const std::string op = op_it->get<std::string>();
     if (op == "shutdown") return 0;
     if (op == "hello") {
       handle_hello();
     } else if (op == "evaluate") {
       if (!handle_evaluate(req)) return 0;  // context unusable: exit, a fresh worker follows
     } else {
-      send({{"reply", "error"}, {"error", "unknown op '" + op + "'"}});
+      send(error_reply("[kopt.protocol.001] worker request: $.op: unknown op '" + json_shown(op) + "'"));
     }
   }
   return 0;
@@ -133,13 +183,24 @@ void Worker::handle_hello() {
 
 /// Runs the whole evaluation. Returns false when the worker must exit.
 bool Worker::handle_evaluate(const nlohmann::json& j) {
-  int64_t id = j.value("id", int64_t{0});
+  const auto id_it = j.find("id");
+  int64_t id = id_it != j.end() && id_it->is_number_integer() ? id_it->get<int64_t>() : 0;
+  // A request that does not decode is answered with an error before the GPU
+  // is touched (protocol.h).
+  EvalRequest rq;
+  try {
+    rq = EvalRequest::from_json(j);
+  } catch (const std::exception& e) {
+    nlohmann::json reply = {{"reply", "error"}, {"error", e.what()}};
+    if (id_it != j.end() && id_it->is_number_integer()) reply["id"] = id;
+    send(reply);
+    return true;
+  }
+  id = rq.id;
   bool healthy = true;
   result_ = Result{};
   try {
     ensure_context();
-    EvalRequest rq = EvalRequest::from_json(j);
-    id = rq.id;
     evaluate(rq);
   } catch (const CandidateFailure& f) {
     result_.verdict = f.verdict;

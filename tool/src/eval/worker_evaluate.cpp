@@ -59,6 +59,17 @@ const ReferenceData& Worker::reference_for(const EvalRequest& rq, Kernel* ref_ke
   if (rq.reference_is_golden) {
     for (const auto& [name, path] : c.golden_npy) {
       auto arr = spec::read_npy(path);
+      // The file may have changed since the spec was loaded: it must still
+      // hold the output's dtype and element count (validation reads it as such).
+      for (const ArgSpec& a : c.args) {
+        if (a.name != name) continue;
+        if (arr.dtype != a.dtype || arr.count() != a.count) {
+          throw SpecError("kopt.inputs.202", path + ": the golden output '" + name + "' of case " + c.name +
+                                                 " holds " + std::to_string(arr.count()) + " elements of " +
+                                                 spec::dtype_name(arr.dtype) + ", expected " +
+                                                 std::to_string(a.count) + " of " + spec::dtype_name(a.dtype));
+        }
+      }
       out.outputs[name] = std::move(arr.data);
     }
   } else {

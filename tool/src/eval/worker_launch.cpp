@@ -106,7 +106,7 @@ Kernel Worker::load_kernel(const KernelRef& ref) {
   } else {
     std::string image;
     try {
-      image = fs::read_file(ref.cubin_path);
+      image = fs::read_file(ref.cubin_path, "compiled kernel", fs::kBlobMaxBytes);
     } catch (const std::exception& e) {
       throw CandidateFailure{Verdict::launch_error, e.what(), "", false};
     }

@@ -15,6 +15,7 @@
 #include "util/fs.h"
 #include "util/interrupt.h"
 #include "util/json.h"
+#include "util/json_read.h"
 
 namespace kopt::gen {
 namespace {
@@ -69,7 +70,7 @@ std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, co
     for (const auto& v : sp["variants"]) {
       KernelVariant kv;
       const std::filesystem::path f = run_dir / v.value("file", "");
-      kv.source = fs::read_file(f);
+      kv.source = fs::read_file(f, "kernel source", fs::kSourceMaxBytes);
       kv.origin = f.string();
       kv.label = v.value("label", "");
       out.push_back(kv);
@@ -83,7 +84,7 @@ std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, co
     return out;
   }
   KernelVariant kv;
-  kv.source = fs::read_file(run_dir / "best.cu");
+  kv.source = fs::read_file(run_dir / "best.cu", "kernel source", fs::kSourceMaxBytes);
   kv.origin = (run_dir / "best.cu").string();
   kv.label = summary.value("final_best", nlohmann::json::object()).value("label", "");
   return {kv};
@@ -368,28 +369,133 @@ std::string combine_variants(const std::vector<KernelVariant>& variants) {
   return spec::join_variants(vs);
 }
 
+namespace {
+
+/// The shapes of a variant: an array of {size name: positive integer}.
+void check_shapes(const JsonAt& shapes) {
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const JsonAt sh = shapes.at(k);
+    sh.expect_object();
+    for (const auto& [name, v] : sh.value().items()) (void)sh.at(name).integer(1);
+  }
+}
+
+/// What generate and bench read of a tuning cache entry, checked once, so
+/// that the loose reads after it cannot throw a raw nlohmann error.
+void check_cache_entry(const JsonAt& e) {
+  e.expect_object();
+  e.at("spec_hash").string();
+  const JsonAt gpu = e.at("gpu");
+  gpu.expect_object();
+  for (const char* k : {"name", "compute_capability"})
+    if (auto v = gpu.find(k)) v->string();
+  e.at("kernel_source").string();
+  if (auto v = e.find("geomean_ms")) v->number(0);
+  // Tuning parameter values: integers (they become -D NAME=VALUE).
+  auto check_params = [](const JsonAt& p) {
+    p.expect_object();
+    for (const auto& [name, v] : p.value().items()) (void)p.at(name).integer();
+  };
+  if (auto v = e.find("params")) check_params(*v);
+  if (auto b = e.find("best")) {
+    b->expect_object();
+    if (auto l = b->find("label")) l->string();
+    if (auto p = b->find("params")) check_params(*p);
+  }
+  if (auto vs = e.find("variants")) {
+    for (size_t k = 0; k < vs->size(); ++k) {
+      const JsonAt v = vs->at(k);
+      v.at("kernel_source").string();
+      if (auto l = v.find("label")) l->string();
+      if (auto sh = v.find("shapes")) check_shapes(*sh);
+    }
+  }
+}
+
+}  // namespace
+
 nlohmann::json read_cache(const std::filesystem::path& file) {
-  if (!std::filesystem::exists(file)) return {{"format_version", 1}, {"entries", nlohmann::json::array()}};
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return {{"format_version", 1}, {"entries", nlohmann::json::array()}};
+  const std::string where = fs::display(file);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(fs::read_file(file));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw SpecError("kopt.cache.101", file.string() + ": the tuning cache is not valid JSON (" + e.what() +
-                                          "); fix it or delete it to start a new cache");
+    j = parse_json_file(file, "tuning cache");
+  } catch (const SpecError& e) {
+    if (e.id().rfind("kopt.json.", 0) != 0) throw;  // not a file (kopt.io.*): no advice to delete it
+    std::string msg = e.what();
+    const std::string prefix = "[" + e.id() + "] ";
+    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+    throw SpecError(e.id(), msg + "; fix it or delete it to start a new cache");
   }
   if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array())
-    throw SpecError("kopt.cache.102", file.string() + ": $.entries: expected an array of cache entries; "
-                                                      "fix the file or delete it to start a new cache");
-  if (j.value("format_version", 0) != 1)
-    throw SpecError("kopt.cache.103", file.string() + ": $.format_version: expected 1");
-  for (size_t i = 0; i < j["entries"].size(); ++i) {
-    const auto& e = j["entries"][i];
+    throw SpecError("kopt.cache.102", where + ": $.entries: expected an array of cache entries; "
+                                              "fix the file or delete it to start a new cache");
+  const auto version = j.find("format_version");
+  if (version == j.end() || !version->is_number_integer() || *version != 1)
+    throw SpecError("kopt.cache.103", where + ": $.format_version: expected 1");
+  const JsonAt entries = JsonAt(j, where).at("entries");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const JsonAt e = entries.at(i);
     for (const char* k : {"spec_hash", "gpu", "kernel_source"})
-      if (!e.is_object() || !e.contains(k))
-        throw SpecError("kopt.cache.104", file.string() + ": $.entries[" + std::to_string(i) + "]: missing '" + k +
+      if (!e.value().is_object() || !e.value().contains(k))
+        throw SpecError("kopt.cache.104", where + ": " + e.path() + ": missing '" + k +
                                               "'; fix the file or delete it to start a new cache");
+    check_cache_entry(e);
   }
   return j;
+}
+
+/// What generate reads of a run's summary.json (kopt.json.005 naming the
+/// file and path). Variant files must lie inside the run folder.
+void check_summary(const nlohmann::json& summary, const std::string& where) {
+  const JsonAt s(summary, where);
+  s.expect_object();
+  if (auto fb = s.find("final_best")) {
+    fb->expect_object();
+    if (auto l = fb->find("label")) l->string();
+    if (auto p = fb->find("params")) p->expect_object();
+    if (auto g = fb->find("geomean_ms")) g->number();
+  }
+  if (auto c = s.find("cublas_geomean_ms")) c->number();
+  const auto sp = s.find("specialization");
+  if (!sp || !sp->value().is_object()) return;
+  if (auto vs = sp->find("variants")) {
+    for (size_t k = 0; k < vs->size(); ++k) {
+      const JsonAt v = vs->at(k);
+      const std::filesystem::path f = v.at("file").string();
+      bool inside = !f.empty() && f.is_relative();
+      for (const auto& part : f) inside = inside && part != "..";
+      if (!inside) v.at("file").fail("expected a file name inside the run folder, got '" + json_shown(f.string()) + "'");
+      if (auto l = v.find("label")) l->string();
+    }
+  }
+  if (auto cs = sp->find("cases")) {
+    cs->expect_object();
+    for (const auto& [name, c] : cs->value().items()) {
+      const JsonAt jc = cs->at(name);
+      jc.expect_object();
+      if (auto v = jc.find("variant")) v->integer(0);
+      if (auto sz = jc.find("sizes")) {
+        sz->expect_object();
+        for (const auto& [k, v] : sz->value().items()) (void)sz->at(k).integer(1);
+      }
+    }
+  }
+}
+
+/// A run folder's summary.json and device.json, checked (kopt.io.*, kopt.json.*).
+std::pair<nlohmann::json, nlohmann::json> read_run_outputs(const std::filesystem::path& run_dir) {
+  const std::filesystem::path sf = run_dir / "summary.json";
+  nlohmann::json summary = parse_json_file(sf, "run summary");
+  check_summary(summary, fs::display(sf));
+  const std::filesystem::path df = run_dir / "device.json";
+  nlohmann::json device = parse_json_file(df, "run folder's device.json");
+  const JsonAt d(device, fs::display(df));
+  d.expect_object();
+  for (const char* k : {"name", "compute_capability"})
+    if (auto v = d.find(k)) v->string();
+  return {std::move(summary), std::move(device)};
 }
 
 void write_cache(const std::filesystem::path& file, const nlohmann::json& cache) {
@@ -411,8 +517,7 @@ int generate(const GenerateOptions& o) {
     if (!std::filesystem::exists(o.from_run / "best.cu") || !std::filesystem::exists(summary_file))
       throw UsageError("kopt.gen.106", o.from_run.string() + ": the run has no best.cu/summary.json (it did not finish, "
                                                              "or no candidate passed)");
-    const nlohmann::json summary = nlohmann::json::parse(fs::read_file(summary_file));
-    const nlohmann::json device = nlohmann::json::parse(fs::read_file(o.from_run / "device.json"));
+    const auto [summary, device] = read_run_outputs(o.from_run);
     emit(o, s, run_variants(o.from_run, summary),
          "from run " + o.from_run.string() + ", tuned on " + gpu_label(device));
     return 0;
@@ -436,10 +541,9 @@ int generate(const GenerateOptions& o) {
       code = 77;
     }
     if (code == 0) {
-      const nlohmann::json summary = nlohmann::json::parse(fs::read_file(run_dir / "summary.json"));
+      const auto [summary, device] = read_run_outputs(run_dir);
       const std::vector<KernelVariant> variants = run_variants(run_dir, summary);
       const std::string& best = variants.front().source;
-      const nlohmann::json device = nlohmann::json::parse(fs::read_file(run_dir / "device.json"));
       launch_header(o.name, variants, s);  // throws (writing nothing) when it would not compile
       // The cache is written before the outputs: it is also an input of the
       // build step, so the outputs must end up newer than it (or the next
@@ -518,7 +622,7 @@ int generate(const GenerateOptions& o) {
   // 3. The initial kernel.
   if (!s.initial)
     throw SpecError("kopt.gen.104", s.path.string() + ": no GPU, no usable tuning cache entry and no initial kernel to fall back on");
-  const std::string src = fs::read_file(s.initial->source);
+  const std::string src = fs::read_file(s.initial->source, "kernel source", fs::kSourceMaxBytes);
   const spec::Launch l = s.initial->launch ? *s.initial->launch : s.launch;
   emit(o, s, {KernelVariant{spec::with_missing_annotations(src, s.initial->source.string(), s.initial->entry, l),
                             s.initial->source.string(), "", {}}},

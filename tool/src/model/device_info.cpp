@@ -1,5 +1,7 @@
 #include "model/device_info.h"
 
+#include "util/error.h"
+
 namespace kopt::model {
 
 std::string DeviceInfo::arch() const {
@@ -36,33 +38,51 @@ nlohmann::json DeviceInfo::to_json() const {
 }
 
 DeviceInfo DeviceInfo::from_json(const nlohmann::json& j) {
-  DeviceInfo d;
-  d.ordinal = j.value("ordinal", 0);
-  d.name = j.value("name", "");
-  const std::string cc = j.value("compute_capability", "0.0");
-  auto dot = cc.find('.');
-  d.cc_major = std::stoi(cc.substr(0, dot));
-  d.cc_minor = dot == std::string::npos ? 0 : std::stoi(cc.substr(dot + 1));
-  d.sm_count = j.value("sm_count", 0);
-  d.total_memory_bytes = j.value("total_memory_bytes", int64_t{0});
-  d.l2_bytes = j.value("l2_bytes", int64_t{0});
-  d.shared_per_block_bytes = j.value("shared_per_block_bytes", int64_t{0});
-  d.shared_per_block_optin_bytes = j.value("shared_per_block_optin_bytes", int64_t{0});
-  d.shared_per_sm_bytes = j.value("shared_per_sm_bytes", int64_t{0});
-  d.regs_per_block = j.value("regs_per_block", 0);
-  d.regs_per_sm = j.value("regs_per_sm", 0);
-  d.max_threads_per_block = j.value("max_threads_per_block", 0);
-  d.max_threads_per_sm = j.value("max_threads_per_sm", 0);
-  d.warp_size = j.value("warp_size", 0);
-  if (j.contains("max_grid"))
-    for (int i = 0; i < 3; ++i) d.max_grid[i] = j["max_grid"][i].get<int64_t>();
-  if (j.contains("max_block"))
-    for (int i = 0; i < 3; ++i) d.max_block[i] = j["max_block"][i].get<int>();
-  d.sm_clock_khz = j.value("sm_clock_khz", 0);
-  d.memory_clock_khz = j.value("memory_clock_khz", 0);
-  d.memory_bus_width_bits = j.value("memory_bus_width_bits", 0);
-  d.driver_version = j.value("driver_version", 0);
-  return d;
+  // The description comes from the worker (any --worker-command): a wrong
+  // type, a short array or a bad compute capability is a protocol error that
+  // names the field, never a raw library exception or undefined behaviour.
+  if (!j.is_object()) {
+    throw EnvironmentError("kopt.worker.004", "protocol error: the worker's device description is not an object");
+  }
+  for (const char* k : {"max_grid", "max_block"}) {
+    if (j.contains(k) && !(j[k].is_array() && j[k].size() >= 3)) {
+      throw EnvironmentError("kopt.worker.004", std::string("protocol error: the worker's device description: $.") +
+                                                    k + ": expected an array of 3 integers");
+    }
+  }
+  try {
+    DeviceInfo d;
+    d.ordinal = j.value("ordinal", 0);
+    d.name = j.value("name", "");
+    const std::string cc = j.value("compute_capability", "0.0");
+    auto dot = cc.find('.');
+    d.cc_major = std::stoi(cc.substr(0, dot));
+    d.cc_minor = dot == std::string::npos ? 0 : std::stoi(cc.substr(dot + 1));
+    d.sm_count = j.value("sm_count", 0);
+    d.total_memory_bytes = j.value("total_memory_bytes", int64_t{0});
+    d.l2_bytes = j.value("l2_bytes", int64_t{0});
+    d.shared_per_block_bytes = j.value("shared_per_block_bytes", int64_t{0});
+    d.shared_per_block_optin_bytes = j.value("shared_per_block_optin_bytes", int64_t{0});
+    d.shared_per_sm_bytes = j.value("shared_per_sm_bytes", int64_t{0});
+    d.regs_per_block = j.value("regs_per_block", 0);
+    d.regs_per_sm = j.value("regs_per_sm", 0);
+    d.max_threads_per_block = j.value("max_threads_per_block", 0);
+    d.max_threads_per_sm = j.value("max_threads_per_sm", 0);
+    d.warp_size = j.value("warp_size", 0);
+    if (j.contains("max_grid"))
+      for (int i = 0; i < 3; ++i) d.max_grid[i] = j["max_grid"][i].get<int64_t>();
+    if (j.contains("max_block"))
+      for (int i = 0; i < 3; ++i) d.max_block[i] = j["max_block"][i].get<int>();
+    d.sm_clock_khz = j.value("sm_clock_khz", 0);
+    d.memory_clock_khz = j.value("memory_clock_khz", 0);
+    d.memory_bus_width_bits = j.value("memory_bus_width_bits", 0);
+    d.driver_version = j.value("driver_version", 0);
+    return d;
+  } catch (const std::exception& e) {  // nlohmann type errors, std::stoi
+    std::string what = e.what();
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) what = what.substr(what.find("] ") + 2);
+    throw EnvironmentError("kopt.worker.004", "protocol error: the worker's device description: " + what);
+  }
 }
 
 }  // namespace kopt::model

@@ -10,6 +10,7 @@
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_read.h"
 #include "util/json.h"
 #include "util/url.h"
 
@@ -745,7 +746,7 @@ void write_reports(const run::RunStore& store, const std::vector<std::string>& p
   std::error_code ec;
   if (stdfs::is_regular_file(sp, ec)) {
     try {
-      const json old = json::parse(fs::read_file(sp));
+      const json old = parse_json_file(sp, "run summary");
       if (old.is_object()) {
         const auto it = old.find("attempts");
         if (it != old.end() && it->is_number_integer() &&

@@ -23,7 +23,7 @@ void replace_paths(nlohmann::json& j) {
   const std::filesystem::path p(s);
   std::error_code ec;
   if (std::filesystem::is_regular_file(p, ec)) {
-    const std::string content = fs::read_file(p);
+    const std::string content = fs::read_file(p, "file named by the spec", fs::kBlobMaxBytes);
     const XXH128_hash_t h = XXH3_128bits(content.data(), content.size());
     char buf[48];
     std::snprintf(buf, sizeof buf, "xxh3:%016llx%016llx", static_cast<unsigned long long>(h.high64),

@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/json_read.h"
 
 namespace kopt::run {
 
@@ -92,57 +93,26 @@ std::string fmt_double(double v, const char* f = "%.4g") {
   return buf;
 }
 
-// What a path of a run folder is when it is no regular file ("a directory",
-// "a FIFO", ...; symbolic links followed), empty when it is one or is missing.
-std::string odd_kind(const stdfs::path& p) {
-  std::error_code ec;
-  const stdfs::file_status st = stdfs::status(p, ec);
-  switch (st.type()) {
-    case stdfs::file_type::regular: return "";
-    case stdfs::file_type::directory: return "a directory";
-    case stdfs::file_type::fifo: return "a FIFO";
-    case stdfs::file_type::character: return "a character device";
-    case stdfs::file_type::block: return "a block device";
-    case stdfs::file_type::socket: return "a socket";
-    case stdfs::file_type::not_found: return "";
-    default: return ec ? "" : "not a regular file";
-  }
-}
-
-// Throws kopt.run.901 when `p` exists but is no regular file (reading it
-// could block or never end): "X is a directory, not a file: ...".
-void check_regular(const stdfs::path& p, const std::string& what) {
-  const std::string kind = odd_kind(p);
-  if (!kind.empty())
-    throw UsageError("kopt.run.901", p.string() + " (" + what + ") is " + kind +
-                                         ", not a regular file: the run folder is damaged; restore it, or start "
-                                         "a new run.");
-}
-
 // Reads and parses a JSON file of a run folder, or throws kopt.run.901.
 json read_run_json(const stdfs::path& dir, const char* name, const char* what) {
   const stdfs::path p = dir / name;
-  std::error_code ec;
-  check_regular(p, what);
-  if (!stdfs::is_regular_file(p, ec)) {
+  // A folder or a device in its place is reported by read_file, below.
+  if (fs::unreadable_reason(p).rfind("not found", 0) == 0) {
     throw UsageError("kopt.run.901",
                      dir.string() + " is not a complete run folder: " + name + " (" + what +
                          ") is missing. Pass a folder made by `kopt optimize` (results/run-NNN) that "
                          "it finished creating, or start a new run.");
   }
-  std::string text;
   try {
-    text = fs::read_file(p);
-  } catch (const Error& e) {
-    throw UsageError("kopt.run.901", p.string() + " cannot be read (" + e.what() +
-                                         "): fix its permissions, or start a new run.");
-  }
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw UsageError("kopt.run.901", p.string() + " is not valid JSON (" + e.what() +
-                                         "): the run folder is damaged; restore the file or "
-                                         "start a new run.");
+    return parse_json_file(p, std::string("run folder's ") + name);
+  } catch (const SpecError& e) {
+    // "<file>: cannot read ...: permission denied" or "<file>: $.x: duplicate key 'y'".
+    std::string msg = e.what();
+    const std::string prefix = "[" + e.id() + "] ";
+    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+    throw UsageError("kopt.run.901", msg + (e.id() == "kopt.io.004"
+                                                ? "; fix its permissions, or start a new run."
+                                                : "; the run folder is damaged: restore the file, or start a new run."));
   }
 }
 
@@ -183,7 +153,7 @@ void restore_raw_samples(const stdfs::path& result_path, model::Result* r) {
   std::error_code ec;
   if (!stdfs::is_regular_file(result_path, ec)) return;
   try {
-    const model::Result full = model::Result::from_json(json::parse(fs::read_file(result_path)));
+    const model::Result full = model::Result::from_json(parse_json_file(result_path, "candidate result"));
     if (full.verdict != r->verdict || full.cases.size() != r->cases.size()) return;
     for (size_t i = 0; i < r->cases.size(); ++i) {
       model::CaseResult& c = r->cases[i];
@@ -271,16 +241,16 @@ std::vector<Attempt> load_attempts(const stdfs::path& dir, const std::string& to
                                            "; restore it, or start a new run.");
     }
     const stdfs::path cdir = dir / "candidates" / candidate_name(a.index);
-    check_regular(cdir / "kernel.cu", "the kernel of attempt " + std::to_string(a.index));
-    if (!stdfs::is_regular_file(cdir / "kernel.cu", ec)) {
+    // Missing: the folder is damaged; a folder or a device in its place: read_file says so.
+    if (fs::unreadable_reason(cdir / "kernel.cu").rfind("not found", 0) == 0) {
       throw UsageError("kopt.run.901", (cdir / "kernel.cu").string() + " is missing, but " +
                                            hist_path.string() + " names attempt " +
                                            std::to_string(a.index) +
                                            ": the run folder is damaged; start a new run.");
     }
-    a.source = fs::read_file(cdir / "kernel.cu");
+    a.source = fs::read_file(cdir / "kernel.cu", "candidate source", fs::kSourceMaxBytes);
     if (stdfs::is_regular_file(cdir / "compile.log", ec))
-      a.result.compile_log = fs::read_file(cdir / "compile.log");
+      a.result.compile_log = fs::read_file(cdir / "compile.log", "compile log", fs::kLogMaxBytes);
     restore_raw_samples(cdir / "result.json", &a.result);
     attempts.push_back(std::move(a));
   }
@@ -438,7 +408,7 @@ RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec
   // device.json is informative only: a missing or damaged one is not fatal.
   if (stdfs::is_regular_file(dir / kDeviceJson, ec)) {
     try {
-      s.device_json_ = json::parse(fs::read_file(dir / kDeviceJson));
+      s.device_json_ = parse_json_file(dir / kDeviceJson, "run folder's device.json");
     } catch (const std::exception&) {
       s.device_json_ = json::object();
     }

@@ -33,10 +33,18 @@ struct Token {
 /// "'<text>'" quoting used in every message.
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
+/// The expression as messages show it: at most 120 characters.
+std::string shown_expr(const std::string& expr) {
+  return expr.size() <= 120 ? quoted(expr) : quoted(expr.substr(0, 117) + "...");
+}
+
 [[noreturn]] void fail(const char* id, const std::string& what, int column,
                        const std::string& expr) {
-  throw SpecError(id, what + " at column " + std::to_string(column) + " in " + quoted(expr));
+  throw SpecError(id, what + " at column " + std::to_string(column) + " in " + shown_expr(expr));
 }
+
+/// Longer texts are refused before they are split into tokens (memory).
+constexpr size_t kMaxTextLength = 64 * 1024;
 
 /// Two-character operators first so that "<=" is not read as "<" "=".
 const char* const kOperators[] = {"||", "&&", "==", "!=", "<=", ">=", "<", ">",
@@ -60,15 +68,15 @@ Token lex_integer(const std::string& s, size_t& pos) {
   t.text = s.substr(pos, end - pos);
   if (is_float) {
     fail("kopt.expr.001",
-         "floating-point literal " + quoted(t.text) + " (expressions are integer-only)",
+         "floating-point literal " + shown_expr(t.text) + " (expressions are integer-only)",
          t.column, s);
   }
   int64_t v = 0;
   for (char c : t.text) {
-    if (!is_digit(c)) fail("kopt.expr.001", "malformed number " + quoted(t.text), t.column, s);
+    if (!is_digit(c)) fail("kopt.expr.001", "malformed number " + shown_expr(t.text), t.column, s);
     if (__builtin_mul_overflow(v, int64_t{10}, &v) ||
         __builtin_add_overflow(v, int64_t{c - '0'}, &v)) {
-      fail("kopt.expr.001", "integer literal " + quoted(t.text) + " does not fit in 64 bits",
+      fail("kopt.expr.001", "integer literal " + shown_expr(t.text) + " does not fit in 64 bits",
            t.column, s);
     }
   }
@@ -79,6 +87,11 @@ Token lex_integer(const std::string& s, size_t& pos) {
 
 /// Splits `s` into tokens; the last one is Tok::end (column one past the end).
 std::vector<Token> tokenize(const std::string& s) {
+  if (s.size() > kMaxTextLength) {
+    throw SpecError("kopt.expr.002", "expression too long (" + std::to_string(s.size()) +
+                                         " characters, at most " + std::to_string(kMaxTextLength) +
+                                         "): " + shown_expr(s));
+  }
   std::vector<Token> out;
   size_t pos = 0;
   while (pos < s.size()) {
@@ -189,7 +202,7 @@ class Parser {
 
   NodePtr parse_all() {
     if (peek().kind == Tok::end) {
-      throw SpecError("kopt.expr.002", "empty expression " + quoted(text_));
+      throw SpecError("kopt.expr.002", "empty expression " + shown_expr(text_));
     }
     NodePtr root = parse_or();
     if (peek().kind != Tok::end) unexpected("an operator or the end of the expression");
@@ -209,7 +222,7 @@ class Parser {
 
   [[noreturn]] void unexpected(const std::string& expected) const {
     const Token& t = peek();
-    const std::string found = t.kind == Tok::end ? "end of expression" : quoted(t.text);
+    const std::string found = t.kind == Tok::end ? "end of expression" : shown_expr(t.text);
     fail("kopt.expr.002", "expected " + expected + ", found " + found, t.column, text_);
   }
 
@@ -297,7 +310,7 @@ class Parser {
     const FnInfo* fn = find_function(name.text);
     if (!fn) {
       fail("kopt.expr.006",
-           "unknown function " + quoted(name.text) + " (known: " + function_list() + ")",
+           "unknown function " + shown_expr(name.text) + " (known: " + function_list() + ")",
            name.column, text_);
     }
     const Token open = take();  // '('
@@ -317,7 +330,7 @@ class Parser {
           continue;
         }
         if (peek().kind != Tok::rparen) unexpected("',' or ')' in the arguments of " +
-                                                   quoted(name.text));
+                                                   shown_expr(name.text));
         take();
         break;
       }
@@ -333,7 +346,7 @@ class Parser {
     const std::string expected = f.max_args < 0 ? "at least " + std::to_string(f.min_args)
                                                 : std::to_string(f.min_args);
     fail("kopt.expr.006",
-         quoted(name.text) + " takes " + expected + " argument" + (f.min_args == 1 ? "" : "s") +
+         shown_expr(name.text) + " takes " + expected + " argument" + (f.min_args == 1 ? "" : "s") +
              ", got " + std::to_string(got),
          name.column, text_);
   }

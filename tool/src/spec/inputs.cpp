@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <system_error>
 #include <type_traits>
@@ -206,16 +206,19 @@ void gen_int_range(const Generator& g, DType dtype, int64_t count, uint64_t seed
 void gen_npy(const Generator& g, DType dtype, int64_t count, const std::string& case_name,
              std::vector<uint8_t>& out) {
   const std::string path = expand_case(g.npy, case_name).string();
-  NpyArray a = read_npy(path);
-  if (a.dtype != dtype) {
-    throw SpecError("kopt.inputs.201", "'" + path + "': expected dtype " + dtype_name(dtype) +
-                                           " (the buffer's), found " + dtype_name(a.dtype));
+  // The header first: a file of the wrong dtype or shape is not loaded.
+  for (const bool header_only : {true, false}) {
+    NpyArray a = header_only ? read_npy_header(path) : read_npy(path);
+    if (a.dtype != dtype) {
+      throw SpecError("kopt.inputs.201", fs::display(path) + ": expected dtype " + dtype_name(dtype) +
+                                             " (the buffer's), found " + dtype_name(a.dtype));
+    }
+    if (a.count() != count) {
+      throw SpecError("kopt.inputs.202", fs::display(path) + ": expected " + std::to_string(count) +
+                                             " elements, found " + std::to_string(a.count()));
+    }
+    if (!header_only) out = std::move(a.data);
   }
-  if (a.count() != count) {
-    throw SpecError("kopt.inputs.202", "'" + path + "': expected " + std::to_string(count) +
-                                           " elements, found " + std::to_string(a.count()));
-  }
-  out = std::move(a.data);
 }
 
 }  // namespace
@@ -312,11 +315,16 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
-constexpr size_t kMaxHeaderLen = 1u << 24;  // far above anything numpy writes
+/// numpy writes headers of a few hundred bytes (np.load refuses more than
+/// 10000 by default); a longer one is refused before it is read.
+constexpr size_t kMaxHeaderLen = 64 * 1024;
+
+/// Header text quoted in messages, cut to 60 characters.
+std::string cut(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
 
 [[noreturn]] void npy_fail(const char* id, const std::filesystem::path& file,
                            const std::string& what) {
-  throw SpecError(id, "'" + file.string() + "': " + what);
+  throw SpecError(id, fs::display(file) + ": " + what);
 }
 
 /// The Python dict literal numpy writes, e.g.
@@ -348,7 +356,7 @@ class HeaderParser {
         shape = tuple();
         have_shape = true;
       } else {
-        bad("unexpected key '" + key + "'");
+        bad("unexpected key '" + cut(key) + "'");
       }
       skip_ws();
       if (eat(',')) continue;
@@ -363,7 +371,8 @@ class HeaderParser {
  private:
   [[noreturn]] void bad(const std::string& why) const {
     npy_fail("kopt.npy.302", file_,
-             "malformed .npy header (" + why + ") at offset " + std::to_string(pos_) + ": " + s_);
+             "malformed .npy header (" + why + ") at offset " + std::to_string(pos_) + ": " +
+                 (s_.size() <= 200 ? s_ : s_.substr(0, 197) + "..."));
   }
   void skip_ws() {
     while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n')) ++pos_;
@@ -445,7 +454,7 @@ DType dtype_from_descr(const std::string& descr, const std::filesystem::path& fi
   const char* supported = "<f2 <f4 <f8 |i1 |u1 <i4 <u4 <i8 <u8";
   if (descr.size() < 2 || std::string("<>|=").find(descr[0]) == std::string::npos) {
     npy_fail("kopt.npy.305", file,
-             "unsupported dtype '" + descr + "' (supported: " + supported + ")");
+             "unsupported dtype '" + cut(descr) + "' (supported: " + supported + ")");
   }
   const std::string code = descr.substr(1);
   for (const Entry& e : kCodes) {
@@ -453,15 +462,15 @@ DType dtype_from_descr(const std::string& descr, const std::filesystem::path& fi
     const bool one_byte = dtype_size(e.dtype) == 1;
     if (!one_byte && descr[0] == '>') {
       npy_fail("kopt.npy.304", file,
-               "big-endian data ('" + descr + "') is not supported; save it little-endian, "
+               "big-endian data ('" + cut(descr) + "') is not supported; save it little-endian, "
                "e.g. a.astype(a.dtype.newbyteorder('<'))");
     }
     if (!one_byte && descr[0] == '|') {
-      npy_fail("kopt.npy.302", file, "invalid dtype '" + descr + "' (byte order missing)");
+      npy_fail("kopt.npy.302", file, "invalid dtype '" + cut(descr) + "' (byte order missing)");
     }
     return e.dtype;
   }
-  npy_fail("kopt.npy.305", file, "unsupported dtype '" + descr + "' (supported: " + supported + ")");
+  npy_fail("kopt.npy.305", file, "unsupported dtype '" + cut(descr) + "' (supported: " + supported + ")");
 }
 
 struct NpyLayout {
@@ -491,7 +500,12 @@ NpyLayout parse_layout(const std::string& prefix, uint64_t file_size,
     header_len |= static_cast<uint64_t>(static_cast<unsigned char>(prefix[8 + i])) << (8 * i);
   }
   const uint64_t header_start = 8 + len_bytes;
-  if (header_len > kMaxHeaderLen || prefix.size() < header_start + header_len) {
+  if (header_len > kMaxHeaderLen) {
+    npy_fail("kopt.npy.302", file, "the header announces " + std::to_string(header_len) +
+                                       " bytes, more than the " + std::to_string(kMaxHeaderLen) +
+                                       " this reader accepts (numpy writes a few hundred)");
+  }
+  if (prefix.size() < header_start + header_len) {
     npy_fail("kopt.npy.302", file, "truncated header (" + std::to_string(header_len) + " bytes announced)");
   }
   std::string descr;
@@ -522,26 +536,22 @@ NpyLayout parse_layout(const std::string& prefix, uint64_t file_size,
   return out;
 }
 
-/// First `n` bytes of a file (fewer if it is shorter) and its size.
-std::string read_prefix(const std::filesystem::path& file, size_t n, uint64_t& size) {
-  std::error_code ec;
-  size = std::filesystem::file_size(file, ec);
-  std::ifstream in(file, std::ios::binary);
-  if (ec || !in) {
-    npy_fail("kopt.npy.301", file,
-             "cannot read: " + (ec ? ec.message() : std::string(std::strerror(errno))));
+/// Opens `file` as a regular file (kopt.npy.301 naming the reason otherwise).
+std::unique_ptr<fs::InputFile> open_npy(const std::filesystem::path& file) {
+  try {
+    return std::make_unique<fs::InputFile>(file, ".npy file");
+  } catch (const SpecError& e) {
+    const std::string prefix = "[" + e.id() + "] ";
+    std::string msg = e.what();
+    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+    throw SpecError("kopt.npy.301", msg);
   }
-  std::string out(static_cast<size_t>(std::min<uint64_t>(n, size)), '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<size_t>(in.gcount()));
-  return out;
 }
 
-}  // namespace
-
-NpyArray read_npy_header(const std::filesystem::path& file) {
-  uint64_t size = 0;
-  std::string prefix = read_prefix(file, 12, size);
+/// Magic, version and header of an open .npy file; the data size is checked
+/// against the file size.
+NpyLayout read_layout(const fs::InputFile& in) {
+  std::string prefix = in.read(0, 12);
   // Enough for the header length field; then read the whole header.
   if (prefix.size() >= 10 && prefix.compare(0, kMagicLen, kMagic, kMagicLen) == 0) {
     const bool v1 = static_cast<unsigned char>(prefix[6]) == 1;
@@ -551,9 +561,16 @@ NpyArray read_npy_header(const std::filesystem::path& file) {
       len |= static_cast<uint64_t>(static_cast<unsigned char>(prefix[10])) << 16 |
              static_cast<uint64_t>(static_cast<unsigned char>(prefix[11])) << 24;
     }
-    if (len <= kMaxHeaderLen) prefix = read_prefix(file, (v1 ? 10 : 12) + len, size);
+    if (len <= kMaxHeaderLen) prefix = in.read(0, static_cast<size_t>((v1 ? 10 : 12) + len));
   }
-  NpyLayout layout = parse_layout(prefix, size, file);
+  return parse_layout(prefix, in.size(), in.path());
+}
+
+}  // namespace
+
+NpyArray read_npy_header(const std::filesystem::path& file) {
+  const auto in = open_npy(file);
+  NpyLayout layout = read_layout(*in);
   NpyArray out;
   out.dtype = layout.dtype;
   out.shape = std::move(layout.shape);
@@ -561,13 +578,20 @@ NpyArray read_npy_header(const std::filesystem::path& file) {
 }
 
 NpyArray read_npy(const std::filesystem::path& file) {
-  uint64_t size = 0;
-  const std::string bytes = read_prefix(file, std::numeric_limits<size_t>::max(), size);
-  NpyLayout layout = parse_layout(bytes, bytes.size(), file);
+  const auto in = open_npy(file);
+  NpyLayout layout = read_layout(*in);
+  // parse_layout checked that the data the header declares fills the file
+  // exactly: what is read is what the shape needs, nothing more.
+  const uint64_t bytes = in->size() - layout.data_offset;
+  const std::string data = in->read(layout.data_offset, static_cast<size_t>(bytes));
+  if (data.size() != bytes) {
+    npy_fail("kopt.npy.306", file, "the file shrank while it was read (" + std::to_string(data.size()) +
+                                       " of " + std::to_string(bytes) + " data bytes)");
+  }
   NpyArray out;
   out.dtype = layout.dtype;
   out.shape = std::move(layout.shape);
-  out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(layout.data_offset), bytes.end());
+  out.data.assign(data.begin(), data.end());
   return out;
 }
 

@@ -63,7 +63,8 @@ Candidate candidate_from_text(const std::string& text, const std::string& name, 
 }
 
 Candidate candidate_from_file(const std::filesystem::path& file) {
-  return candidate_from_text(fs::read_file(file), file.filename().string(), file.string());
+  return candidate_from_text(fs::read_file(file, "kernel source", fs::kSourceMaxBytes), file.filename().string(),
+                             fs::display(file));
 }
 
 std::vector<Candidate> candidates_from_text(const std::string& text, const std::string& name,
@@ -92,7 +93,8 @@ std::vector<Candidate> candidates_from_text(const std::string& text, const std::
 }
 
 std::vector<Candidate> candidates_from_file(const std::filesystem::path& file) {
-  return candidates_from_text(fs::read_file(file), file.filename().string(), file.string());
+  return candidates_from_text(fs::read_file(file, "kernel source", fs::kSourceMaxBytes), file.filename().string(),
+                              fs::display(file));
 }
 
 // ---------------------------------------------------------------------------

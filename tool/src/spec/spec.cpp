@@ -12,11 +12,13 @@
 #include "spec/spec.h"
 
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "spec/spec_parse.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_read.h"
 
 namespace kopt::spec {
 
@@ -126,6 +128,21 @@ std::vector<std::string> dtype_names() {
 const char* tolerance_kind_name(Tolerance::Kind k) {
   return k == Tolerance::Kind::gemm ? "gemm" : "allclose";
 }
+double dtype_max_finite(DType t) {
+  switch (t) {
+    case DType::f16: return 65504.0;
+    case DType::bf16: return 3.3895313892515355e38;  // (2 - 2^-7) * 2^127
+    case DType::f32: return static_cast<double>(std::numeric_limits<float>::max());
+    case DType::f64: return std::numeric_limits<double>::max();
+    case DType::i8: return INT8_MAX;
+    case DType::u8: return UINT8_MAX;
+    case DType::i32: return INT32_MAX;
+    case DType::u32: return UINT32_MAX;
+    case DType::i64: return static_cast<double>(INT64_MAX);
+    case DType::u64: return static_cast<double>(UINT64_MAX);
+  }
+  return 0;  // unreachable: every enumerator is listed
+}
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
@@ -224,10 +241,11 @@ void parse_header(const Ctx& ctx, const json& doc, Spec& s) {
 // Public entry points
 // ---------------------------------------------------------------------------
 
-Spec parse_spec(const json& doc, const stdfs::path& origin) {
+Spec parse_spec(const json& doc, const stdfs::path& origin,
+                const std::map<std::string, SectionOrigin>& sections) {
   Spec s;
   s.path = stdfs::absolute(origin).lexically_normal();
-  const Ctx ctx(origin.string(), s.path.parent_path());
+  const Ctx ctx(fs::display(origin), s.path.parent_path(), sections);
   expect_object(ctx, doc, "$");
   check_keys(ctx, doc, "$", kTopKeys);
   parse_header(ctx, doc, s);
@@ -255,19 +273,7 @@ Spec parse_spec(const json& doc, const stdfs::path& origin) {
 }
 
 Spec load_spec(const stdfs::path& file) {
-  std::string text;
-  try {
-    text = fs::read_file(file);
-  } catch (const Error& e) {
-    throw SpecError("kopt.spec.100", file.string() + ": cannot read the spec file: " + e.what());
-  }
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw SpecError("kopt.spec.101", file.string() + ": not valid JSON: " + e.what());
-  }
-  return parse_spec(doc, file);
+  return parse_spec(parse_json_file(file, "spec"), file);
 }
 
 }  // namespace kopt::spec

@@ -8,7 +8,8 @@
 //   string or an integer, got a boolean
 //
 // Error ids (stable; docs/spec-format.md lists them with examples):
-//   100 cannot read the file          101 not valid JSON
+//   (reading the file: kopt.io.* of util/fs.h; its JSON: kopt.json.* of
+//   util/json_read.h; 100 and 101 are no longer used)
 //   102 unsupported format_version    103 missing required key
 //   104 wrong JSON type or length     105 unknown key (lists the allowed ones)
 //   106 invalid name                  107 duplicate name
@@ -198,12 +199,25 @@ struct Spec {
 };
 
 /// Loads and validates a spec file. Relative paths in it are relative to the
-/// file's folder. Throws SpecError (kopt.spec.1xx) naming file and JSON path.
+/// file's folder. Throws SpecError naming file and JSON path: kopt.io.* when
+/// the file cannot be read (util/fs.h), kopt.json.* when it is not valid JSON
+/// (util/json_read.h: also duplicate keys, 1e999), kopt.spec.1xx otherwise.
 Spec load_spec(const std::filesystem::path& file);
 
+/// Where a top-level section of a spec document came from when it was not
+/// the spec file (optimize's --input-cases replaces "cases"): errors in it
+/// name `file` and the section's own path there (`path`: "$" when the file
+/// holds the section itself, "$.cases" when it holds {"cases": [...]}).
+struct SectionOrigin {
+  std::string file;
+  std::string path = "$";
+};
+
 /// Same, from an already parsed document; `origin` is used in messages and to
-/// resolve relative paths.
-Spec parse_spec(const nlohmann::json& doc, const std::filesystem::path& origin);
+/// resolve relative paths; `sections` maps top-level keys ("cases") to the
+/// file they came from.
+Spec parse_spec(const nlohmann::json& doc, const std::filesystem::path& origin,
+                const std::map<std::string, SectionOrigin>& sections = {});
 
 /// The resolved spec as JSON (absolute paths, defaults filled in): what a run
 /// folder stores as spec.json. parse_spec(to_json(s), s.path) == s.

@@ -21,22 +21,27 @@ using json = nlohmann::json;
 /// Where we are: the file (for messages) and its folder (for relative paths).
 class Ctx {
  public:
-  Ctx(std::string file, std::filesystem::path dir) : file_(std::move(file)), dir_(std::move(dir)) {}
+  Ctx(std::string file, std::filesystem::path dir, std::map<std::string, SectionOrigin> sections = {})
+      : file_(std::move(file)), dir_(std::move(dir)), sections_(std::move(sections)) {}
 
-  [[noreturn]] void fail(const char* id, const std::string& path, const std::string& what) const {
-    throw SpecError(id, file_ + ": " + path + ": " + what);
-  }
+  /// Throws SpecError(id, "<file>: <path>: <what>"); a path inside a section
+  /// that came from another file (SectionOrigin) names that file instead.
+  [[noreturn]] void fail(const char* id, const std::string& path, const std::string& what) const;
   /// Relative paths are relative to the spec's folder; the result is absolute.
   std::filesystem::path resolve(const std::string& p) const { return (dir_ / p).lexically_normal(); }
 
  private:
   std::string file_;
   std::filesystem::path dir_;
+  std::map<std::string, SectionOrigin> sections_;
 };
 
 /// The names of kDTypes in order (spec.cpp).
 std::vector<std::string> dtype_names();
 const char* tolerance_kind_name(Tolerance::Kind k);
+/// The largest finite value of a floating-point dtype (65504 for half);
+/// for integer dtypes, the largest value as a double.
+double dtype_max_finite(DType t);
 inline bool is_output(const Param& p) { return p.is_buffer && p.role != Role::input; }
 inline bool is_input(const Param& p) { return p.is_buffer && p.role != Role::output; }
 
@@ -46,6 +51,8 @@ std::string child(const std::string& parent, const std::string& key);
 std::string child(const std::string& parent, size_t index);
 /// "a string \"abc\"", "a boolean", ... for "expected X, got Y" messages.
 std::string describe(const json& j);
+/// A name or text from the document, cut to 60 characters, for messages.
+std::string shown(const std::string& s);
 std::string join(const std::vector<std::string>& items, const char* sep = ", ");
 template <typename Map>
 std::string join_keys(const Map& m) {
@@ -75,6 +82,8 @@ std::vector<std::string> get_string_list(const Ctx& ctx, const json& j, const st
 Expr get_expr(const Ctx& ctx, const json& j, const std::string& path);
 void check_identifier(const Ctx& ctx, const std::string& name, const std::string& path,
                       const std::string& what);
+/// Names that end up in file names (spec and case names): at most this long.
+constexpr size_t kMaxFileNameLength = 128;
 /// Names that end up in file names (spec and case names).
 void check_file_safe(const Ctx& ctx, const std::string& name, const std::string& path,
                      const std::string& what);
@@ -88,7 +97,7 @@ E parse_enum(const Ctx& ctx, const json& j, const std::string& path, const char*
     if (s == name) return value;
     names.push_back(name);
   }
-  ctx.fail(id, path, "unknown " + what + " '" + s + "'; expected one of: " + join(names));
+  ctx.fail(id, path, "unknown " + what + " '" + shown(s) + "'; expected one of: " + join(names));
 }
 
 // Sections, first pass: signature, generators and cases (spec_parse_signature.cpp).

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "util/fs.h"
+
 namespace kopt::spec::detail {
 
 namespace stdfs = std::filesystem;
@@ -47,10 +49,11 @@ namespace {
 stdfs::path existing_file(const Ctx& ctx, const json& j, const std::string& path) {
   const std::string rel = get_nonempty_string(ctx, j, path);
   const stdfs::path abs = ctx.resolve(rel);
-  std::error_code ec;
-  if (!stdfs::is_regular_file(abs, ec)) {
-    ctx.fail("kopt.spec.122", path, "file not found: '" + abs.string() + "'" +
-                                        (rel != abs.string() ? " (from '" + rel + "')" : ""));
+  const std::string why = fs::unreadable_reason(abs);
+  if (!why.empty()) {
+    ctx.fail("kopt.spec.122", path, (why == "not found" ? "file not found" : why) + ": '" +
+                                        fs::display(abs) + "'" +
+                                        (rel != abs.string() ? " (from '" + shown(rel) + "')" : ""));
   }
   return abs;
 }
@@ -170,6 +173,9 @@ std::map<std::string, Tolerance> parse_tolerance(const Ctx& ctx, const json& j, 
   return out;
 }
 
+/// One day: the watchdogs multiply the launch timeout, and must not overflow.
+constexpr double kMaxLaunchTimeoutMs = 86400000.0;
+
 Timing parse_timing(const Ctx& ctx, const json& j, const std::string& path) {
   expect_object(ctx, j, path);
   check_keys(ctx, j, path, {"warmup", "iterations", "flush_l2", "launch_timeout_ms"});
@@ -185,8 +191,10 @@ Timing parse_timing(const Ctx& ctx, const json& j, const std::string& path) {
   if (const json* v = opt(j, "flush_l2")) t.flush_l2 = get_bool(ctx, *v, child(path, "flush_l2"));
   if (const json* v = opt(j, "launch_timeout_ms")) {
     t.launch_timeout_ms = get_finite(ctx, *v, child(path, "launch_timeout_ms"));
-    if (!(t.launch_timeout_ms > 0)) {
-      ctx.fail("kopt.spec.119", child(path, "launch_timeout_ms"), "expected launch_timeout_ms > 0");
+    if (!(t.launch_timeout_ms > 0) || t.launch_timeout_ms > kMaxLaunchTimeoutMs) {
+      ctx.fail("kopt.spec.119", child(path, "launch_timeout_ms"),
+               "expected launch_timeout_ms > 0 and at most " + json(kMaxLaunchTimeoutMs).dump() +
+                   " (a day), got " + json(t.launch_timeout_ms).dump());
     }
   }
   return t;

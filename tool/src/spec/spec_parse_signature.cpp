@@ -1,8 +1,11 @@
 // Spec parser, first pass: the signature (scalars, buffers, input generators) and the cases.
 #include "spec/spec_parse.h"
 
+#include <cmath>
 #include <set>
 #include <utility>
+
+#include "util/json_read.h"
 
 namespace kopt::spec::detail {
 
@@ -105,6 +108,12 @@ void parse_scalar(const Ctx& ctx, const json& j, const std::string& path, Param&
                                         " scalar needs an integer or an expression, got " + describe(v));
     }
     p.float_value = get_finite(ctx, v, vp);
+    const double max = dtype_max_finite(p.dtype);
+    if (std::fabs(*p.float_value) > max) {
+      ctx.fail("kopt.spec.127", vp, "value " + json(*p.float_value).dump() + " of scalar '" + p.name +
+                                        "' is beyond the range of " + dtype_name(p.dtype) +
+                                        " (largest finite value " + json(max).dump() + ")");
+    }
   } else {
     p.value = get_expr(ctx, v, vp);
   }
@@ -137,7 +146,10 @@ std::map<std::string, int64_t> parse_sizes(const Ctx& ctx, const json& j, const 
     const bool ok = value.is_number_integer() &&
                     !(value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX)) &&
                     value.get<int64_t>() > 0;
-    if (!ok) ctx.fail("kopt.spec.115", p, "expected a positive integer, got " + describe(value));
+    if (!ok) {
+      ctx.fail("kopt.spec.115", p, "expected a positive integer, got " + describe(value) +
+                                       json_quoted_number_hint(value));
+    }
     out[name] = value.get<int64_t>();
   }
   return out;

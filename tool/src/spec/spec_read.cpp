@@ -8,9 +8,23 @@
 #include <limits>
 #include <utility>
 
+#include "util/json_read.h"
+
 namespace kopt::spec::detail {
 
 namespace stdfs = std::filesystem;
+
+void Ctx::fail(const char* id, const std::string& path, const std::string& what) const {
+  // "$.cases[2].sizes" with sections_["cases"] = {"cases.json", "$"} -> "cases.json: $[2].sizes".
+  for (const auto& [key, origin] : sections_) {
+    const std::string prefix = "$." + key;
+    if (path.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = path.substr(prefix.size());
+    if (!rest.empty() && rest[0] != '.' && rest[0] != '[') continue;
+    throw SpecError(id, origin.file + ": " + origin.path + rest + ": " + what);
+  }
+  throw SpecError(id, file_ + ": " + path + ": " + what);
+}
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -20,29 +34,14 @@ bool is_identifier(const std::string& s) {
 }
 
 std::string child(const std::string& parent, const std::string& key) {
-  if (is_identifier(key)) return parent + "." + key;
-  return parent + "[" + json(key).dump() + "]";
+  return json_path_child(parent, key);
 }
-std::string child(const std::string& parent, size_t index) {
-  return parent + "[" + std::to_string(index) + "]";
-}
+std::string child(const std::string& parent, size_t index) { return json_path_child(parent, index); }
 
 /// "a string \"abc\"", "a boolean", ... for "expected X, got Y" messages.
-std::string describe(const json& j) {
-  std::string shown = j.dump();
-  if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
-  switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean (" + shown + ")";
-    case json::value_t::string: return "a string " + shown;
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer (" + shown + ")";
-    case json::value_t::number_float: return "a floating-point number (" + shown + ")";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "an unsupported JSON value";
-  }
-}
+std::string describe(const json& j) { return json_describe(j); }
+
+std::string shown(const std::string& s) { return json_shown(s); }
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
   std::string out;
@@ -86,7 +85,7 @@ void check_keys(const Ctx& ctx, const json& obj, const std::string& path,
       }
     }
     ctx.fail("kopt.spec.105", child(path, key),
-             "unknown key '" + key + "'" + hint + "; allowed keys: " + join(allowed));
+             "unknown key '" + shown(key) + "'" + hint + "; allowed keys: " + join(allowed));
   }
 }
 
@@ -114,7 +113,9 @@ bool get_bool(const Ctx& ctx, const json& j, const std::string& path) {
   return j.get<bool>();
 }
 double get_number(const Ctx& ctx, const json& j, const std::string& path) {
-  if (!j.is_number()) ctx.fail("kopt.spec.104", path, "expected a number, got " + describe(j));
+  if (!j.is_number()) {
+    ctx.fail("kopt.spec.104", path, "expected a number, got " + describe(j) + json_quoted_number_hint(j));
+  }
   return j.get<double>();
 }
 double get_finite(const Ctx& ctx, const json& j, const std::string& path) {
@@ -123,10 +124,12 @@ double get_finite(const Ctx& ctx, const json& j, const std::string& path) {
   return v;
 }
 int64_t get_int(const Ctx& ctx, const json& j, const std::string& path) {
-  if (!j.is_number_integer()) ctx.fail("kopt.spec.104", path, "expected an integer, got " + describe(j));
+  if (!j.is_number_integer()) {
+    ctx.fail("kopt.spec.104", path, "expected an integer, got " + describe(j) + json_quoted_number_hint(j));
+  }
   if (j.is_number_unsigned() &&
       j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    ctx.fail("kopt.spec.119", path, "integer " + j.dump() + " does not fit in 64 bits (signed)");
+    ctx.fail("kopt.spec.119", path, "integer " + shown(j.dump()) + " does not fit in 64 bits (signed)");
   }
   return j.get<int64_t>();
 }
@@ -155,7 +158,10 @@ Expr get_expr(const Ctx& ctx, const json& j, const std::string& path) {
   try {
     return Expr::parse(j.get<std::string>());
   } catch (const SpecError& e) {
-    ctx.fail("kopt.spec.111", path, std::string("cannot parse expression: ") + e.what());
+    // "1e-5" or "0.5" is a number written as a string, not an expression.
+    std::string hint = json_quoted_number_hint(j);
+    if (!hint.empty()) hint = " (" + hint.substr(2) + ")";
+    ctx.fail("kopt.spec.111", path, std::string("cannot parse expression: ") + e.what() + hint);
   }
 }
 
@@ -163,7 +169,7 @@ void check_identifier(const Ctx& ctx, const std::string& name, const std::string
                       const std::string& what) {
   if (!is_identifier(name)) {
     ctx.fail("kopt.spec.106", path,
-             "invalid " + what + " '" + name + "': expected an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+             "invalid " + what + " '" + shown(name) + "': expected an identifier ([A-Za-z_][A-Za-z0-9_]*)");
   }
 }
 
@@ -173,11 +179,13 @@ void check_file_safe(const Ctx& ctx, const std::string& name, const std::string&
   const bool bad_char = std::any_of(name.begin(), name.end(), [](char c) {
     return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
   });
-  if (name.empty() || name == "." || name == ".." || bad_char) {
+  if (name.empty() || name == "." || name == ".." || bad_char || name.size() > kMaxFileNameLength) {
     ctx.fail("kopt.spec.106", path,
-             "invalid " + what + " '" + name +
-                 "': expected a non-empty name usable as a file name (no '/', '\\', control "
-                 "characters, '.' or '..')");
+             "invalid " + what + " '" + shown(name) + "'" +
+                 (name.size() > kMaxFileNameLength ? " (" + std::to_string(name.size()) + " bytes)" : "") +
+                 ": expected a non-empty name usable as a file name (at most " +
+                 std::to_string(kMaxFileNameLength) +
+                 " bytes; no '/', '\\', control characters, '.' or '..')");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "spec/inputs.h"
+#include "util/fs.h"
 
 namespace kopt::spec::detail {
 
@@ -109,7 +110,7 @@ class Validator {
       if (p.is_buffer) {
         has_output = has_output || is_output(p);
         check_count(p, child(path, "count"));
-        if (is_input(p)) check_generator_fits(p.generator, p.dtype, child(path, "init"));
+        if (is_input(p)) check_generator_fits(p.generator, p, child(path, "init"));
       } else if (!p.value.empty()) {
         check_scalar(p, child(path, "value"));
       }
@@ -158,7 +159,8 @@ class Validator {
       case DType::i32: return v >= INT32_MIN && v <= INT32_MAX;
       case DType::u32: return v >= 0 && v <= int64_t{UINT32_MAX};
       case DType::u64: return v >= 0;
-      default: return true;  // int64 and floating types
+      case DType::f16: return v >= -65504 && v <= 65504;
+      default: return true;  // int64 and the wider floating types
     }
   }
   static std::pair<int64_t, int64_t> int_range_of(DType t) {
@@ -172,13 +174,19 @@ class Validator {
     }
   }
 
-  /// Integer buffers: int_range and constant values must be representable;
-  /// bfloat16 buffers cannot come from .npy (no such dtype).
-  void check_generator_fits(const Generator& g, DType t, const std::string& path) const {
+  /// Generated values must be representable in the buffer's type: int_range
+  /// and constant values of integer buffers; for floating-point buffers, what
+  /// uniform, normal (its mean), constant and iota (first and last element,
+  /// for the largest count of any case) produce must be finite in the type
+  /// (integer types saturate, as documented). bfloat16 buffers cannot come
+  /// from .npy (no such dtype).
+  void check_generator_fits(const Generator& g, const Param& p, const std::string& path) const {
+    const DType t = p.dtype;
     if (g.kind == Generator::Kind::npy && t == DType::bf16) {
       ctx_.fail("kopt.spec.132", path, "a bfloat16 buffer cannot be read from .npy (numpy has no "
                                        "bfloat16 dtype); use another generator");
     }
+    check_generated_range(g, p, path);
     if (dtype_is_float(t)) return;
     const auto [lo, hi] = int_range_of(t);
     if (g.kind == Generator::Kind::int_range && (g.int_low < lo || g.int_high > hi)) {
@@ -191,6 +199,37 @@ class Validator {
          g.value > static_cast<double>(hi))) {
       ctx_.fail("kopt.spec.119", path, "constant " + json(g.value).dump() + " is not a value of " +
                                            dtype_name(t));
+    }
+  }
+
+  /// The range check of check_generator_fits for floating-point buffers.
+  void check_generated_range(const Generator& g, const Param& p, const std::string& path) const {
+    const DType t = p.dtype;
+    if (!dtype_is_float(t)) return;
+    const double hi = dtype_max_finite(t);
+    const double lo = -hi;
+    auto check = [&](double v, const std::string& key, const std::string& what) {
+      if (v >= lo && v <= hi) return;
+      ctx_.fail("kopt.spec.119", key.empty() ? path : child(path, key),
+                what + " " + json(v).dump() + " is beyond the range of " + dtype_name(t) + " (" +
+                    json(lo).dump() + " to " + json(hi).dump() + ")");
+    };
+    switch (g.kind) {
+      case Generator::Kind::uniform:
+        check(g.low, "low", "uniform low");
+        check(g.high, "high", "uniform high");
+        break;
+      case Generator::Kind::normal: check(g.mean, "mean", "normal mean"); break;
+      case Generator::Kind::constant: check(g.value, "value", "constant"); break;
+      case Generator::Kind::iota: {
+        check(g.start, "start", "iota start");
+        int64_t n = 1;
+        for (int64_t c : counts_.at(p.name)) n = std::max(n, c);
+        check(g.start + static_cast<double>(n - 1) * g.step, "step",
+              "the last iota element (start + (count - 1) * step, count " + std::to_string(n) + ")");
+        break;
+      }
+      default: break;
     }
   }
 
@@ -268,7 +307,7 @@ class Validator {
                     "'" + name + "' is not an input or inout buffer of the signature (inputs: " +
                         join(input_names()) + ")");
         }
-        check_generator_fits(g, p->dtype, path);
+        check_generator_fits(g, *p, path);
       }
     }
   }
@@ -300,15 +339,19 @@ class Validator {
                       const std::string& path) const {
     const Case& c = s_.cases[case_index];
     const stdfs::path file = expand_case(pattern, c.name);
-    std::error_code ec;
-    if (!stdfs::is_regular_file(file, ec)) {
-      ctx_.fail("kopt.spec.122", path, "file not found: '" + file.string() + "' (case '" + c.name + "')");
+    const std::string why = fs::unreadable_reason(file);
+    if (!why.empty()) {
+      ctx_.fail("kopt.spec.122", path, (why == "not found" ? "file not found" : why) + ": '" +
+                                           fs::display(file) + "' (case '" + c.name + "')");
     }
     NpyArray header;
     try {
       header = read_npy_header(file);
     } catch (const SpecError& e) {
-      ctx_.fail(e.id().c_str(), path, std::string("case '") + c.name + "': " + e.what());
+      std::string msg = e.what();
+      const std::string prefix = "[" + e.id() + "] ";
+      if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+      ctx_.fail(e.id().c_str(), path, std::string("case '") + c.name + "': " + msg);
     }
     const int64_t want = counts_.at(p.name)[case_index];
     if (header.dtype != p.dtype || header.count() != want) {

@@ -12,6 +12,7 @@
 #include "tune/proposers.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json_read.h"
 #include "util/json.h"
 
 namespace kopt::tune {
@@ -23,7 +24,7 @@ namespace stdfs = std::filesystem;
 spec::Candidate kernel_candidate(const spec::KernelSource& k, const spec::Launch& dflt, const char* label) {
   spec::Candidate c;
   c.label = label;
-  c.source = fs::read_file(k.source);
+  c.source = fs::read_file(k.source, "kernel source", fs::kSourceMaxBytes);
   c.source_name = k.source.filename().string();
   c.entry = k.entry;
   c.launch = k.launch ? *k.launch : dflt;
@@ -104,7 +105,8 @@ void Driver::adopt_draft(const stdfs::path& drafted) {
   spec_ = spec::load_spec(dir / "spec.generated.json");
   initial_ = initial_candidate(spec_);
   const nlohmann::json moved = spec::to_json(spec_);
-  nlohmann::json run_json = nlohmann::json::parse(fs::read_file(dir / "run.json"));
+  nlohmann::json run_json = parse_json_file(dir / "run.json", "run record");
+  if (!run_json.is_object()) JsonAt(run_json, fs::display(dir / "run.json")).expect_object();
   run_json["spec_file_hash"] = run::RunStore::hash_spec(moved);
   fs::write_file_atomic(dir / "spec.json", dump_json(moved, 2) + "\n");
   fs::write_file_atomic(dir / "run.json", dump_json(run_json, 2) + "\n");

@@ -95,7 +95,7 @@ int Driver::finish(const Finalists& f) {
   }
   report::write_reports(*store_, performance_case_names());
 
-  std::cout << fs::read_file(store_->dir() / "summary.json") << std::flush;
+  std::cout << fs::read_file(store_->dir() / "summary.json", "run summary") << std::flush;
   if (!o_.quiet) {
     std::cerr << "kopt: " << stats_.evaluated << " candidate(s) evaluated in " << fmt(stats_.search_minutes, 3)
               << " min; run folder " << store_->dir().string() << "\n";

@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/json_read.h"
 #include "util/thread_pool.h"
 
 namespace kopt::tune {
@@ -30,18 +31,16 @@ unsigned compile_threads(int requested) {
 }
 
 spec::Spec load_spec_with_overrides(const OptimizeOptions& o) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(fs::read_file(o.spec));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw SpecError("kopt.spec.100", o.spec.string() + ": not valid JSON: " + e.what());
-  }
+  nlohmann::json doc = parse_json_file(o.spec, "spec");
+  // Not an object: parse_spec says so, naming the spec file.
+  if (!doc.is_object()) return spec::parse_spec(doc, o.spec);
   auto abs = [](const std::filesystem::path& p) { return std::filesystem::absolute(p).string(); };
   auto kernel_entry = [&](const std::filesystem::path& file, const char* flag) {
-    const auto a = spec::parse_annotations(fs::read_file(file), file.string());
+    const auto a = spec::parse_annotations(fs::read_file(file, "kernel source", fs::kSourceMaxBytes),
+                                           file.string());
     nlohmann::json k = {{"source", abs(file)}};
     if (!a.entry)
-      throw UsageError("kopt.opt.001", std::string(flag) + " " + file.string() +
+      throw UsageError("kopt.opt.001", std::string(flag) + " " + fs::display(file) +
                                            ": the file needs a '// kopt:entry NAME' line");
     k["entry"] = *a.entry;
     return k;
@@ -53,17 +52,25 @@ spec::Spec load_spec_with_overrides(const OptimizeOptions& o) {
   }
   if (!o.initial_kernel.empty()) doc["initial"] = kernel_entry(o.initial_kernel, "--initial-kernel");
   if (!o.template_source.empty()) doc["template"] = kernel_entry(o.template_source, "--template");
+  // Errors in the cases of an --input-cases file name that file, not the spec.
+  std::map<std::string, spec::SectionOrigin> sections;
   if (!o.input_cases.empty()) {
-    nlohmann::json cases;
-    try {
-      cases = nlohmann::json::parse(fs::read_file(o.input_cases));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw SpecError("kopt.spec.100", o.input_cases.string() + ": not valid JSON: " + e.what());
+    const std::string where = fs::display(o.input_cases);
+    const nlohmann::json cases = parse_json_file(o.input_cases, "input cases file");
+    const bool wrapped = cases.is_object() && cases.contains("cases");
+    if (cases.is_object()) {
+      for (const auto& [key, value] : cases.items()) {
+        if (key != "cases")
+          throw SpecError("kopt.spec.105", where + ": " + json_path_child("$", key) + ": unknown key '" +
+                                               json_shown(key) +
+                                               "'; an --input-cases file holds {\"cases\": [...]} or the array itself");
+      }
     }
-    doc["cases"] = cases.is_object() && cases.contains("cases") ? cases["cases"] : cases;
+    doc["cases"] = wrapped ? cases["cases"] : cases;
+    sections["cases"] = spec::SectionOrigin{where, wrapped ? "$.cases" : "$"};
   }
   // Relative paths inside the document stay relative to the spec's folder.
-  return spec::parse_spec(doc, std::filesystem::absolute(o.spec));
+  return spec::parse_spec(doc, o.spec, sections);
 }
 
 spec::Candidate template_candidate(const spec::Spec& s) {
