@@ -10,9 +10,8 @@ process it started. What is asserted is in README.md.
 Usage (CTest runs one group per test, see tests/CMakeLists.txt):
   run_bad_input.py --kopt build/tool/kopt --fake-worker build/tests/kopt_fake_worker \\
                    --build-dir build [-k GROUP_OR_SUBSTRING] [--summary] [-j N]
-Exit status: 0 when every case passed or failed as listed in known_failures.txt;
-1 on an unexpected failure or an UNEXPECTED PASS (then remove the case from the
-list); 2 on a usage error of this script.
+Exit status: 0 when every case passed; 1 when any failed; 2 on a usage error of
+this script.
 Python 3 standard library only.
 """
 import argparse
@@ -34,7 +33,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
-KNOWN_FAILURES = HERE / "known_failures.txt"
 
 AS_LIMIT_KIB = 2 * 1024 * 1024   # ulimit -v: 2 GiB of address space
 FSIZE_LIMIT_KIB = 512 * 1024     # ulimit -f (bash counts 1024-byte blocks)
@@ -527,18 +525,6 @@ def run_case(suite, case):
 # Main
 # --------------------------------------------------------------------------
 
-def read_known_failures(path):
-    known = {}
-    if not path.exists():
-        return known
-    for line in path.read_text().splitlines():
-        body = line.split("#", 1)
-        cid = body[0].strip()
-        if cid:
-            known[cid] = body[1].strip() if len(body) > 1 else ""
-    return known
-
-
 def select(cases, patterns):
     """A pattern that is a group's name selects that group; any other, the ids containing it."""
     if not patterns:
@@ -565,7 +551,6 @@ def main(argv=None):
     ap.add_argument("--summary", action="store_true", help="one line per failing case, then the counts")
     ap.add_argument("--list", action="store_true", help="list the selected cases and exit")
     ap.add_argument("--keep", action="store_true", help="keep the case folders (printed at the end)")
-    ap.add_argument("--known-failures", default=str(KNOWN_FAILURES), help="expected failures (default: %(default)s)")
     ap.add_argument("--check-groups", metavar="G1;G2", default=None,
                     help="exit 1 unless these are exactly the table's groups (CTest's registration)")
     ap.add_argument("-v", "--verbose", action="store_true",
@@ -602,8 +587,6 @@ def main(argv=None):
     if not args.kopt or not args.fake_worker:
         print("give --kopt and --fake-worker", file=sys.stderr)
         return 2
-    known = read_known_failures(Path(args.known_failures))
-    unknown = sorted(set(known) - set(ids))
     suite = Suite(args)
     suite.numbers = {c.id: i for i, c in enumerate(all_cases)}
     t0 = time.monotonic()
@@ -615,46 +598,28 @@ def main(argv=None):
         with lock:
             results[c.id] = (fails, secs)
             if args.verbose:
-                state = "ok" if not fails else ("expected failure" if c.id in known else "FAIL")
+                state = "ok" if not fails else "FAIL"
                 print("%-52s %-16s %5.1fs  %s" % (c.id, state, secs, shown), flush=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as ex:
         list(ex.map(one, chosen))
 
-    unexpected_fail, unexpected_pass, xfail, passed = [], [], [], []
-    for c in chosen:
-        fails, _ = results[c.id]
-        if fails and c.id in known:
-            xfail.append(c)
-        elif fails:
-            unexpected_fail.append(c)
-        elif c.id in known:
-            unexpected_pass.append(c)
-        else:
-            passed.append(c)
+    failed = [c for c in chosen if results[c.id][0]]
+    passed = [c for c in chosen if not results[c.id][0]]
 
     def first_fail(c):
         return results[c.id][0][0]
 
     out = []
     if args.summary:
-        for c in xfail:
-            out.append("expected failure  %-48s [%s] %s" % (c.id, known[c.id], short(first_fail(c), 200)))
-        for c in unexpected_pass:
-            out.append("UNEXPECTED PASS   %-48s [%s] (remove it from known_failures.txt)" % (c.id, known[c.id]))
-        for c in unexpected_fail:
-            out.append("FAIL              %-48s %s" % (c.id, short(first_fail(c), 300)))
+        for c in failed:
+            out.append("FAIL  %-48s %s" % (c.id, short(first_fail(c), 300)))
     else:
-        for c in unexpected_fail:
+        for c in failed:
             out.append("FAIL %s" % c.id)
             for f in results[c.id][0]:
                 out.append("    " + f)
             out.append("    folder: %s" % suite.case_dir(c))
-        for c in unexpected_pass:
-            out.append("UNEXPECTED PASS %s [%s]: remove it from %s" % (c.id, known[c.id], args.known_failures))
-    for cid in unknown:
-        if not args.k:
-            out.append("note: known_failures.txt names %s, which is not a case" % cid)
     print("\n".join(out))
     groups = {}
     for c in chosen:
@@ -663,18 +628,12 @@ def main(argv=None):
         if results[c.id][0]:
             groups[c.group][1] += 1
     print("groups: " + ", ".join("%s %d (%d failing)" % (g, n, f) for g, (n, f) in groups.items()))
-    print("%d cases in %.0f s: %d passed, %d expected failures, %d FAILED, %d UNEXPECTED PASSES"
-          % (len(chosen), time.monotonic() - t0, len(passed), len(xfail), len(unexpected_fail),
-             len(unexpected_pass)))
-    if args.keep or unexpected_fail:
+    print("%d cases in %.0f s: %d passed, %d FAILED" % (len(chosen), time.monotonic() - t0, len(passed), len(failed)))
+    if args.keep or failed:
         print("case folders: %s" % suite.root)
-    if not args.keep:
-        if unexpected_fail:
-            for c in xfail:  # keep only what needs looking at
-                suite.remove_case_dir(c)
-        else:
-            suite.cleanup()
-    return 1 if unexpected_fail or unexpected_pass else 0
+    if not args.keep and not failed:  # a passing case's folder is gone already; failing ones stay
+        suite.cleanup()
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
