@@ -28,6 +28,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -66,6 +67,7 @@ const std::set<std::string> kVerdicts = {
     "timeout",  "wrong_result",  "out_of_bounds", "nondeterministic", "worker_crash"};
 
 fs::path g_tmp;  // this process's scratch folder
+std::string g_devices_out;  // stdout of `kopt devices` (main() runs it first)
 
 struct ProcResult {
   bool started = false;
@@ -216,6 +218,20 @@ bool load_results(const fs::path& file, size_t expected_count, json* out) {
     return false;
   }
   return true;
+}
+
+// The per-device timing lock is keyed by the UUID the worker reports (cuDeviceGetUuid).
+TEST(Devices, EveryDeviceHasAUuidInNvidiaSmisSpelling) {
+  json j;
+  ASSERT_NO_THROW(j = json::parse(g_devices_out)) << g_devices_out;
+  const json& list = j.is_array() ? j : j.value("devices", json::array());
+  ASSERT_FALSE(list.empty()) << g_devices_out;
+  const std::regex form("GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+  for (const json& dev : list) {
+    const std::string uuid = dev.value("uuid", "");
+    EXPECT_TRUE(std::regex_match(uuid, form)) << "uuid '" << uuid << "' of " << dev.dump();
+    std::cout << "  device " << dev.value("ordinal", -1) << ": " << uuid << std::endl;
+  }
 }
 
 TEST(HostileSuite, EveryKernelGetsAnExpectedVerdict) {
@@ -469,6 +485,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::cout << "Device (`kopt devices`): " << tail(d.out, 2000) << std::endl;
+  g_devices_out = d.out;
 
   ::testing::InitGoogleTest(&argc, argv);
   const int rc = RUN_ALL_TESTS();

@@ -14,6 +14,18 @@ DeviceInfo query_device(int ordinal) {
   char name[256] = {0};
   KOPT_CU_CHECK(drv.cuDeviceGetName(name, sizeof(name) - 1, dev), "device name");
   d.name = name;
+  // The 16 bytes of the UUID in nvidia-smi's spelling (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx),
+  // which CUDA_VISIBLE_DEVICES also accepts.
+  CUuuid id{};
+  KOPT_CU_CHECK(drv.cuDeviceGetUuid(&id, dev), "device UUID");
+  static const char* hex = "0123456789abcdef";
+  d.uuid = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) d.uuid += '-';
+    const auto b = static_cast<unsigned char>(id.bytes[i]);
+    d.uuid += hex[b >> 4];
+    d.uuid += hex[b & 15];
+  }
   auto attr = [&](CUdevice_attribute a) {
     int v = 0;
     KOPT_CU_CHECK(drv.cuDeviceGetAttribute(&v, a, dev), "device attribute " + std::to_string(a));

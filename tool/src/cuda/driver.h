@@ -22,6 +22,7 @@ namespace kopt::cuda {
   X(cuDeviceGetCount)                                                  \
   X(cuDeviceGet)                                                       \
   X(cuDeviceGetName)                                                   \
+  X(cuDeviceGetUuid)                                                   \
   X(cuDeviceGetAttribute)                                              \
   X(cuDeviceTotalMem)                                                  \
   X(cuDevicePrimaryCtxRetain)                                          \

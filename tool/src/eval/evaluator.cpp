@@ -47,13 +47,8 @@ const model::DeviceInfo& Evaluator::device() {
   if (!device_) {
     nlohmann::json hello = supervisor_->hello();
     model::DeviceInfo d = model::DeviceInfo::from_json(hello.at("device"));
-    // The worker's UUID of the device, where it reports one.
-    std::string uuid;
-    for (const nlohmann::json* j : {&hello.at("device"), &hello})
-      if (uuid.empty() && j->is_object() && j->contains("uuid") && (*j)["uuid"].is_string())
-        uuid = (*j)["uuid"].get<std::string>();
     util::device_lock_dir();  // a lock folder that cannot be used fails now, before any work
-    device_key_ = util::device_lock_key(uuid, d.ordinal);
+    device_key_ = util::device_lock_key(d.uuid, d.ordinal);  // by UUID where the worker reports one
     device_ = std::move(d);
   }
   return *device_;

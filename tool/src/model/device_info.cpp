@@ -15,6 +15,7 @@ double DeviceInfo::peak_dram_bytes_per_s() const {
 nlohmann::json DeviceInfo::to_json() const {
   return {{"ordinal", ordinal},
           {"name", name},
+          {"uuid", uuid},
           {"compute_capability", std::to_string(cc_major) + "." + std::to_string(cc_minor)},
           {"arch", arch()},
           {"sm_count", sm_count},
@@ -54,6 +55,7 @@ DeviceInfo DeviceInfo::from_json(const nlohmann::json& j) {
     DeviceInfo d;
     d.ordinal = j.value("ordinal", 0);
     d.name = j.value("name", "");
+    d.uuid = j.value("uuid", "");
     const std::string cc = j.value("compute_capability", "0.0");
     auto dot = cc.find('.');
     d.cc_major = std::stoi(cc.substr(0, dot));

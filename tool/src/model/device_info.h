@@ -13,6 +13,7 @@ namespace kopt::model {
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;                 // e.g. "NVIDIA H200"
+  std::string uuid;                 // "GPU-" + 8-4-4-4-12 hex digits, as nvidia-smi -L prints it; empty if unknown
   int cc_major = 0, cc_minor = 0;   // compute capability
   int sm_count = 0;                 // multiprocessors
   int64_t total_memory_bytes = 0;
