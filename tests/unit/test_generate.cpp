@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gen/generate.h"
+#include "model/dispatch.h"
 #include "spec/spec.h"
 #include "util/error.h"
 
@@ -109,6 +110,39 @@ fsys::path vadd_with_size(const fsys::path& dir, const std::string& size) {
 }
 
 // The header says in which order launch_config() takes the sizes.
+// A measured dispatch is written out as the tree's ifs, and launch_config()
+// follows it; a tree about a name that is no size is refused (kopt.gen.109).
+TEST(GenerateHeader, MeasuredDispatchIsTheTreesOwnIfs) {
+  const fsys::path d = temp_dir("dispatch");
+  const kopt::spec::Spec s = kopt::spec::load_spec(kData + "vadd.json");
+  const std::vector<kopt::gen::KernelVariant> vs = {{kKernel, "v0.cu", "BLOCK=256", {}},
+                                                     {kKernel, "v1.cu", "BLOCK=64", {}}};
+  // Variant 1 is faster on small N only.
+  const kopt::model::DispatchTree t = kopt::model::derive_dispatch(
+      {"N"}, {{"small", {1000}, {1.0, 0.5}}, {"large", {1000000}, {1.0, 2.0}}}, 2, 0.03);
+  const std::string h = kopt::gen::launch_header("k", vs, s, &t);
+  EXPECT_NE(h.find("  if (N <= 31622) return 1;\n  return 0;\n"), std::string::npos) << h;
+  EXPECT_EQ(h.find("kopt_tuned"), std::string::npos) << h;
+  std::ofstream(d / "k_launch.h") << h;
+  std::ofstream(d / "use.cpp") << "#include \"k_launch.h\"\nint main() {\n"
+                               << "  return kopt_k::launch_config(1000).variant == 1 && kopt_k::launch_config(31622).variant == 1 &&\n"
+                               << "         kopt_k::launch_config(31623).variant == 0 ? 0 : 1;\n}\n";
+  const std::string cmd = "c++ -std=c++17 -Wall -Werror -o " + (d / "use").string() + " -I" + d.string() + " " +
+                          (d / "use.cpp").string() + " && " + (d / "use").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << h;
+
+  kopt::model::DispatchTree bad = t;
+  bad.sizes = {"M"};
+  try {
+    kopt::gen::launch_header("k", vs, s, &bad);
+    ADD_FAILURE() << "a tree about M was accepted for a workload whose only size is N";
+  } catch (const kopt::SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.gen.109");
+    EXPECT_NE(std::string(e.what()).find("'M'"), std::string::npos) << e.what();
+  }
+  fsys::remove_all(d);
+}
+
 TEST(GenerateHeader, DocumentsTheOrderOfLaunchConfigsArguments) {
   const kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
   const std::string kernel =

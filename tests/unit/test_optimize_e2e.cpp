@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "temp_dir.h"
+#include "model/dispatch.h"
 #include "util/fs.h"
 
 namespace {
@@ -309,9 +310,20 @@ TEST(OptimizeE2E, ShapeSpecialisationWritesVariants) {
   EXPECT_EQ(sp["variants"][0]["label"], s["final_best"]["label"]) << "variant 0 is the single best";
   for (const auto& v : sp["variants"]) EXPECT_TRUE(fsys::exists(r / v["file"].get<std::string>())) << v.dump();
   EXPECT_EQ(sp["cases"].size(), 4u);  // the transpose spec's performance cases
+  // The measured dispatch: a tree over the sizes, grown on every variant's
+  // latency on every case; what each case runs is what the tree says, never
+  // slower than variant 0 by more than the threshold.
+  const auto tree = kopt::model::DispatchTree::from_json(sp["dispatch"], "summary.json",
+                                                         static_cast<int>(sp["variants"].size()));
+  const double threshold = sp["threshold"].get<double>();
   for (const auto& [name, c] : sp["cases"].items()) {
-    EXPECT_LE(c["median_ms"].get<double>(), c["single_median_ms"].get<double>()) << name;
+    EXPECT_LE(c["median_ms"].get<double>(), c["single_median_ms"].get<double>() * (1 + threshold)) << name;
     EXPECT_LT(c["variant"].get<size_t>(), sp["variants"].size()) << name;
+    ASSERT_EQ(sp["latency_ms"][name].size(), sp["variants"].size()) << name;
+    std::vector<int64_t> sizes;
+    for (const auto& k : tree.sizes) sizes.push_back(c["sizes"][k].get<int64_t>());
+    EXPECT_EQ(c["variant"].get<int>(), tree.select(sizes)) << name;
+    EXPECT_DOUBLE_EQ(c["median_ms"].get<double>(), sp["latency_ms"][name][c["variant"].get<size_t>()].get<double>());
   }
   EXPECT_LT(sp["geomean_ms"].get<double>(), sp["single_geomean_ms"].get<double>());
 
@@ -347,6 +359,7 @@ TEST(OptimizeE2E, GeneratedVariantsCompileWithNvcc) {
                          {"spec_hash", read_json(r / "run.json")["spec_hash"]},
                          {"gpu", {{"name", "fake device (kopt_fake_worker)"}, {"compute_capability", "9.0"}}},
                          {"kernel_source", variants[0]["kernel_source"]},
+                         {"specialization", sp},
                          {"variants", variants}}}}};
   {
     std::ofstream out(d.path() / "cache.json");
@@ -358,6 +371,11 @@ TEST(OptimizeE2E, GeneratedVariantsCompileWithNvcc) {
             0);
   const std::string header = kopt::fs::read_file(gen / "tr_launch.h");
   EXPECT_NE(header.find("constexpr int kVariants = " + std::to_string(variants.size()) + ";"), std::string::npos);
+  // The measured dispatch, written out as the tree's own ifs.
+  const auto tree = kopt::model::DispatchTree::from_json(sp["dispatch"], "summary.json",
+                                                         static_cast<int>(sp["variants"].size()));
+  EXPECT_NE(header.find(tree.to_cpp(2)), std::string::npos) << header;
+  EXPECT_EQ(header.find("kopt_tuned"), std::string::npos) << "no nearest-shape table with a measured dispatch";
   const std::string cu = kopt::fs::read_file(gen / "tr.cu");
   EXPECT_NE(cu.find("// kopt:entry "), std::string::npos);
 
@@ -381,16 +399,20 @@ TEST(OptimizeE2E, GeneratedVariantsCompileWithNvcc) {
          "      kopt_tr::LaunchConfig c = kopt_tr::launch_config(rows, cols);\n"
          "      if (c.variant < 0 || c.variant >= kopt_tr::kVariants) return 1;\n"
          "      if (kopt_tr::kernel_for(c) != kopt_tr::kernels[c.variant]) return 2;\n"
-         "      variants_seen |= 1 << c.variant;\n"
-         "    }\n"
-         "  std::printf(\"%d\\n\", variants_seen);\n"
-         "  return variants_seen == (1 << kopt_tr::kVariants) - 1 ? 0 : 3;\n"
+         "    }\n";
+    // Each tuned shape runs the variant summary.json recorded for it.
+    for (const auto& [name, c] : sp["cases"].items())
+      m << "  if (kopt_tr::launch_config(" << c["sizes"]["ROWS"] << ", " << c["sizes"]["COLS"]
+        << ").variant != " << c["variant"] << ") return 3;\n"
+        << "  variants_seen |= 1 << " << c["variant"] << ";\n";
+    m << "  std::printf(\"%d\\n\", variants_seen);\n"
+         "  return variants_seen == (1 << kopt_tr::kVariants) - 1 ? 0 : 4;\n"
          "}\n";
   }
   const std::string build = std::string(nvcc) + " -std=c++17 -arch=sm_90 -o " + (gen / "app").string() + " " +
                             (gen / "main.cu").string() + " " + (gen / "tr.cu").string();
   ASSERT_EQ(run(build), 0) << build;
-  // Every variant is reachable by launch_config() (each was chosen for a case).
+  // Every tuned shape gets its recorded variant, and every variant is used by one.
   EXPECT_EQ(run((gen / "app").string()), 0);
 }
 

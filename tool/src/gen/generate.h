@@ -19,6 +19,10 @@
 #include "tune/driver.h"
 #include "spec/spec.h"
 
+namespace kopt::model {
+struct DispatchTree;
+}
+
 namespace kopt::gen {
 
 struct GenerateOptions {
@@ -61,13 +65,17 @@ struct KernelVariant {
 
 /// The launch header for one or more variants (variant 0: the best single
 /// configuration). Besides launch_config(sizes...) (which picks the variant
-/// tuned on the nearest tuned shape) it declares kVariants,
+/// by `dispatch`, the measured decision tree of model/dispatch.h, written out
+/// as nested ifs; without one, the variant tuned on the nearest tuned shape)
+/// it declares kVariants,
 /// kVariantLabels[], launch_config_variant(v, sizes...), select_variant(),
 /// and under nvcc kernels[], kernel (= kernels[0]) and kernel_for(config).
 /// With several variants the entry points are <entry>_v0, <entry>_v1, ...
 /// Throws SpecError(kopt.gen.101) for a variant without entry/grid/block lines.
+/// Throws SpecError(kopt.gen.109) when `dispatch` asks about a name that is
+/// not a size of the workload, or picks a variant that does not exist.
 std::string launch_header(const std::string& name, const std::vector<KernelVariant>& variants,
-                          const spec::Spec& spec);
+                          const spec::Spec& spec, const model::DispatchTree* dispatch = nullptr);
 
 /// The generated .cu for the variants: one variant is its source unchanged;
 /// several are each wrapped in a namespace with their tuning #defines reset

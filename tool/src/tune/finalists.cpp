@@ -1,11 +1,14 @@
 // Phase 5 of a run: the top candidates re-timed interleaved, to cancel drift,
-// and shape specialisation: each performance case takes the candidate that was
-// fastest on it when that beats the single best by more than the threshold
-// (variant 0 is always the single best).
+// and shape specialisation: the candidates that were fastest on some
+// performance case by more than the threshold become variants (variant 0 is
+// always the single best), and a decision tree over the sizes, grown on their
+// re-timed latencies (model/dispatch.h), says which variant runs for which
+// sizes.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 
+#include "model/dispatch.h"
 #include "tune/driver_impl.h"
 #include "util/interrupt.h"
 
@@ -126,24 +129,62 @@ Finalists Driver::choose_finalists() {
   if (!f.winner || !specialize) return f;
 
   const size_t w = static_cast<size_t>(std::find(ranked.begin(), ranked.end(), f.winner) - ranked.begin());
-  f.variants.push_back(f.winner);
-  nlohmann::json chosen = nlohmann::json::object();
-  std::vector<double> single, special;
+  // The candidate variants: the winner, then each case's fastest finalist
+  // when it beats the winner there by more than the threshold.
+  std::vector<size_t> pool = {w};
   for (const auto& name : perf_cases) {
     size_t pick = w;
     for (size_t i = 0; i < ranked.size(); ++i)
       if (!failed[i] && case_ms[i][name] < case_ms[pick][name]) pick = i;
     if (!(case_ms[pick][name] < case_ms[w][name] * (1.0 - o_.specialize_threshold))) pick = w;
-    auto it = std::find(f.variants.begin(), f.variants.end(), ranked[pick]);
-    if (it == f.variants.end()) it = f.variants.insert(f.variants.end(), ranked[pick]);
-    const int v = static_cast<int>(it - f.variants.begin());
-    const spec::Case* sc = nullptr;
-    for (const auto& c : spec_.cases)
-      if (c.name == name) sc = &c;
-    chosen[name] = {{"variant", v}, {"median_ms", case_ms[pick][name]}, {"single_median_ms", case_ms[w][name]},
+    if (std::find(pool.begin(), pool.end(), pick) == pool.end()) pool.push_back(pick);
+  }
+  std::map<std::string, const spec::Case*> case_of;
+  for (const auto& c : spec_.cases) case_of[c.name] = &c;
+  // Dispatch by measurement (model/dispatch.h): a tree over the sizes, grown
+  // on every variant's re-timed median on every performance case. A variant
+  // the tree never picks is dropped and the tree grown again without it.
+  std::vector<std::string> size_names;
+  if (const spec::Case* c0 = case_of[perf_cases.front()])
+    for (const auto& [k, v] : c0->sizes) size_names.push_back(k);
+  std::vector<model::DispatchSample> samples;
+  model::DispatchTree tree;
+  for (;;) {  // ends: each pass that goes on drops a variant
+    samples.clear();
+    for (const auto& name : perf_cases) {
+      model::DispatchSample ds;
+      ds.name = name;
+      const spec::Case* sc = case_of[name];
+      for (const auto& k : size_names) ds.sizes.push_back(sc && sc->sizes.count(k) ? sc->sizes.at(k) : 1);
+      for (size_t i : pool) ds.ms.push_back(failed[i] ? NAN : case_ms[i][name]);
+      samples.push_back(std::move(ds));
+    }
+    tree = model::derive_dispatch(size_names, samples, static_cast<int>(pool.size()), o_.specialize_threshold);
+    std::vector<bool> used(pool.size(), false);
+    used[0] = true;
+    for (const auto& n : tree.nodes)
+      if (n.dim < 0) used[static_cast<size_t>(n.variant)] = true;
+    if (std::find(used.begin(), used.end(), false) == used.end()) break;
+    std::vector<size_t> kept;
+    for (size_t v = 0; v < pool.size(); ++v)
+      if (used[v]) kept.push_back(pool[v]);
+    pool = kept;
+  }
+  for (size_t i : pool) f.variants.push_back(ranked[i]);
+  nlohmann::json chosen = nlohmann::json::object(), latency = nlohmann::json::object();
+  std::vector<double> single, special;
+  for (size_t c = 0; c < perf_cases.size(); ++c) {
+    const std::string& name = perf_cases[c];
+    const int v = tree.select(samples[c].sizes);
+    const double ms = samples[c].ms[static_cast<size_t>(v)];
+    const spec::Case* sc = case_of[name];
+    chosen[name] = {{"variant", v}, {"median_ms", ms}, {"single_median_ms", case_ms[w][name]},
                     {"sizes", sc ? nlohmann::json(sc->sizes) : nlohmann::json::object()}};
+    nlohmann::json row = nlohmann::json::array();
+    for (double x : samples[c].ms) row.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+    latency[name] = row;
     single.push_back(case_ms[w][name]);
-    special.push_back(case_ms[pick][name]);
+    special.push_back(ms);
   }
   nlohmann::json vs = nlohmann::json::array();
   for (size_t v = 0; v < f.variants.size(); ++v)
@@ -152,7 +193,8 @@ Finalists Driver::choose_finalists() {
   bool finite = true;
   for (double x : single) finite = finite && std::isfinite(x) && x > 0;
   for (double x : special) finite = finite && std::isfinite(x) && x > 0;
-  f.specialization = {{"threshold", o_.specialize_threshold}, {"variants", vs}, {"cases", chosen}};
+  f.specialization = {{"threshold", o_.specialize_threshold}, {"variants", vs}, {"cases", chosen},
+                      {"latency_ms", latency}, {"dispatch", tree.to_json()}};
   if (finite) {
     f.specialization["single_geomean_ms"] = model::geomean(single);
     f.specialization["geomean_ms"] = model::geomean(special);

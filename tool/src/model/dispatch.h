@@ -1,0 +1,94 @@
+// Dispatch by measurement: which variant of a shape-specialised result runs
+// for given sizes, derived from what was measured on the tuned shapes.
+//
+// The input is a table of median latencies, one row per tuned shape (its
+// sizes in the launch header's order, e.g. M, N, K) and one column per
+// variant. The output is a small binary decision tree over the sizes: each
+// inner node asks "size[d] <= threshold", each leaf names a variant. It is
+// grown greedily the way a CART tree is (Breiman et al., "Classification and
+// Regression Trees", 1984), with the cost of a leaf being the regret of its
+// variant: the sum over its shapes of log(latency of that variant / the
+// fastest latency on the shape). Questions are asked while one lowers the
+// regret, until every tuned shape runs a variant within `noise` of its
+// fastest, or at the depth cap.
+//
+// The no-regression rule: a leaf picks variant 0 (the best single
+// configuration) unless another variant is faster by more than the noise on
+// the leaf's shapes taken together, and never a variant that was measured
+// slower than variant 0 by more than the noise on any one of them. Shapes
+// between tuned ones therefore get the general kernel unless every
+// measurement around them says otherwise. Thresholds lie at the geometric
+// mean of the two neighbouring tuned values (sizes scale multiplicatively),
+// rounded down.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kopt {
+class JsonAt;
+}
+
+namespace kopt::model {
+
+/// One tuned shape: its sizes (launch-header order) and the median latency of
+/// each variant on it, in ms (INFINITY or NaN: the variant failed or was not
+/// timed there; never chosen for it).
+struct DispatchSample {
+  std::string name;             // the performance case, for messages and reports
+  std::vector<int64_t> sizes;   // size values, in the order of DispatchTree::sizes
+  std::vector<double> ms;       // ms[v]: variant v's median latency
+};
+
+/// A node of the tree. Leaf: dim == -1, `variant` is the answer. Inner node:
+/// sizes[dim] <= threshold goes to `left`, else to `right` (indices into
+/// DispatchTree::nodes).
+struct DispatchNode {
+  int dim = -1;
+  int64_t threshold = 0;
+  int left = -1, right = -1;
+  int variant = 0;
+};
+
+struct DispatchTree {
+  std::vector<std::string> sizes;   // size names, e.g. {"M", "N", "K"}
+  std::vector<DispatchNode> nodes;  // nodes[0] is the root; a single leaf when one variant serves all
+  double noise = 0.03;              // the fraction within which two latencies count as equal
+
+  /// The variant for `sizes` (in the order of this->sizes). 0 for an empty tree.
+  int select(const std::vector<int64_t>& sizes) const;
+  /// The tree as C++ statements for the body of
+  /// `int select_variant(long long M, ...)`: nested if/else and returns, with
+  /// `indent` spaces before each line.
+  std::string to_cpp(int indent) const;
+  /// {"sizes": [...], "noise": x, "nodes": [{"dim":..,"threshold":..,"left":..,"right":..} | {"variant": v}]}.
+  nlohmann::json to_json() const;
+  /// Throws kopt::SpecError(kopt.json.005) naming `where` for a malformed tree
+  /// (unknown dimension, a child index out of range or not below its parent,
+  /// a variant outside [0, variant_count)).
+  static DispatchTree from_json(const nlohmann::json& j, const std::string& where, int variant_count);
+  /// The same, for a value inside a larger document (its errors name the whole JSON path).
+  static DispatchTree from_json(const JsonAt& at, int variant_count);
+};
+
+/// Grows the tree for `samples` (each with `sizes.size()` sizes and
+/// `variant_count` latencies). `noise` is a fraction (0.03: 3%); `max_depth`
+/// caps the questions asked for one shape. Samples without a finite latency
+/// for any variant are ignored. Throws std::invalid_argument for rows of the
+/// wrong length.
+DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::vector<DispatchSample>& samples,
+                             int variant_count, double noise, int max_depth = 8);
+
+/// For a report or a test: per sample, the variant the tree picks and its
+/// latency over the fastest one's (1.0 = the fastest).
+struct DispatchCheck {
+  std::string name;
+  int chosen = 0, fastest = 0;
+  double slowdown = 1.0;
+};
+std::vector<DispatchCheck> check_dispatch(const DispatchTree& tree, const std::vector<DispatchSample>& samples);
+
+}  // namespace kopt::model
