@@ -374,7 +374,9 @@ TEST(Report, IsStandaloneAndEscaped) {
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_EQ(html.find(" src="), std::string::npos);
   EXPECT_EQ(html.find("@import"), std::string::npos);
-  EXPECT_EQ(count(html, "http://") + count(html, "https://"), 1u);  // the SVG xmlns
+  // Only the SVGs' xmlns: the heatmap, the two comparison charts, the progress chart.
+  EXPECT_EQ(count(html, "<svg xmlns=\"http://www.w3.org/2000/svg\""), 4u);
+  EXPECT_EQ(count(html, "http://") + count(html, "https://"), 4u);
   EXPECT_EQ(count(html, "<script"), 1u);  // ours, inline
   EXPECT_EQ(count(html, "</script>"), 1u);
   EXPECT_EQ(count(html, "<style>"), 1u);
