@@ -249,25 +249,23 @@ std::string decade_label(int e) {
   return fmt(std::pow(10.0, e), ("%." + std::to_string(-e) + "f").c_str());
 }
 
-/// Ticks for a log axis over [lo, hi] (values > 0): 1-2-5 steps when the
-/// range is short, decades otherwise.
+/// Ticks for a log axis over [lo, hi] (values > 0): decades, with 2 and 5
+/// over a short range, and more within a decade.
 std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> t;
   const int e0 = static_cast<int>(std::floor(std::log10(lo))), e1 = static_cast<int>(std::ceil(std::log10(hi)));
-  const bool fine = e1 - e0 <= 2;
+  const std::vector<double> steps = std::log10(hi / lo) < 1 ? std::vector<double>{1, 1.5, 2, 3, 4, 5, 6, 7, 8}
+                                    : e1 - e0 <= 2          ? std::vector<double>{1, 2, 5}
+                                                            : std::vector<double>{1};
   for (int e = e0; e <= e1; ++e)
-    for (double m : fine ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) {
+    for (double m : steps) {
       const double v = m * std::pow(10.0, e);
       if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) t.push_back(v);
     }
   return t;
 }
 
-std::string tick_label(double v) {
-  if (v >= 1) return fmt(v, "%.0f");
-  const int digits = std::clamp(static_cast<int>(std::ceil(-std::log10(v) - 1e-9)), 1, 9);
-  return fmt(v, ("%." + std::to_string(digits) + "f").c_str());
-}
+std::string tick_label(double v) { return fmt(v, "%.4g"); }
 
 std::string ratio_text(double r) { return fmt(r, r >= 100 ? "%.0f" : "%.3g") + "x"; }
 
@@ -319,14 +317,15 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
   int e0 = 0, e1 = 1;
   if (any) {
     e0 = static_cast<int>(std::floor(std::log10(lo) - 0.05));  // the shortest bar is still visible
-    e1 = std::max(e0 + 1, static_cast<int>(std::ceil(std::log10(hi))));
+    // Room right of the longest bar for its value.
+    e1 = std::max(e0 + 1, static_cast<int>(std::ceil(std::log10(hi) + 0.1)));
   }
 
   size_t max_label = 8;
   for (const Row& r : rows) max_label = std::max(max_label, length_chars(r.label));
   max_label = std::min<size_t>(max_label, 48);
   const int label_w = static_cast<int>(std::lround(16 + 6.6 * static_cast<double>(max_label)));
-  const int plot_w = 560, right_w = 120;
+  const int plot_w = 560, right_w = 110;
   const int width = label_w + plot_w + right_w;
   const int bar_h = 9, row_h = 2 * bar_h + 8, top = 78;
   const int height = top + std::max<int>(static_cast<int>(rows.size()), 1) * row_h + 34;
@@ -409,7 +408,7 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
       }
     }
     if (ratio)
-      o << "<text class=\"ratio\" x=\"" << x0 + plot_w + 10 << "\" y=\"" << y + bar_h + 4 << "\" font-weight=\"bold\" fill=\""
+      o << "<text class=\"ratio\" x=\"" << x0 + plot_w + 44 << "\" y=\"" << y + bar_h + 4 << "\" font-weight=\"bold\" fill=\""
         << (*ratio >= 1 ? "#1b5e20" : "#b2182b") << "\">" << esc(ratio_text(*ratio)) << "</text>";
     o << "</g>\n";
   }
