@@ -4,9 +4,11 @@
 //   kopt_report_fixture OUT_DIR
 //
 // Creates OUT_DIR/results/run-001 (replacing OUT_DIR/results), records a
-// reference, an initial kernel and ~40 candidates with speedups from about
-// 1/4x to 8x plus a few rejected ones, writes summary.json, best.cu and the
-// reports, and copies report.html and heatmap.svg to OUT_DIR.
+// reference, an initial kernel, a cuBLAS baseline and ~40 candidates with
+// speedups from about 1/4x to 8x plus a few rejected ones, writes
+// summary.json (final re-timing, two shape-specialised variants, budget),
+// best.cu and the reports, and copies report.html and heatmap.svg to OUT_DIR.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "model/attempt.h"
 #include "model/result.h"
 #include "report/report.h"
 #include "run/store.h"
@@ -95,7 +98,22 @@ int main(int argc, char** argv) {
     const stdfs::path out = argv[1];
     stdfs::remove_all(out / "results");
     stdfs::create_directories(out);
-    const nlohmann::json spec = {{"format_version", 1}, {"name", "sgemm"}};
+    nlohmann::json spec = {{"format_version", 1}, {"name", "sgemm"}, {"cases", nlohmann::json::array()}};
+    spec["signature"] = nlohmann::json::array({nlohmann::json{{"name", "A"}, {"type", "float"}, {"role", "input"}},
+                                               nlohmann::json{{"name", "M"}, {"type", "int"}, {"value", "M"}},
+                                               nlohmann::json{{"name", "N"}, {"type", "int"}, {"value", "N"}},
+                                               nlohmann::json{{"name", "K"}, {"type", "int"}, {"value", "K"}}});
+    spec["cases"].push_back({{"name", "17x17x17"}, {"role", "correctness"}, {"sizes", {{"M", 17}, {"N", 17}, {"K", 17}}}});
+    for (const std::string& c : kCases) {
+      // "4096x2048x1024" -> M, N, K
+      const auto x1 = c.find('x'), x2 = c.find('x', x1 + 1);
+      spec["cases"].push_back({{"name", c},
+                               {"role", "performance"},
+                               {"sizes",
+                                {{"M", std::stoll(c.substr(0, x1))},
+                                 {"N", std::stoll(c.substr(x1 + 1, x2 - x1 - 1))},
+                                 {"K", std::stoll(c.substr(x2 + 1))}}}});
+    }
     const nlohmann::json device = {{"name", "NVIDIA H200"}, {"arch", "sm_90"}};
     kopt::run::RunInfo info;
     info.strategy = "anneal";
@@ -106,6 +124,7 @@ int main(int argc, char** argv) {
     int i = 0;
     store.record(make("reference", "reference.cu", {}, Verdict::ok, 1.0, i++));
     store.record(make("initial", "naive.cu", {}, Verdict::ok, 0.25, i++));
+    store.record(make("baseline", "cuBLAS sgemm (FP32, no TF32)", {}, Verdict::ok, 5.0, i++));
     const int bms[] = {32, 64, 128};
     const int bns[] = {32, 64, 128};
     const int bks[] = {8, 16, 32};
@@ -124,7 +143,56 @@ int main(int argc, char** argv) {
           store.record(make("candidate", label, p, v, s, i++));
         }
     store.record(make("candidate", "<script>alert('label')</script>", {{"BM", 16}}, Verdict::runtime_error, 1, i++));
-    store.write_summary({{"budget_used", {{"evaluations", store.history().size()}}}});
+    // The final re-timing, the cuBLAS figures and two shape-specialised
+    // variants: the best, and the second fastest for the cases where it is
+    // faster (as tune/finalists.cpp records them).
+    std::vector<const Attempt*> ranked;
+    for (const Attempt& a : store.history())
+      if (a.kind == "candidate" && a.result.verdict == Verdict::ok) ranked.push_back(&a);
+    std::sort(ranked.begin(), ranked.end(),
+              [](const Attempt* x, const Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
+    const Attempt& v0 = *ranked[0];
+    const Attempt& v1 = *ranked[1];
+    double cublas_geo = 0, ref_geo = 0, ini_geo = 0;
+    for (const Attempt& a : store.history()) {
+      if (a.kind == "baseline") cublas_geo = *a.result.geomean_ms;
+      if (a.kind == "reference") ref_geo = *a.result.geomean_ms;
+      if (a.kind == "initial") ini_geo = *a.result.geomean_ms;
+    }
+    nlohmann::json cases = nlohmann::json::object(), retime = nlohmann::json::array();
+    std::vector<double> special;
+    for (const Attempt* a : {&v0, &v1}) {
+      nlohmann::json cm = nlohmann::json::object();
+      for (const std::string& c : kCases) cm[c] = *kopt::model::case_median_ms(*a, c);
+      retime.push_back({{"index", a->index}, {"label", a->label}, {"geomeans_ms", {*a->result.geomean_ms}},
+                        {"median_ms", *a->result.geomean_ms}, {"cases_median_ms", cm}, {"failed_recheck", false}});
+    }
+    for (const nlohmann::json& c : spec["cases"]) {
+      if (c["role"] != "performance") continue;
+      const std::string name = c["name"];
+      const double m0 = *kopt::model::case_median_ms(v0, name), m1 = *kopt::model::case_median_ms(v1, name);
+      const int v = m1 < 0.97 * m0 ? 1 : 0;
+      cases[name] = {{"variant", v}, {"median_ms", v ? m1 : m0}, {"single_median_ms", m0}, {"sizes", c["sizes"]}};
+      special.push_back(v ? m1 : m0);
+    }
+    const double g0 = *v0.result.geomean_ms, gs = kopt::model::geomean(special);
+    nlohmann::json variants = nlohmann::json::array();
+    for (const Attempt* a : {&v0, &v1})
+      variants.push_back({{"variant", variants.size()}, {"index", a->index}, {"label", a->label},
+                          {"params", kopt::model::params_json(a->params)},
+                          {"file", "variants/v" + std::to_string(variants.size()) + ".cu"}});
+    store.write_summary(
+        {{"budget_used", {{"evaluations", store.history().size()}}},
+         {"budget", {{"evaluations", 40}, {"minutes", 10}}},
+         {"cublas_geomean_ms", cublas_geo},
+         {"final_best",
+          {{"index", v0.index}, {"label", v0.label}, {"params", kopt::model::params_json(v0.params)},
+           {"geomean_ms", g0}, {"speedup_vs_reference", ref_geo / g0},
+           {"speedup_vs_initial", ini_geo / g0}, {"ratio_to_cublas", cublas_geo / g0}}},
+         {"retime", retime},
+         {"specialization",
+          {{"threshold", 0.03}, {"variants", variants}, {"cases", cases}, {"single_geomean_ms", g0},
+           {"geomean_ms", gs}, {"ratio_to_cublas", cublas_geo / gs}, {"single_ratio_to_cublas", cublas_geo / g0}}}});
     store.write_best("sgemm_tiled", {"// kopt:grid ceil_div(N, BN), ceil_div(M, BM), 1",
                                      "// kopt:block BN / TN * BM / TM, 1, 1"});
     kopt::report::write_reports(store, kCases);

@@ -3,11 +3,15 @@
 #
 #   tests/report/screenshot_check.sh REPORT_HTML OUT_PNG
 #
-# Takes a 1280x2000 screenshot of REPORT_HTML (opened from disk, no network)
+# Takes a 1280x3400 screenshot of REPORT_HTML (opened from disk, no network)
 # into OUT_PNG, then verifies with python3 (standard library only: the PNG is
 # decoded with zlib) that it has the expected size, is not blank (many
-# distinct colours), and shows the heatmap: flat areas in the heatmap's
-# "faster" (blue) and "slower" (red) colours and the grey of rejected rows.
+# distinct colours), and shows
+#   - the charts of tuned against cuBLAS (per shape class and per shape): flat
+#     bars in the tuned green and the cuBLAS purple (report/charts.cpp);
+#   - the best-so-far curve: its dark blue step line;
+#   - the heatmap: flat areas in its "faster" (blue) and "slower" (red)
+#     colours and the grey of rejected rows.
 #
 # Exit status: 0 pass, 1 fail, 2 bad usage, 77 skipped (CTest's skip code)
 # when Chromium (or python3) is not installed. CHROMIUM=/path overrides the
@@ -15,7 +19,7 @@
 set -u
 
 WIDTH=1280
-HEIGHT=2000
+HEIGHT=3400
 
 if [ $# -ne 2 ]; then
   echo "usage: $0 REPORT_HTML OUT_PNG" >&2
@@ -175,9 +179,23 @@ def on_ramp(c, tol=3):
     return None
 
 
-fast = slow = grey = 0
+def near(c, ref, tol=3):
+    return all(abs(c[j] - ref[j]) <= tol for j in range(3))
+
+
+fast = slow = grey = tuned = cublas = curve = 0
 for c, n in counts.items():
     if n < 20:  # anti-aliased text edges, not flat cells
+        continue
+    # The charts (report/charts.cpp: kTunedFill, kBaselineFill, the step line).
+    if near(c, (0x1b, 0x78, 0x37)):
+        tuned += n
+        continue
+    if near(c, (0x76, 0x2a, 0x83)):
+        cublas += n
+        continue
+    if near(c, (0x08, 0x51, 0x9c)):
+        curve += n
         continue
     if all(abs(c[j] - 0xbd) <= 3 for j in range(3)):
         grey += n
@@ -199,7 +217,16 @@ if grey < 500:
     problems.append("only %d px in the grey of rejected rows" % grey)
 if problems:
     fail("the heatmap does not show: " + "; ".join(problems))
+if tuned < 3000:
+    problems.append("only %d px in the tuned bars' green" % tuned)
+if cublas < 3000:
+    problems.append("only %d px in the cuBLAS bars' purple" % cublas)
+if curve < 400:
+    problems.append("only %d px in the best-so-far line's blue" % curve)
+if problems:
+    fail("the charts do not show: " + "; ".join(problems))
 print("OK: %s is %dx%d, %d distinct colours, %.1f%% non-white; heatmap: %d px faster, "
-      "%d px slower, %d px rejected grey" % (path, width, height, len(counts),
-                                             100.0 * (total - white) / total, fast, slow, grey))
+      "%d px slower, %d px rejected grey; charts: %d px tuned, %d px cuBLAS, %d px best-so-far line"
+      % (path, width, height, len(counts), 100.0 * (total - white) / total, fast, slow, grey,
+         tuned, cublas, curve))
 PY

@@ -15,11 +15,14 @@
 #include "report/report.h"
 #include "run/store.h"
 #include "temp_dir.h"
+#include "xml_check.h"
 #include "util/fs.h"
 #include "util/json.h"
 
 namespace stdfs = std::filesystem;
 using kopt::test::TempDir;
+using kopt::test::valid_utf8;
+using kopt::test::xml_problem;
 using kopt::model::CaseResult;
 using kopt::model::LatencyStats;
 using kopt::model::Verdict;
@@ -102,106 +105,6 @@ std::vector<double> speedups_of(const std::string& row) {
   for (auto it = std::sregex_iterator(row.begin(), row.end(), re); it != std::sregex_iterator(); ++it)
     v.push_back(std::stod((*it)[1]));
   return v;
-}
-
-// A small XML well-formedness check: balanced and properly nested tags,
-// quoted unique attributes without '<', known entities only, one root.
-// Returns "" when well-formed.
-std::string xml_problem(const std::string& x) {
-  std::vector<std::string> stack;
-  bool root_seen = false;
-  static const std::regex entity(R"(&(amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)");
-  auto entity_ok = [&](size_t p) {
-    const std::string sub = x.substr(p, 12);
-    std::smatch m;
-    return std::regex_search(sub, m, entity, std::regex_constants::match_continuous);
-  };
-  auto name_char = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == ':' || c == '_' || c == '.';
-  };
-  size_t i = 0;
-  while (i < x.size()) {
-    const char c = x[i];
-    if (c == '<') {
-      if (x.compare(i, 4, "<!--") == 0) {
-        const auto e = x.find("-->", i);
-        if (e == std::string::npos) return "unclosed comment";
-        i = e + 3;
-        continue;
-      }
-      if (x.compare(i, 2, "<?") == 0) {
-        if (root_seen) return "processing instruction after the root";
-        const auto e = x.find("?>", i);
-        if (e == std::string::npos) return "unclosed <?";
-        i = e + 2;
-        continue;
-      }
-      const bool closing = i + 1 < x.size() && x[i + 1] == '/';
-      size_t j = i + (closing ? 2 : 1);
-      const size_t ns = j;
-      while (j < x.size() && name_char(x[j])) ++j;
-      const std::string name = x.substr(ns, j - ns);
-      if (name.empty()) return "bad tag at offset " + std::to_string(i);
-      if (closing) {
-        while (j < x.size() && std::isspace(static_cast<unsigned char>(x[j]))) ++j;
-        if (j >= x.size() || x[j] != '>') return "bad closing tag </" + name;
-        if (stack.empty() || stack.back() != name)
-          return "</" + name + "> closes <" + (stack.empty() ? std::string("nothing") : stack.back()) + ">";
-        stack.pop_back();
-        i = j + 1;
-        continue;
-      }
-      if (stack.empty() && root_seen) return "second root element <" + name + ">";
-      root_seen = true;
-      std::set<std::string> attrs;
-      bool self_closing = false;
-      while (true) {
-        while (j < x.size() && std::isspace(static_cast<unsigned char>(x[j]))) ++j;
-        if (j >= x.size()) return "unterminated <" + name;
-        if (x[j] == '>') { ++j; break; }
-        if (x[j] == '/' && j + 1 < x.size() && x[j + 1] == '>') { j += 2; self_closing = true; break; }
-        const size_t as = j;
-        while (j < x.size() && name_char(x[j])) ++j;
-        const std::string an = x.substr(as, j - as);
-        if (an.empty()) return "bad attribute in <" + name + "> at offset " + std::to_string(j);
-        if (!attrs.insert(an).second) return "duplicate attribute " + an + " in <" + name + ">";
-        if (j >= x.size() || x[j] != '=') return "attribute " + an + " without value";
-        ++j;
-        if (j >= x.size() || (x[j] != '"' && x[j] != '\'')) return "unquoted attribute " + an;
-        const char q = x[j];
-        const auto e = x.find(q, j + 1);
-        if (e == std::string::npos) return "unterminated attribute " + an;
-        for (size_t k = j + 1; k < e; ++k) {
-          if (x[k] == '<') return "'<' in attribute " + an;
-          if (x[k] == '&' && !entity_ok(k)) return "bad entity in attribute " + an;
-        }
-        j = e + 1;
-      }
-      if (!self_closing) stack.push_back(name);
-      i = j;
-      continue;
-    }
-    if (c == '&' && !entity_ok(i)) return "bad entity at offset " + std::to_string(i);
-    if (stack.empty() && !std::isspace(static_cast<unsigned char>(c)))
-      return "text outside the root at offset " + std::to_string(i);
-    ++i;
-  }
-  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
-  if (!root_seen) return "no root element";
-  return "";
-}
-
-bool valid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    for (int k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += static_cast<size_t>(len);
-  }
-  return true;
 }
 
 }  // namespace
@@ -374,7 +277,9 @@ TEST(Report, IsStandaloneAndEscaped) {
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_EQ(html.find(" src="), std::string::npos);
   EXPECT_EQ(html.find("@import"), std::string::npos);
-  EXPECT_EQ(count(html, "http://") + count(html, "https://"), 1u);  // the SVG xmlns
+  // Only the SVGs' xmlns: the heatmap, the two comparison charts, the progress chart.
+  EXPECT_EQ(count(html, "<svg xmlns=\"http://www.w3.org/2000/svg\""), 4u);
+  EXPECT_EQ(count(html, "http://") + count(html, "https://"), 4u);
   EXPECT_EQ(count(html, "<script"), 1u);  // ours, inline
   EXPECT_EQ(count(html, "</script>"), 1u);
   EXPECT_EQ(count(html, "<style>"), 1u);

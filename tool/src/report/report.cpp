@@ -12,120 +12,17 @@
 #include "util/fs.h"
 #include "util/json_read.h"
 #include "util/json.h"
-#include "util/url.h"
+#include "report/charts.h"
+#include "report/text.h"
 
 namespace kopt::report {
 
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 using model::Attempt;
+using namespace text;
 
 namespace {
-
-// ---------------------------------------------------------------------------
-// Text helpers
-
-// Appends the code point `cp` as UTF-8.
-void put_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// Decodes `s` into code points; invalid UTF-8 becomes U+FFFD.
-std::vector<uint32_t> decode_utf8(const std::string& s) {
-  std::vector<uint32_t> cps;
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    int len = 0;
-    uint32_t cp = 0, min = 0;
-    if (c < 0x80) { cps.push_back(c); ++i; continue; }
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-    bool ok = len > 0 && i + static_cast<size_t>(len) <= n;
-    for (int k = 1; ok && k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) ok = false;
-      else cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (!ok) { cps.push_back(0xFFFD); ++i; continue; }
-    cps.push_back(cp);
-    i += static_cast<size_t>(len);
-  }
-  return cps;
-}
-
-// Escapes text for XML/HTML content and attribute values. Invalid UTF-8 and
-// characters XML forbids become U+FFFD; with `multiline` false, tabs and line
-// breaks become spaces. A URL in the text is shown without its credentials
-// (util/url.h), whatever the run folder holds.
-std::string esc(const std::string& text, bool multiline = false) {
-  const std::string s = text.find("://") == std::string::npos ? text : url::redact_text(text);
-  std::string out;
-  out.reserve(s.size() + 16);
-  for (uint32_t cp : decode_utf8(s)) {
-    switch (cp) {
-      case '&': out += "&amp;"; continue;
-      case '<': out += "&lt;"; continue;
-      case '>': out += "&gt;"; continue;
-      case '"': out += "&quot;"; continue;
-      case '\'': out += "&#39;"; continue;
-      default: break;
-    }
-    if (cp == '\t' || cp == '\n' || cp == '\r') {
-      out += multiline ? static_cast<char>(cp) : ' ';
-    } else if (cp < 0x20 || cp == 0x7F || cp == 0xFFFE || cp == 0xFFFF) {
-      put_utf8(out, 0xFFFD);
-    } else {
-      put_utf8(out, cp);
-    }
-  }
-  return out;
-}
-
-// At most `max_chars` code points of `s` (the last one an ellipsis if cut).
-std::string truncate(const std::string& s, size_t max_chars) {
-  std::vector<uint32_t> cps = decode_utf8(s);
-  if (cps.size() <= max_chars) return s;
-  std::string out;
-  for (size_t i = 0; i + 1 < max_chars && i < cps.size(); ++i) put_utf8(out, cps[i]);
-  put_utf8(out, 0x2026);
-  return out;
-}
-
-size_t length_chars(const std::string& s) { return decode_utf8(s).size(); }
-
-std::string fmt(double v, const char* f = "%.3g") {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-// A number for an attribute: full precision, locale independent.
-std::string num_attr(double v) { return fmt(v, "%.17g"); }
-
-std::string speedup_text(double s) {
-  if (!std::isfinite(s)) return fmt(s);
-  return fmt(s, s >= 1000 ? "%.0f" : "%.3g") + "x";
-}
 
 std::string label_of(const Attempt& a) {
   std::string l = "#" + std::to_string(a.index);
@@ -133,8 +30,6 @@ std::string label_of(const Attempt& a) {
   else if (a.kind != "candidate") l += " " + a.kind;
   return l;
 }
-
-bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
 
 // ---------------------------------------------------------------------------
 // Speedups
@@ -146,17 +41,27 @@ const Attempt* first_ok_reference(const std::vector<Attempt>& history) {
 }
 
 
-// Reference median / candidate median on case `name`: the reference timed
-// with this attempt when it was, else the reference attempt's.
-std::optional<double> case_speedup(const Attempt& a, const std::string& name, const Attempt* ref,
+// What the heatmap's speedups are over: the reference, or (when the
+// reference was never timed) the initial kernel.
+struct Base {
+  const Attempt* ref = nullptr;      // the reference attempt, if any (reference mode)
+  const Attempt* initial = nullptr;  // set: initial-kernel mode
+};
+
+// Base median / candidate median on case `name`. Reference mode: the
+// reference timed with this attempt when it was, else the reference
+// attempt's. Initial mode: the initial kernel's median.
+std::optional<double> case_speedup(const Attempt& a, const std::string& name, const Base& base,
                                    double* ref_ms = nullptr, double* own_ms = nullptr) {
   for (const model::CaseResult& c : a.result.cases) {
     if (c.name != name || !c.latency || !finite_positive(c.latency->median_ms)) continue;
     std::optional<double> r;
-    if (c.reference_latency && finite_positive(c.reference_latency->median_ms))
+    if (base.initial)
+      r = model::case_median_ms(*base.initial, name);
+    else if (c.reference_latency && finite_positive(c.reference_latency->median_ms))
       r = c.reference_latency->median_ms;
-    else if (ref)
-      r = model::case_median_ms(*ref, name);
+    else if (base.ref)
+      r = model::case_median_ms(*base.ref, name);
     if (!r) return std::nullopt;
     if (ref_ms) *ref_ms = *r;
     if (own_ms) *own_ms = c.latency->median_ms;
@@ -165,15 +70,40 @@ std::optional<double> case_speedup(const Attempt& a, const std::string& name, co
   return std::nullopt;
 }
 
-std::optional<double> geomean_speedup(const Attempt& a, const Attempt* ref) {
+std::optional<double> geomean_speedup(const Attempt& a, const Base& base) {
   if (a.result.verdict != model::Verdict::ok || !a.result.geomean_ms ||
       !finite_positive(*a.result.geomean_ms))
     return std::nullopt;
+  if (base.initial) {
+    if (base.initial->result.geomean_ms && finite_positive(*base.initial->result.geomean_ms))
+      return *base.initial->result.geomean_ms / *a.result.geomean_ms;
+    return std::nullopt;
+  }
   if (a.result.reference_geomean_ms && finite_positive(*a.result.reference_geomean_ms))
     return *a.result.reference_geomean_ms / *a.result.geomean_ms;
-  if (ref && ref->result.geomean_ms && finite_positive(*ref->result.geomean_ms))
-    return *ref->result.geomean_ms / *a.result.geomean_ms;
+  if (base.ref && base.ref->result.geomean_ms && finite_positive(*base.ref->result.geomean_ms))
+    return *base.ref->result.geomean_ms / *a.result.geomean_ms;
   return std::nullopt;
+}
+
+// Reference mode when any attempt has a speedup over the reference; else the
+// first initial kernel that passed, when there is one.
+Base base_for(const std::vector<Attempt>& history, const std::vector<std::string>& cases) {
+  Base b;
+  b.ref = first_ok_reference(history);
+  for (const Attempt& a : history) {
+    if (a.result.verdict != model::Verdict::ok) continue;
+    if (geomean_speedup(a, b)) return b;
+    for (const std::string& c : cases)
+      if (case_speedup(a, c, b)) return b;
+  }
+  for (const Attempt& a : history)
+    if (a.kind == "initial" && a.result.verdict == model::Verdict::ok && a.result.geomean_ms &&
+        finite_positive(*a.result.geomean_ms)) {
+      b.initial = &a;
+      break;
+    }
+  return b;
 }
 
 const Attempt* best_of(const std::vector<Attempt>& history) {
@@ -220,8 +150,6 @@ std::string pow2_label(int k) {
   return "1/" + std::to_string(1LL << -k) + "x";
 }
 
-constexpr const char* kFont =
-    "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
 
 }  // namespace
 
@@ -230,7 +158,8 @@ constexpr const char* kFont =
 
 std::string heatmap_svg(const std::vector<Attempt>& history,
                         const std::vector<std::string>& performance_cases) {
-  const Attempt* ref = first_ok_reference(history);
+  const Base ref = base_for(history, performance_cases);
+  const std::string over = ref.initial ? "the initial kernel" : "the reference";
   const Attempt* best = best_of(history);
   const int n = static_cast<int>(history.size());
   const int m = static_cast<int>(performance_cases.size());
@@ -274,12 +203,13 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width
     << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << " " << height
-    << "\" font-family=\"" << esc(kFont) << "\" font-size=\"11\" role=\"img\" class=\"kopt-heatmap\">\n";
-  o << "<title>Speedup over the reference per performance case: " << n << " attempts, " << m
+    << "\" font-family=\"" << esc(kFont) << "\" font-size=\"11\" role=\"img\" class=\"kopt-heatmap\" data-baseline=\""
+    << (ref.initial ? "initial" : "reference") << "\">\n";
+  o << "<title>Speedup over " << over << " per performance case: " << n << " attempts, " << m
     << " cases</title>\n";
   o << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
-  o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"#222222\">Speedup over the "
-       "reference, per performance case</text>\n";
+  o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"#222222\">Speedup over "
+    << over << ", per performance case</text>\n";
 
   // Legend: gradient bar with ticks at powers of two, plus the rejected and
   // no-data swatches.
@@ -371,14 +301,14 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
           o << "<rect class=\"cell nodata\" x=\"" << x << "\" y=\"" << y << "\" width=\"" << col_w - gap
             << "\" height=\"" << row_h - gap << "\" fill=\"" << kNoDataFill
             << "\" stroke=\"#dddddd\" stroke-width=\"0.5\"><title>" << esc(name) << ", " << esc(c)
-            << ": no timing" << (model::case_median_ms(a, c) ? " of the reference" : "") << "</title></rect>";
+            << ": no timing" << (model::case_median_ms(a, c) ? " of " + over : std::string()) << "</title></rect>";
           continue;
         }
         const double t = std::log2(*s) / L;
         o << "<rect class=\"cell\" x=\"" << x << "\" y=\"" << y << "\" width=\"" << col_w - gap
           << "\" height=\"" << row_h - gap << "\" fill=\"" << hex(ramp(t)) << "\" data-speedup=\""
           << num_attr(*s) << "\"><title>" << esc(name) << ", " << esc(c) << ": " << fmt(ms, "%.4g")
-          << " ms vs reference " << fmt(rms, "%.4g") << " ms = " << esc(speedup_text(*s))
+          << " ms vs " << (ref.initial ? "initial " : "reference ") << fmt(rms, "%.4g") << " ms = " << esc(speedup_text(*s))
           << "</title></rect>";
         if (cell_text)
           o << "<text x=\"" << x + (col_w - gap) / 2 << "\" y=\"" << y + row_h / 2 + 4
@@ -403,8 +333,10 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
   }
   if (n == 0)
     o << "<text x=\"" << x0 << "\" y=\"" << top + 13 << "\" fill=\"#666666\">(no attempts yet)</text>\n";
-  o << "<text x=\"12\" y=\"" << height - 9 << "\" fill=\"#666666\">Speedup = reference median / "
-       "attempt median on each case; hover a cell for the latencies.</text>\n";
+  o << "<text x=\"12\" y=\"" << height - 9 << "\" fill=\"#666666\">Speedup = "
+    << (ref.initial ? "initial kernel median / attempt median on each case (the reference was not timed)"
+                    : "reference median / attempt median on each case")
+    << "; hover a cell for the latencies.</text>\n";
   o << "</svg>\n";
   return o.str();
 }
@@ -446,6 +378,11 @@ tr.best td { background: #ddf4ff; font-weight: 600; }
 .chips .v { margin: 0 4px 4px 0; }
 .scroll { overflow: auto; max-width: 100%; border: 1px solid #eaeef2; }
 .heat { max-height: 1400px; }
+.chart { max-height: 1200px; margin: 8px 0 14px; }
+details.raw-json { margin: 4px 0; }
+details.raw-json summary { cursor: pointer; }
+details.raw-json pre { margin-top: 4px; }
+p.rule { max-width: 900px; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 10px; overflow: auto;
       max-height: 640px; font-size: 12.5px; line-height: 1.4; tab-size: 4; }
 td.detail { max-width: 420px; overflow-wrap: anywhere; font-size: 12px; }
@@ -529,7 +466,7 @@ std::string gpu_text(const json& gpu) {
 }  // namespace
 
 std::string report_html(const json& summary, const std::vector<Attempt>& history,
-                        const std::string& heatmap, const std::string& best_source) {
+                        const std::string& heatmap, const std::string& best_source, const json& spec) {
   const json empty = json::object();
   const json& s = summary.is_object() ? summary : empty;
   // The winner of the final interleaved re-timing when there is one, else
@@ -542,7 +479,18 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   }
   const std::string workload = jstr(s, "workload", "(unnamed workload)");
   const std::string run_name = jstr(s, "run");
-  const Attempt* ref = first_ok_reference(history);
+  // The performance cases: the spec's, else those the history timed.
+  std::vector<std::string> cases;
+  if (spec.is_object() && spec.contains("cases") && spec["cases"].is_array())
+    for (const json& c : spec["cases"])
+      if (jstr(c, "role") == "performance" && !jstr(c, "name").empty()) cases.push_back(jstr(c, "name"));
+  {
+    std::set<std::string> seen(cases.begin(), cases.end());
+    for (const Attempt& a : history)
+      for (const model::CaseResult& c : a.result.cases)
+        if ((c.role == "performance" || c.latency) && seen.insert(c.name).second) cases.push_back(c.name);
+  }
+  const Base ref = base_for(history, cases);
   const Attempt* best_attempt = nullptr;
   if (best.is_object() && best.contains("index") && best["index"].is_number_integer())
     for (const Attempt& a : history)
@@ -562,7 +510,8 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   if (!jstr(s, "created").empty()) sub.push_back("started " + esc(jstr(s, "created")));
   if (!jstr(s, "tool_version").empty()) sub.push_back("kopt " + esc(jstr(s, "tool_version")));
   for (size_t i = 0; i < sub.size(); ++i) o << (i ? " &middot; " : "") << sub[i];
-  o << "</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#heatmap\">Heatmap</a>"
+  o << "</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#shapes\">Per shape</a>"
+       "<a href=\"#progress\">Progress</a><a href=\"#dispatch\">Dispatch</a><a href=\"#heatmap\">Heatmap</a>"
        "<a href=\"#history\">History</a><a href=\"#source\">Best kernel source</a></nav>\n</header>\n";
 
   // Summary.
@@ -577,6 +526,14 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   card(sref ? speedup_text(*sref) : "n/a", "best vs reference (geomean)");
   card(sini ? speedup_text(*sini) : "n/a", "best vs initial kernel");
   card(bgeo ? fmt(*bgeo, "%.4g") + " ms" : "n/a", "best geomean latency");
+  {
+    // Against cuBLAS: the specialised variants when there are some, else the best.
+    const json& sp = s.contains("specialization") ? s["specialization"] : empty;
+    if (const auto r = jnum(sp, "ratio_to_cublas"))
+      card(fmt(*r, "%.3f"), "of cuBLAS, specialised (cuBLAS time / ours)");
+    else if (const auto rb = jnum(best, "ratio_to_cublas"))
+      card(fmt(*rb, "%.3f"), "of cuBLAS (cuBLAS time / ours)");
+  }
   int64_t n_ok = 0;
   for (const Attempt& a : history) n_ok += a.result.verdict == model::Verdict::ok ? 1 : 0;
   card(std::to_string(n_ok) + " / " + std::to_string(history.size()), "attempts that passed");
@@ -656,18 +613,58 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
     std::vector<std::pair<std::string, const json*>> extra;
     for (const auto& [k, v] : s.items())
       if (std::find(std_keys.begin(), std_keys.end(), k) == std_keys.end()) extra.emplace_back(k, &v);
+    // Plain values in a table; documents (budget, final_best, retime,
+    // specialization...) as raw JSON, collapsed.
     if (!extra.empty()) {
-      o << "<h3>More results</h3>\n<table class=\"kv\">\n";
+      o << "<h3>More results</h3>\n";
+      bool table = false;
       for (const auto& [k, v] : extra) {
-        if (v->is_primitive())
-          kv(k, esc(v->is_string() ? v->get<std::string>() : dump_json(*v)));
-        else
-          kv(k, "<pre>" + esc(dump_json(*v, 2), true) + "</pre>");
+        if (!v->is_primitive()) continue;
+        if (!table) o << "<table class=\"kv\">\n";
+        table = true;
+        kv(k, esc(v->is_string() ? v->get<std::string>() : dump_json(*v)));
       }
-      o << "</table>\n";
+      if (table) o << "</table>\n";
+      o << "<div class=\"raw\">\n";
+      for (const auto& [k, v] : extra) {
+        if (v->is_primitive()) continue;
+        o << "<details class=\"raw-json\" id=\"raw-" << esc(k) << "\"><summary><code>" << esc(k)
+          << "</code> <span class=\"muted\">(raw JSON, " << v->size() << (v->is_array() ? " item" : " key")
+          << (v->size() == 1 ? "" : "s") << ")</span></summary>\n<pre>" << esc(dump_json(*v, 2), true)
+          << "</pre>\n</details>\n";
+      }
+      o << "</div>\n";
     }
   }
   o << "</section>\n";
+
+  // Tuned against cuBLAS (or the reference, or the initial kernel) per shape
+  // class and per shape; the best so far; the launch header's dispatch table.
+  {
+    const ShapeComparison cmp = compare_shapes(s, history, spec);
+    const std::string base = cmp.baseline.empty() ? "a baseline" : cmp.baseline;
+    o << "<section id=\"shapes\">\n<h2>Tuned against " << esc(base) << " per shape</h2>\n<p class=\"muted\">"
+      << "Median latencies of the kernel the launch header dispatches on each performance case"
+      << (cmp.baseline == "cuBLAS" ? ", beside cuBLAS FP32 measured in the same run" : "")
+      << (cmp.baseline == "reference" ? "; no cuBLAS baseline was timed, so the reference stands in" : "")
+      << (cmp.baseline == "initial kernel" ? "; neither cuBLAS nor the reference was timed, so the initial kernel stands in" : "")
+      << ". Log scale. Classes group shapes by regime; a class shows the geomeans of its shapes.</p>\n";
+    if (cmp.shapes.empty()) {
+      o << "<p class=\"muted\">No performance cases.</p>\n";
+    } else {
+      o << "<div class=\"scroll chart\">\n" << comparison_svg(cmp, true) << "</div>\n";
+      o << "<div class=\"scroll chart\">\n" << comparison_svg(cmp, false) << "</div>\n";
+    }
+    o << "</section>\n";
+    o << "<section id=\"progress\">\n<h2>Best so far</h2>\n<p class=\"muted\">The best geomean latency found "
+         "after each evaluation of the search (the initial kernel and the candidates, in order). The final "
+         "re-timing and the specialised variants come after the search; their levels are drawn dashed.</p>\n"
+      << "<div class=\"scroll chart\">\n" << progress_svg(best_so_far(history), progress_levels(s)) << "</div>\n"
+      << "</section>\n";
+    o << "<section id=\"dispatch\">\n<h2>Dispatch table</h2>\n<p class=\"muted\">How the launch header that "
+         "<code>kopt generate</code> writes from this run chooses a variant for the sizes it is given.</p>\n"
+      << dispatch_html(dispatch_table(s, spec)) << "</section>\n";
+  }
 
   // Heatmap (our own SVG, inlined; an XML declaration is not allowed inline).
   std::string svg = heatmap;
@@ -675,24 +672,20 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
     auto e = svg.find("?>");
     svg = e == std::string::npos ? "" : svg.substr(e + 2);
   }
+  const std::string over = ref.initial ? "the initial kernel" : "the reference";
   o << "<section id=\"heatmap\">\n<h2>Speedup heatmap</h2>\n<p class=\"muted\">One row per attempt in "
-       "evaluation order, one column per performance case; blue is faster than the reference, red "
-       "slower, grey rows were rejected.</p>\n<div class=\"scroll heat\">\n"
-    << svg << "</div>\n</section>\n";
+       "evaluation order, one column per performance case; blue is faster than "
+    << over << ", red slower, grey rows were rejected."
+    << (ref.initial ? " The reference was not timed, so the speedups are over the initial kernel." : "")
+    << "</p>\n<div class=\"scroll heat\">\n" << svg << "</div>\n</section>\n";
 
   // History.
-  std::vector<std::string> cases;
-  {
-    std::set<std::string> seen;
-    for (const Attempt& a : history)
-      for (const model::CaseResult& c : a.result.cases)
-        if ((c.role == "performance" || c.latency) && seen.insert(c.name).second) cases.push_back(c.name);
-  }
   o << "<section id=\"history\">\n<h2>History</h2>\n<p class=\"muted\">" << history.size()
     << " attempts. Click a column header to sort (again to reverse).</p>\n<div class=\"scroll\">\n"
        "<table class=\"sortable\" id=\"history-table\">\n<thead><tr>"
        "<th data-type=\"num\">#</th><th>kind</th><th>label</th><th>verdict</th>"
-       "<th data-type=\"num\">geomean ms</th><th data-type=\"num\">speedup</th>";
+       "<th data-type=\"num\">geomean ms</th><th data-type=\"num\">speedup"
+    << (ref.initial ? " vs initial" : "") << "</th>";
   for (const std::string& c : cases) o << "<th data-type=\"num\">" << esc(c) << " ms</th>";
   o << "<th data-type=\"num\">compile ms</th><th>cache</th><th data-type=\"num\">time s</th>"
        "<th>detail</th></tr></thead>\n<tbody>\n";
@@ -763,6 +756,16 @@ void write_reports(const run::RunStore& store, const std::vector<std::string>& p
     }
   }
   if (summary.is_null()) summary = store.summary(extra);
+  // spec.json: the performance cases' sizes (charts, dispatch table); the
+  // report does without when it is missing or damaged.
+  json spec;
+  if (stdfs::is_regular_file(store.dir() / "spec.json", ec)) {
+    try {
+      spec = parse_json_file(store.dir() / "spec.json", "run spec");
+    } catch (const std::exception&) {
+      spec = nullptr;
+    }
+  }
   const std::string svg = heatmap_svg(store.history(), performance_cases);
   const model::Attempt* best = store.best();
   if (summary.contains("final_best") && summary["final_best"].is_object() &&
@@ -771,7 +774,7 @@ void write_reports(const run::RunStore& store, const std::vector<std::string>& p
       if (a.index == summary["final_best"]["index"].get<int>()) best = &a;  // the re-timing's winner
   fs::write_file_atomic(store.dir() / "heatmap.svg", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg);
   fs::write_file_atomic(store.dir() / "report.html",
-                        report_html(summary, store.history(), svg, best ? best->source : ""));
+                        report_html(summary, store.history(), svg, best ? best->source : "", spec));
 }
 
 }  // namespace kopt::report

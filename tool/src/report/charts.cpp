@@ -1,0 +1,733 @@
+#include "report/charts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "report/text.h"
+#include "util/json.h"
+
+namespace kopt::report {
+
+using model::Attempt;
+using nlohmann::json;
+using namespace text;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Reading the documents (every reader tolerates a document of the wrong shape)
+
+const json& member(const json& j, const char* key) {
+  static const json null_json;
+  if (!j.is_object()) return null_json;
+  const auto it = j.find(key);
+  return it == j.end() ? null_json : *it;
+}
+
+std::optional<double> number(const json& j) {
+  if (!j.is_number()) return std::nullopt;
+  const double v = j.get<double>();
+  return finite_positive(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+std::optional<int> integer(const json& j) {
+  if (!j.is_number_integer()) return std::nullopt;
+  const int64_t v = j.get<int64_t>();
+  if (v < 0 || v > 1'000'000'000) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+std::string string_of(const json& j) { return j.is_string() ? j.get<std::string>() : std::string(); }
+
+std::map<std::string, int64_t> sizes_of(const json& j) {
+  std::map<std::string, int64_t> out;
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items())
+    if (v.is_number_integer()) out[k] = v.get<int64_t>();
+  return out;
+}
+
+struct PerfCase {
+  std::string name;
+  std::map<std::string, int64_t> sizes;
+};
+
+/// The performance cases in the spec's order with their sizes; without a
+/// spec, the specialisation's cases, else the cases the history timed.
+std::vector<PerfCase> performance_cases(const json& summary, const std::vector<Attempt>& history,
+                                        const json& spec) {
+  std::vector<PerfCase> out;
+  const json& cases = member(spec, "cases");
+  if (cases.is_array())
+    for (const json& c : cases)
+      if (string_of(member(c, "role")) == "performance" && !string_of(member(c, "name")).empty())
+        out.push_back({string_of(member(c, "name")), sizes_of(member(c, "sizes"))});
+  if (!out.empty()) return out;
+  const json& sp_cases = member(member(summary, "specialization"), "cases");
+  if (sp_cases.is_object() && !sp_cases.empty()) {
+    for (const auto& [name, c] : sp_cases.items()) out.push_back({name, sizes_of(member(c, "sizes"))});
+    return out;
+  }
+  std::set<std::string> seen;
+  for (const Attempt& a : history)
+    for (const model::CaseResult& c : a.result.cases)
+      if ((c.role == "performance" || c.latency) && seen.insert(c.name).second) out.push_back({c.name, {}});
+  return out;
+}
+
+const Attempt* by_index(const std::vector<Attempt>& history, const json& index) {
+  const std::optional<int> i = integer(index);
+  if (!i) return nullptr;
+  for (const Attempt& a : history)
+    if (a.index == *i) return &a;
+  return nullptr;
+}
+
+const Attempt* first_ok(const std::vector<Attempt>& history, const char* kind) {
+  for (const Attempt& a : history)
+    if (a.kind == kind && a.result.verdict == model::Verdict::ok) return &a;
+  return nullptr;
+}
+
+/// The winner: the final re-timing's, else the search's best (summary
+/// "best"), else the fastest ok candidate or initial kernel.
+const Attempt* winner_of(const json& summary, const std::vector<Attempt>& history) {
+  if (const Attempt* a = by_index(history, member(member(summary, "final_best"), "index"))) return a;
+  if (const Attempt* a = by_index(history, member(member(summary, "best"), "index"))) return a;
+  const Attempt* b = nullptr;
+  for (const Attempt& a : history) {
+    if (a.result.verdict != model::Verdict::ok || (a.kind != "candidate" && a.kind != "initial")) continue;
+    if (!a.result.geomean_ms || !finite_positive(*a.result.geomean_ms)) continue;
+    if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
+  }
+  return b;
+}
+
+/// The reference's median on `name`: timed beside an attempt (the initial
+/// kernel first), else the reference attempt's own timing.
+std::optional<double> reference_median(const std::vector<Attempt>& history, const std::string& name) {
+  for (const char* kind : {"initial", "candidate"})
+    for (const Attempt& a : history)
+      if (a.kind == kind)
+        for (const model::CaseResult& c : a.result.cases)
+          if (c.name == name && c.reference_latency && finite_positive(c.reference_latency->median_ms))
+            return c.reference_latency->median_ms;
+  if (const Attempt* r = first_ok(history, "reference")) return model::case_median_ms(*r, name);
+  return std::nullopt;
+}
+
+std::optional<double> geomean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
+  const double g = model::geomean(v);
+  return finite_positive(g) ? std::optional<double>(g) : std::nullopt;
+}
+
+// The built-in classes, in the order the charts list them.
+constexpr const char* kDeepK = "deep K (K >= 16 max(M,N))";
+constexpr const char* kSkinny = "skinny (min(M,N) <= 16)";
+constexpr const char* kNarrow = "narrow (min(M,N) <= 64)";
+constexpr const char* kMedium = "medium (min(M,N) <= 1024)";
+constexpr const char* kLarge = "large (min(M,N) > 1024)";
+const char* const kClassOrder[] = {kDeepK, kSkinny, kNarrow, kMedium, kLarge};
+
+int class_rank(const std::string& name) {
+  for (int i = 0; i < 5; ++i)
+    if (name == kClassOrder[i]) return i;
+  return 5;
+}
+
+}  // namespace
+
+std::string shape_class(const std::map<std::string, int64_t>& sizes) {
+  const auto m = sizes.find("M"), n = sizes.find("N"), k = sizes.find("K");
+  if (m == sizes.end() || n == sizes.end() || k == sizes.end()) return "";
+  const int64_t lo = std::min(m->second, n->second), hi = std::max(m->second, n->second);
+  if (k->second >= 16 * hi) return kDeepK;
+  if (lo <= 16) return kSkinny;
+  if (lo <= 64) return kNarrow;
+  if (lo <= 1024) return kMedium;
+  return kLarge;
+}
+
+ShapeComparison compare_shapes(const json& summary, const std::vector<Attempt>& history, const json& spec) {
+  ShapeComparison out;
+  const std::vector<PerfCase> cases = performance_cases(summary, history, spec);
+  const json& sp = member(summary, "specialization");
+  const json& sp_cases = member(sp, "cases");
+  const size_t n_variants = member(sp, "variants").is_array() ? member(sp, "variants").size() : 0;
+  const Attempt* winner = winner_of(summary, history);
+  const json* retimed = nullptr;  // the winner's entry of the final re-timing
+  if (winner && member(summary, "retime").is_array())
+    for (const json& r : member(summary, "retime"))
+      if (integer(member(r, "index")) == winner->index && member(r, "cases_median_ms").is_object()) retimed = &r;
+
+  // The baseline: one source for every shape, the first that was timed.
+  const Attempt* cublas = first_ok(history, "baseline");
+  const Attempt* initial = first_ok(history, "initial");
+  bool any_reference = false;
+  for (const PerfCase& c : cases) any_reference = any_reference || reference_median(history, c.name).has_value();
+  if (cublas) out.baseline = "cuBLAS";
+  else if (any_reference) out.baseline = "reference";
+  else if (initial) out.baseline = "initial kernel";
+
+  out.tuned = n_variants > 1 ? "tuned (" + std::to_string(n_variants) + " shape-specialised variants, as dispatched)"
+                             : "tuned (best configuration)";
+  for (const PerfCase& c : cases) {
+    ShapeTiming t;
+    t.name = c.name;
+    t.sizes = c.sizes;
+    const json& sc = member(sp_cases, c.name.c_str());
+    if (t.sizes.empty()) t.sizes = sizes_of(member(sc, "sizes"));
+    if (const auto v = integer(member(sc, "variant"))) t.variant = *v;
+    if (const auto ms = number(member(sc, "median_ms"))) t.tuned_ms = ms;
+    else if (retimed) t.tuned_ms = number(member(member(*retimed, "cases_median_ms"), c.name.c_str()));
+    if (!t.tuned_ms && winner) t.tuned_ms = model::case_median_ms(*winner, c.name);
+    if (cublas) t.baseline_ms = model::case_median_ms(*cublas, c.name);
+    else if (any_reference) t.baseline_ms = reference_median(history, c.name);
+    else if (initial) t.baseline_ms = model::case_median_ms(*initial, c.name);
+    t.shape_class = string_of(member(sc, "class"));
+    if (t.shape_class.empty()) t.shape_class = shape_class(t.sizes);
+    if (t.shape_class.empty()) t.shape_class = n_variants > 1 ? "variant " + std::to_string(t.variant) : "all shapes";
+    out.shapes.push_back(std::move(t));
+  }
+
+  // Classes: built-in ones in their order, others in order of appearance.
+  std::vector<std::string> names;
+  for (const ShapeTiming& t : out.shapes)
+    if (std::find(names.begin(), names.end(), t.shape_class) == names.end()) names.push_back(t.shape_class);
+  std::stable_sort(names.begin(), names.end(),
+                   [](const std::string& a, const std::string& b) { return class_rank(a) < class_rank(b); });
+  auto summarise = [&](const std::string& name, bool all) {
+    ClassTiming ct;
+    ct.name = name;
+    std::vector<double> tuned, base;
+    for (const ShapeTiming& t : out.shapes) {
+      if (!all && t.shape_class != name) continue;
+      ++ct.shapes;
+      if (t.tuned_ms && t.baseline_ms) {
+        ++ct.timed;
+        tuned.push_back(*t.tuned_ms);
+        base.push_back(*t.baseline_ms);
+      }
+    }
+    ct.tuned_geomean_ms = geomean_of(tuned);
+    ct.baseline_geomean_ms = geomean_of(base);
+    return ct;
+  };
+  for (const std::string& n : names) out.classes.push_back(summarise(n, false));
+  out.overall = summarise("all shapes", true);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Drawing helpers
+
+namespace {
+
+constexpr const char* kTunedFill = "#1b7837";     // PRGn green
+constexpr const char* kBaselineFill = "#762a83";  // PRGn purple
+constexpr const char* kText = "#222222";
+constexpr const char* kMuted = "#666666";
+constexpr const char* kGrid = "#e3e3e3";
+
+std::string px(double v) { return fmt(v, "%.1f"); }
+
+std::string svg_open(int width, int height, const std::string& cls, const std::string& title) {
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width << "\" height=\"" << height
+    << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"" << esc(kFont)
+    << "\" font-size=\"11\" role=\"img\" class=\"" << cls << "\">\n<title>" << esc(title) << "</title>\n"
+    << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
+  return o.str();
+}
+
+/// "0.001", "0.01", ..., "100": a decade's label.
+std::string decade_label(int e) {
+  if (e >= 0) return fmt(std::pow(10.0, e), "%.0f");
+  return fmt(std::pow(10.0, e), ("%." + std::to_string(-e) + "f").c_str());
+}
+
+/// Ticks for a log axis over [lo, hi] (values > 0): decades, with 2 and 5
+/// over a short range, and more within a decade.
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> t;
+  const int e0 = static_cast<int>(std::floor(std::log10(lo))), e1 = static_cast<int>(std::ceil(std::log10(hi)));
+  const std::vector<double> steps = std::log10(hi / lo) < 1 ? std::vector<double>{1, 1.5, 2, 3, 4, 5, 6, 7, 8}
+                                    : e1 - e0 <= 2          ? std::vector<double>{1, 2, 5}
+                                                            : std::vector<double>{1};
+  for (int e = e0; e <= e1; ++e)
+    for (double m : steps) {
+      const double v = m * std::pow(10.0, e);
+      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) t.push_back(v);
+    }
+  return t;
+}
+
+std::string tick_label(double v) { return fmt(v, "%.4g"); }
+
+std::string ratio_text(double r) { return fmt(r, r >= 100 ? "%.0f" : "%.3g") + "x"; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Tuned against the baseline
+
+std::string comparison_svg(const ShapeComparison& c, bool by_class) {
+  struct Row {
+    std::string label, tip;
+    std::optional<double> tuned, base;
+    bool overall = false;
+  };
+  std::vector<Row> rows;
+  if (by_class) {
+    auto add = [&](const ClassTiming& ct, bool overall) {
+      Row r;
+      r.label = ct.name + " (" + std::to_string(ct.shapes) + (ct.shapes == 1 ? " shape)" : " shapes)");
+      r.tip = ct.name + ": geomean over " + std::to_string(ct.timed) + " of " + std::to_string(ct.shapes) +
+              " shape(s) timed both ways";
+      r.tuned = ct.tuned_geomean_ms;
+      r.base = ct.baseline_geomean_ms;
+      r.overall = overall;
+      rows.push_back(r);
+    };
+    add(c.overall, true);
+    for (const ClassTiming& ct : c.classes) add(ct, false);
+  } else {
+    for (const ShapeTiming& t : c.shapes) {
+      Row r;
+      r.label = t.name;
+      r.tip = t.name + " (" + t.shape_class + "), variant " + std::to_string(t.variant);
+      r.tuned = t.tuned_ms;
+      r.base = t.baseline_ms;
+      rows.push_back(r);
+    }
+  }
+  const std::string base_name = c.baseline.empty() ? "baseline" : c.baseline;
+
+  double lo = INFINITY, hi = 0;
+  for (const Row& r : rows)
+    for (const auto& v : {r.tuned, r.base})
+      if (v) {
+        lo = std::min(lo, *v);
+        hi = std::max(hi, *v);
+      }
+  const bool any = hi > 0;
+  int e0 = 0, e1 = 1;
+  if (any) {
+    e0 = static_cast<int>(std::floor(std::log10(lo) - 0.05));  // the shortest bar is still visible
+    // Room right of the longest bar for its value.
+    e1 = std::max(e0 + 1, static_cast<int>(std::ceil(std::log10(hi) + 0.1)));
+  }
+
+  size_t max_label = 8;
+  for (const Row& r : rows) max_label = std::max(max_label, length_chars(r.label));
+  max_label = std::min<size_t>(max_label, 48);
+  const int label_w = static_cast<int>(std::lround(16 + 6.6 * static_cast<double>(max_label)));
+  const int plot_w = 560, right_w = 110;
+  const int width = label_w + plot_w + right_w;
+  const int bar_h = 9, row_h = 2 * bar_h + 8, top = 78;
+  const int height = top + std::max<int>(static_cast<int>(rows.size()), 1) * row_h + 34;
+  const int x0 = label_w;
+  auto xpos = [&](double v) { return x0 + plot_w * (std::log10(v) - e0) / (e1 - e0); };
+
+  const std::string what = by_class ? "per shape class" : "per shape";
+  std::ostringstream o;
+  o << svg_open(width, height, std::string("kopt-compare ") + (by_class ? "by-class" : "by-shape"),
+                "Median latency of the " + c.tuned + " and of " + base_name + ", " + what);
+  o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"" << kText << "\">Tuned against "
+    << esc(base_name) << ", " << esc(what) << "</text>\n";
+  // Legend.
+  o << "<g class=\"legend\" transform=\"translate(12,32)\">"
+    << "<rect x=\"0\" y=\"0\" width=\"14\" height=\"" << bar_h << "\" fill=\"" << kTunedFill << "\"/>"
+    << "<text x=\"19\" y=\"9\" fill=\"" << kText << "\">" << esc(c.tuned) << "</text>"
+    << "<rect x=\"" << 30 + 6.6 * length_chars(c.tuned) << "\" y=\"0\" width=\"14\" height=\"" << bar_h << "\" fill=\""
+    << kBaselineFill << "\"/><text x=\"" << 49 + 6.6 * length_chars(c.tuned) << "\" y=\"9\" fill=\"" << kText << "\">"
+    << esc(base_name) << "</text>"
+    << "<text x=\"0\" y=\"26\" fill=\"" << kMuted << "\">median ms, log scale (shorter is faster)"
+    << (by_class ? "; a class shows geomeans" : "") << "; right: " << esc(base_name)
+    << " time / tuned time</text></g>\n";
+
+  // Axis: decade grid lines and labels, minor lines at 2..9.
+  const int y_axis0 = top - 6, y_axis1 = top + static_cast<int>(rows.size()) * row_h;
+  o << "<g class=\"axis\">\n";
+  if (any) {
+    for (int e = e0; e <= e1; ++e) {
+      const double x = x0 + plot_w * static_cast<double>(e - e0) / (e1 - e0);
+      o << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << y_axis0 << "\" y2=\"" << y_axis1
+        << "\" stroke=\"#c8c8c8\"/><text x=\"" << px(x) << "\" y=\"" << y_axis1 + 14
+        << "\" text-anchor=\"middle\" fill=\"" << kMuted << "\">" << esc(decade_label(e)) << (e == e1 ? " ms" : "")
+        << "</text>\n";
+      if (e < e1)
+        for (int m = 2; m <= 9; ++m) {
+          const double xm = xpos(m * std::pow(10.0, e));
+          o << "<line x1=\"" << px(xm) << "\" x2=\"" << px(xm) << "\" y1=\"" << y_axis0 << "\" y2=\"" << y_axis1
+            << "\" stroke=\"" << kGrid << "\" stroke-width=\"0.6\"/>";
+          // Few decades: label 2 and 5 as well.
+          if (e1 - e0 <= 2 && (m == 2 || m == 5))
+            o << "<text x=\"" << px(xm) << "\" y=\"" << y_axis1 + 14 << "\" text-anchor=\"middle\" fill=\"" << kMuted
+              << "\">" << esc(tick_label(m * std::pow(10.0, e))) << "</text>";
+        }
+      o << "\n";
+    }
+  }
+  o << "</g>\n";
+  if (rows.empty())
+    o << "<text x=\"" << x0 << "\" y=\"" << top + 14 << "\" fill=\"" << kMuted << "\">(no performance cases)</text>\n";
+
+  o << "<g class=\"rows\">\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const int y = top + static_cast<int>(i) * row_h;
+    std::optional<double> ratio;
+    if (r.tuned && r.base) ratio = *r.base / *r.tuned;
+    o << "<g class=\"cmp-row" << (r.overall ? " overall" : "") << "\""
+      << (ratio ? " data-ratio=\"" + num_attr(*ratio) + "\"" : std::string()) << "><title>" << esc(r.tip);
+    if (r.tuned) o << "; tuned " << fmt(*r.tuned, "%.4g") << " ms";
+    if (r.base) o << "; " << esc(base_name) << " " << fmt(*r.base, "%.4g") << " ms";
+    if (ratio) o << "; ratio " << fmt(*ratio, "%.3f");
+    o << "</title>";
+    if (i % 2 == 1 || r.overall)
+      o << "<rect x=\"4\" y=\"" << y - 3 << "\" width=\"" << width - 8 << "\" height=\"" << row_h
+        << "\" fill=\"" << (r.overall ? "#eef3f8" : "#f7f7f7") << "\"/>";
+    o << "<text class=\"label\" x=\"" << x0 - 6 << "\" y=\"" << y + bar_h + 4 << "\" text-anchor=\"end\" fill=\""
+      << kText << "\"" << (r.overall ? " font-weight=\"bold\"" : "") << ">" << esc(truncate(r.label, 48)) << "</text>";
+    int k = 0;
+    for (const auto& [v, fill, cls] : {std::tuple{r.tuned, kTunedFill, "tuned"}, std::tuple{r.base, kBaselineFill, "baseline"}}) {
+      const int yb = y + k++ * (bar_h + 1);
+      if (v) {
+        const double w = std::max(1.0, xpos(*v) - x0);
+        o << "<rect class=\"bar " << cls << "\" x=\"" << x0 << "\" y=\"" << yb << "\" width=\"" << px(w)
+          << "\" height=\"" << bar_h << "\" fill=\"" << fill << "\" data-ms=\"" << num_attr(*v) << "\"/>"
+          << "<text x=\"" << px(x0 + w + 4) << "\" y=\"" << yb + bar_h - 1 << "\" font-size=\"9\" fill=\"" << kMuted
+          << "\">" << fmt(*v, "%.3g") << "</text>";
+      } else {
+        o << "<text class=\"nodata\" x=\"" << x0 + 4 << "\" y=\"" << yb + bar_h - 1 << "\" font-size=\"9\" fill=\""
+          << kMuted << "\">" << (k == 1 ? "tuned" : esc(base_name)) << ": no timing</text>";
+      }
+    }
+    if (ratio)
+      o << "<text class=\"ratio\" x=\"" << x0 + plot_w + 44 << "\" y=\"" << y + bar_h + 4 << "\" font-weight=\"bold\" fill=\""
+        << (*ratio >= 1 ? "#1b5e20" : "#b2182b") << "\">" << esc(ratio_text(*ratio)) << "</text>";
+    o << "</g>\n";
+  }
+  o << "</g>\n";
+  o << "<text x=\"12\" y=\"" << height - 8 << "\" fill=\"" << kMuted << "\">Ratio = " << esc(base_name)
+    << " median / tuned median (above 1x the tuned kernel is faster); hover a row for the numbers.</text>\n";
+  o << "</svg>\n";
+  return o.str();
+}
+
+// ---------------------------------------------------------------------------
+// Best so far
+
+std::vector<ProgressPoint> best_so_far(const std::vector<Attempt>& history) {
+  std::vector<ProgressPoint> out;
+  std::optional<double> best;
+  int e = 0;
+  for (const Attempt& a : history) {
+    if (a.kind != "candidate" && a.kind != "initial") continue;
+    ProgressPoint p;
+    p.evaluation = ++e;
+    p.index = a.index;
+    p.label = a.label.empty() ? a.kind : a.label;
+    p.ok = a.result.verdict == model::Verdict::ok && a.result.geomean_ms && finite_positive(*a.result.geomean_ms);
+    if (p.ok) {
+      p.geomean_ms = a.result.geomean_ms;
+      if (!best || *p.geomean_ms < *best) {
+        best = p.geomean_ms;
+        p.improved = true;
+      }
+    }
+    p.best_ms = best;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<LevelLine> progress_levels(const json& summary) {
+  std::vector<LevelLine> out;
+  if (const auto v = number(member(summary, "cublas_geomean_ms"))) out.push_back({"cuBLAS", *v});
+  if (const auto v = number(member(summary, "reference_geomean_ms"))) out.push_back({"reference", *v});
+  if (const auto v = number(member(member(summary, "specialization"), "geomean_ms")))
+    out.push_back({"specialised variants", *v});
+  return out;
+}
+
+std::string progress_svg(const std::vector<ProgressPoint>& points, const std::vector<LevelLine>& levels) {
+  const int width = 960, height = 360;
+  const int left = 72, right = 200, top = 56, bottom = 44;
+  const int strip = 16;  // at the bottom of the plot: the rejected attempts' marks
+  const int pw = width - left - right, ph = height - top - bottom;
+  const int n = static_cast<int>(points.size());
+  double lo = INFINITY, hi = 0;
+  for (const ProgressPoint& p : points)
+    if (p.geomean_ms) {
+      lo = std::min(lo, *p.geomean_ms);
+      hi = std::max(hi, *p.geomean_ms);
+    }
+  for (const LevelLine& l : levels)
+    if (finite_positive(l.ms)) {
+      lo = std::min(lo, l.ms);
+      hi = std::max(hi, l.ms);
+    }
+  const bool any = hi > 0;
+  if (any) {
+    if (hi / lo < 1.5) {  // a flat history: give it some room
+      const double mid = std::sqrt(hi * lo);
+      lo = mid / 1.25;
+      hi = mid * 1.25;
+    }
+    lo /= 1.08;
+    hi *= 1.08;
+  }
+  auto ypos = [&](double v) {
+    return top + (ph - strip) * (std::log10(hi) - std::log10(v)) / (std::log10(hi) - std::log10(lo));
+  };
+  auto xpos = [&](int e) { return left + (n <= 1 ? pw / 2.0 : pw * static_cast<double>(e - 1) / (n - 1)); };
+
+  std::ostringstream o;
+  o << svg_open(width, height, "kopt-progress", "Best geomean so far over " + std::to_string(n) + " evaluations");
+  o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"" << kText
+    << "\">Best geomean latency so far, over evaluations</text>\n";
+  o << "<g class=\"legend\" transform=\"translate(12,32)\">"
+    << "<line x1=\"0\" x2=\"18\" y1=\"5\" y2=\"5\" stroke=\"#08519c\" stroke-width=\"2.5\"/>"
+    << "<text x=\"23\" y=\"9\" fill=\"" << kText << "\">best so far</text>"
+    << "<circle cx=\"112\" cy=\"5\" r=\"3\" fill=\"#9ecae1\"/><text x=\"120\" y=\"9\" fill=\"" << kText
+    << "\">an attempt's geomean</text>"
+    << "<rect x=\"262\" y=\"0\" width=\"3\" height=\"10\" fill=\"#9e9e9e\"/><text x=\"270\" y=\"9\" fill=\"" << kText
+    << "\">rejected</text><text x=\"340\" y=\"9\" fill=\"" << kMuted
+    << "\">ms, log scale (lower is faster)</text></g>\n";
+  // Frame and grid.
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" fill=\"none\" stroke=\"#c8c8c8\"/>\n<g class=\"axis\">\n";
+  if (any)
+    for (double t : log_ticks(lo, hi)) {
+      const double y = ypos(t);
+      o << "<line x1=\"" << left << "\" x2=\"" << left + pw << "\" y1=\"" << px(y) << "\" y2=\"" << px(y)
+        << "\" stroke=\"" << kGrid << "\"/><text x=\"" << left - 6 << "\" y=\"" << px(y + 4)
+        << "\" text-anchor=\"end\" fill=\"" << kMuted << "\">" << esc(tick_label(t)) << " ms</text>\n";
+    }
+  if (n > 0) {
+    // Ticks at 1 and at multiples of a 1-2-5 step, at most about ten.
+    const double raw = std::max(1.0, n / 10.0);
+    const double p10 = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = 10 * p10;
+    for (double m : {1.0, 2.0, 5.0})
+      if (m * p10 >= raw) {
+        step = m * p10;
+        break;
+      }
+    const int s = static_cast<int>(std::lround(step));
+    std::vector<int> ticks = {1};
+    for (int e = s; e <= n; e += s)
+      if (e > 1) ticks.push_back(e);
+    for (int e : ticks) {
+      const double x = xpos(e);
+      o << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << top + ph << "\" y2=\"" << top + ph + 4
+        << "\" stroke=\"#999999\"/><text x=\"" << px(x) << "\" y=\"" << top + ph + 16
+        << "\" text-anchor=\"middle\" fill=\"" << kMuted << "\">" << e << "</text>\n";
+    }
+  }
+  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << height - 8 << "\" text-anchor=\"middle\" fill=\"" << kMuted
+    << "\">evaluation (the initial kernel and the candidates, in order)</text>\n</g>\n";
+  if (!any) {
+    o << "<text x=\"" << left + 12 << "\" y=\"" << top + 24 << "\" fill=\"" << kMuted << "\">"
+      << (n == 0 ? "(no evaluations yet)" : "(no attempt passed yet)") << "</text>\n</svg>\n";
+    return o.str();
+  }
+  // Level lines.
+  o << "<g class=\"levels\">\n";
+  for (const LevelLine& l : levels) {
+    if (!finite_positive(l.ms)) continue;
+    const double y = ypos(l.ms);
+    o << "<g class=\"level\" data-ms=\"" << num_attr(l.ms) << "\"><line x1=\"" << left << "\" x2=\"" << left + pw
+      << "\" y1=\"" << px(y) << "\" y2=\"" << px(y) << "\" stroke=\"" << (l.label == "cuBLAS" ? kBaselineFill : "#8c6d31")
+      << "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text x=\"" << left + pw + 6 << "\" y=\"" << px(y + 4)
+      << "\" fill=\"" << kText << "\">" << esc(l.label) << " " << fmt(l.ms, "%.3g") << " ms</text></g>\n";
+  }
+  o << "</g>\n<g class=\"points\">\n";
+  for (const ProgressPoint& p : points) {
+    const double x = xpos(p.evaluation);
+    const std::string tip = "evaluation " + std::to_string(p.evaluation) + ": #" + std::to_string(p.index) + " " + p.label;
+    if (p.geomean_ms) {
+      o << "<circle class=\"point" << (p.improved ? " improved" : "") << "\" cx=\"" << px(x) << "\" cy=\""
+        << px(ypos(*p.geomean_ms)) << "\" r=\"" << (p.improved ? "3.5" : "2.5") << "\" fill=\""
+        << (p.improved ? "#08519c" : "#9ecae1") << "\"><title>" << esc(tip) << ": " << fmt(*p.geomean_ms, "%.4g")
+        << " ms</title></circle>\n";
+    } else {
+      o << "<rect class=\"rejected\" x=\"" << px(x - 1.5) << "\" y=\"" << top + ph - 12 << "\" width=\"3\" height=\"10\" fill=\"#9e9e9e\"><title>"
+        << esc(tip) << ": rejected</title></rect>\n";
+    }
+  }
+  o << "</g>\n";
+  // The step line: flat until the next improvement.
+  std::string d;
+  std::optional<double> last;
+  for (const ProgressPoint& p : points) {
+    if (!p.best_ms) continue;
+    const double x = xpos(p.evaluation), y = ypos(*p.best_ms);
+    if (!last) d += "M" + px(x) + " " + px(y);
+    else d += " H" + px(x) + (*p.best_ms != *last ? " V" + px(y) : "");
+    last = p.best_ms;
+  }
+  if (!points.empty() && last) d += " H" + px(xpos(points.back().evaluation));
+  o << "<path class=\"best-so-far\" d=\"" << d << "\" fill=\"none\" stroke=\"#08519c\" stroke-width=\"2.5\"/>\n";
+  o << "</svg>\n";
+  return o.str();
+}
+
+// ---------------------------------------------------------------------------
+// Dispatch table
+
+namespace {
+
+/// launch_config()'s argument order, as `kopt generate` writes it: the
+/// signature's scalars whose value is a bare size name, then the other size
+/// names sorted.
+std::vector<std::string> size_order(const json& spec, const std::vector<DispatchShape>& shapes) {
+  std::set<std::string> all;
+  for (const DispatchShape& s : shapes)
+    for (const auto& [k, v] : s.sizes) all.insert(k);
+  std::vector<std::string> order;
+  const json& sig = member(spec, "signature");
+  if (sig.is_array())
+    for (const json& p : sig) {
+      const std::string v = string_of(member(p, "value"));
+      if (member(p, "role").is_null() && all.count(v) && std::find(order.begin(), order.end(), v) == order.end())
+        order.push_back(v);
+    }
+  for (const std::string& n : all)
+    if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+  return order;
+}
+
+}  // namespace
+
+DispatchTable dispatch_table(const json& summary, const json& spec) {
+  DispatchTable t;
+  const std::vector<Attempt> no_history;
+  const std::vector<PerfCase> cases = performance_cases(summary, no_history, spec);
+  const json& sp = member(summary, "specialization");
+  const json& vs = member(sp, "variants");
+  if (vs.is_array() && !vs.empty()) {
+    t.source = "summary.json \"specialization\": what kopt generate writes into the launch header";
+    for (const json& v : vs) {
+      DispatchVariant dv;
+      dv.variant = integer(member(v, "variant")).value_or(static_cast<int>(t.variants.size()));
+      dv.index = integer(member(v, "index"));
+      dv.label = string_of(member(v, "label"));
+      dv.params = member(v, "params").is_object() ? member(v, "params") : json::object();
+      dv.file = string_of(member(v, "file"));
+      t.variants.push_back(std::move(dv));
+    }
+    const json& sc = member(sp, "cases");
+    std::vector<std::string> names;
+    for (const PerfCase& c : cases) names.push_back(c.name);
+    if (sc.is_object())
+      for (const auto& [name, c] : sc.items())
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    for (const std::string& name : names) {
+      const json& c = member(sc, name.c_str());
+      if (!c.is_object()) continue;
+      DispatchShape s;
+      s.name = name;
+      s.sizes = sizes_of(member(c, "sizes"));
+      s.variant = integer(member(c, "variant")).value_or(0);
+      s.median_ms = number(member(c, "median_ms"));
+      s.variant0_ms = number(member(c, "single_median_ms"));
+      t.shapes.push_back(std::move(s));
+    }
+  } else {
+    t.source = "summary.json \"final_best\" (no shape specialisation)";
+    const json& fb = member(summary, "final_best").is_object() ? member(summary, "final_best") : member(summary, "best");
+    if (fb.is_object()) {
+      DispatchVariant dv;
+      dv.index = integer(member(fb, "index"));
+      dv.label = string_of(member(fb, "label"));
+      dv.params = member(fb, "params").is_object() ? member(fb, "params") : json::object();
+      dv.file = "best.cu";
+      t.variants.push_back(std::move(dv));
+    }
+    std::map<std::string, double> best_ms;
+    const json& bc = member(member(summary, "best"), "cases");
+    if (bc.is_array() && integer(member(member(summary, "best"), "index")) == integer(member(fb, "index")))
+      for (const json& c : bc)
+        if (const auto ms = number(member(c, "median_ms"))) best_ms[string_of(member(c, "name"))] = *ms;
+    for (const PerfCase& c : cases) {
+      DispatchShape s;
+      s.name = c.name;
+      s.sizes = c.sizes;
+      if (best_ms.count(c.name)) s.median_ms = s.variant0_ms = best_ms[c.name];
+      t.shapes.push_back(std::move(s));
+    }
+  }
+  t.size_names = size_order(spec, t.shapes);
+  std::string args;
+  for (size_t i = 0; i < t.size_names.size(); ++i) args += (i ? ", " : "") + t.size_names[i];
+  if (t.variants.size() > 1)
+    t.rule = "launch_config(" + args + ") calls select_variant(" + args +
+             "), which returns the variant of the nearest tuned shape below: the one with the smallest sum of "
+             "squared log size ratios (a size below 1 counts as 1). On a tuned shape that is the variant "
+             "chosen for it; variant 0 is the best single configuration.";
+  else if (t.variants.size() == 1)
+    t.rule = "One configuration: launch_config(" + args + ") launches it for every shape.";
+  else
+    t.rule = "No attempt passed every check: there is nothing to dispatch.";
+  return t;
+}
+
+std::string dispatch_html(const DispatchTable& t) {
+  std::ostringstream o;
+  o << "<p class=\"rule\">" << esc(t.rule) << "</p>\n<p class=\"muted\">Source: " << esc(t.source) << ".</p>\n";
+  if (!t.variants.empty()) {
+    o << "<table id=\"dispatch-variants\">\n<thead><tr><th>variant</th><th>attempt</th><th>configuration</th>"
+         "<th>file</th><th>tuned shapes it serves</th></tr></thead>\n<tbody>\n";
+    for (const DispatchVariant& v : t.variants) {
+      std::string params;
+      for (const auto& [k, val] : v.params.items())
+        params += (params.empty() ? "" : ", ") + k + "=" + (val.is_string() ? val.get<std::string>() : dump_json(val));
+      if (params.empty()) params = v.label;
+      std::string shapes;
+      int count = 0;
+      for (const DispatchShape& s : t.shapes)
+        if (s.variant == v.variant) {
+          shapes += (count++ ? ", " : "") + s.name;
+        }
+      o << "<tr><td class=\"num\">" << v.variant << "</td><td>" << (v.index ? "#" + std::to_string(*v.index) : "")
+        << "</td><td>" << esc(params) << "</td><td><code>" << esc(v.file) << "</code></td><td>"
+        << (count ? esc(shapes) : "<span class=\"muted\">none</span>") << "</td></tr>\n";
+    }
+    o << "</tbody>\n</table>\n";
+  }
+  if (!t.shapes.empty()) {
+    o << "<table class=\"sortable\" id=\"dispatch-shapes\">\n<thead><tr><th>shape</th>";
+    for (const std::string& n : t.size_names) o << "<th data-type=\"num\">" << esc(n) << "</th>";
+    o << "<th data-type=\"num\">variant</th><th data-type=\"num\">median ms</th>"
+         "<th data-type=\"num\">variant 0 ms</th><th data-type=\"num\">gain over variant 0</th></tr></thead>\n<tbody>\n";
+    for (const DispatchShape& s : t.shapes) {
+      o << "<tr><td>" << esc(s.name) << "</td>";
+      for (const std::string& n : t.size_names) {
+        const auto it = s.sizes.find(n);
+        if (it == s.sizes.end()) o << "<td class=\"num\" data-v=\"\"></td>";
+        else o << "<td class=\"num\" data-v=\"" << it->second << "\">" << it->second << "</td>";
+      }
+      o << "<td class=\"num\" data-v=\"" << s.variant << "\">" << s.variant << "</td>";
+      for (const auto& v : {s.median_ms, s.variant0_ms}) {
+        if (v) o << "<td class=\"num\" data-v=\"" << num_attr(*v) << "\">" << fmt(*v, "%.4g") << "</td>";
+        else o << "<td class=\"num\" data-v=\"\"></td>";
+      }
+      if (s.median_ms && s.variant0_ms)
+        o << "<td class=\"num\" data-v=\"" << num_attr(*s.variant0_ms / *s.median_ms) << "\">"
+          << esc(speedup_text(*s.variant0_ms / *s.median_ms)) << "</td>";
+      else
+        o << "<td class=\"num\" data-v=\"\"></td>";
+      o << "</tr>\n";
+    }
+    o << "</tbody>\n</table>\n";
+  }
+  return o.str();
+}
+
+}  // namespace kopt::report
