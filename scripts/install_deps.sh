@@ -12,7 +12,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   nlohmann-json3-dev libcli11-dev libxxhash-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libcurl4-openssl-dev libcpp-httplib-dev \
-  python3 chromium python3-venv curl >/dev/null
+  python3 python3-jsonschema chromium python3-venv curl >/dev/null
 if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
   echo "install_deps: the CUDA toolkit was not found at /usr/local/cuda; install CUDA 12.4+ (13.0 tested)" >&2
   exit 1

@@ -68,6 +68,7 @@ App::App() {
   commands_.push_back(make_optimize_command());
   commands_.push_back(make_generate_command());
   commands_.push_back(make_bench_command());
+  commands_.push_back(make_export_command());
   commands_.push_back(make_worker_command());
 }
 

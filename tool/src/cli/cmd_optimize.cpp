@@ -78,6 +78,10 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "exhaustive, random, anneal, genetic, surrogate (default: by space size); agent, hybrid (the LLM "
                  "agent proposer; see docs/agent.md)")
       ->check(check::one_of(tune::proposer_names()));
+  sub.add_option("--warm-start", o_.warm_start,
+                 "T4 results or a Kernel Tuner cache file: its configurations that fit the space are evaluated "
+                 "first, best recorded first (docs/interop.md)")
+      ->check(check::existing_file());
   budget_opt_ = budget_.add_budget(
       sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + "; with --resume, the run's)");
   max_iter_opt_ = budget_.add_max_iterations(sub);

@@ -18,6 +18,45 @@ void SearchProposer::prepare(const spec::Bindings& device_constants) {
   strategy_name_ = o_.strategy.empty() ? search::default_strategy(valid_size_, size) : o_.strategy;
   strategy_ = search::make_strategy(strategy_name_);
   strategy_->initialize(*space_, o_.seed);
+  if (!o_.seeds.empty() && accepted_.empty() && not_used_.empty()) check_seeds();
+}
+
+void SearchProposer::not_used(const std::string& kind, const std::string& at, const std::string& reason) {
+  Group& g = not_used_[kind];
+  if (g.count++ == 0) {
+    g.first_at = at;
+    g.first_reason = reason;
+  }
+}
+
+void SearchProposer::check_seeds() {
+  for (const Seed& s : o_.seeds) {
+    if (!s.skip.empty()) {
+      not_used(s.skip_kind.empty() ? "not used" : s.skip_kind, s.origin, s.skip);
+      continue;
+    }
+    if (std::optional<std::string> why = space_->check_config(s.config)) {
+      not_used("not in the space", s.origin, *why);
+      continue;
+    }
+    const std::string key = search::config_key(s.config);
+    if (auto it = seed_keys_.find(key); it != seed_keys_.end()) {
+      not_used("listed twice", s.origin, "the configuration of " + it->second);
+      continue;
+    }
+    seed_keys_[key] = s.origin;
+    accepted_.push_back(s);
+  }
+  const std::string from = o_.seeds_from.empty() ? std::string("warm start") : o_.seeds_from;
+  const std::string about = o_.seeds_about.empty() ? "" : " (" + o_.seeds_about + ")";
+  seed_report_.push_back(from + about + ": " + std::to_string(accepted_.size()) + " of " + std::to_string(o_.seeds.size()) +
+                         " configuration(s) are in the space and are evaluated first, then the " + strategy_name_ +
+                         " search goes on");
+  for (const auto& [kind, g] : not_used_)
+    seed_report_.push_back(from + ": " + std::to_string(g.count) + " not used, " + kind + " (first: " + g.first_at +
+                           ": " + g.first_reason + ")");
+  if (o_.note)
+    for (const std::string& line : seed_report_) o_.note(line);
 }
 
 std::vector<std::unique_ptr<search::StopCondition>> SearchProposer::stop_conditions(const Budget& b) {
@@ -33,26 +72,45 @@ void SearchProposer::start(EvaluationService& service) {
 }
 
 void SearchProposer::observe_recorded(const model::Attempt& a) {
+  search::Config cfg;  // the attempt's values of the space's parameters
+  for (const auto& p : space_->params())
+    if (auto it = a.params.find(p.name); it != a.params.end()) cfg[p.name] = it->second;
+  known_.insert(search::config_key(cfg));
   strategy_->observe({a.params, a.result.verdict == model::Verdict::ok, a.result.geomean_ms.value_or(0)});
 }
 
+std::optional<Proposal> SearchProposer::offer(const search::Config& cfg) {
+  ++proposed_;
+  spec::Candidate c = o_.base;
+  for (const auto& [k, v] : cfg) c.params[k] = v;
+  c.label = o_.label_prefix + search::config_key(cfg);
+  outcomes_.push_back({cfg, 0, {}});
+  if (o_.precheck)
+    if (std::optional<std::string> why = o_.precheck(c)) {
+      outcomes_.back().rejected = *why;
+      strategy_->observe({cfg, false, 0});
+      return std::nullopt;
+    }
+  pending_[search::config_key(cfg)] = outcomes_.size() - 1;
+  return Proposal::of(std::move(c));
+}
+
 Proposal SearchProposer::propose() {
+  // The warm start's configurations first, those a resumed run has not recorded yet.
+  while (next_seed_ < accepted_.size() && (o_.max_proposals <= 0 || proposed_ < o_.max_proposals)) {
+    const Seed& s = accepted_[next_seed_++];
+    if (known_.count(search::config_key(s.config))) {
+      not_used("already recorded in this run", s.origin, "a previous session of the run evaluated it");
+      continue;
+    }
+    if (std::optional<Proposal> p = offer(s.config)) return std::move(*p);
+  }
   while (o_.max_proposals <= 0 || proposed_ < o_.max_proposals) {
     std::optional<search::Config> cfg = strategy_->next();
     if (!cfg) break;
-    ++proposed_;
-    spec::Candidate c = o_.base;
-    for (const auto& [k, v] : *cfg) c.params[k] = v;
-    c.label = o_.label_prefix + search::config_key(*cfg);
-    outcomes_.push_back({*cfg, 0, {}});
-    if (o_.precheck)
-      if (std::optional<std::string> why = o_.precheck(c)) {
-        outcomes_.back().rejected = *why;
-        strategy_->observe({*cfg, false, 0});
-        continue;
-      }
-    pending_[search::config_key(*cfg)] = outcomes_.size() - 1;
-    return Proposal::of(std::move(c));
+    // A seed: proposed already (or about to be observed); its result reaches the strategy as the seed's.
+    if (seed_keys_.count(search::config_key(*cfg))) continue;
+    if (std::optional<Proposal> p = offer(*cfg)) return std::move(*p);
   }
   return pending_.empty() ? Proposal::done() : Proposal::wait();
 }
@@ -61,6 +119,7 @@ void SearchProposer::observe(const spec::Candidate& c, const model::Attempt& a) 
   search::Config cfg;  // the candidate's values of the space's parameters
   for (const auto& p : space_->params())
     if (auto it = c.params.find(p.name); it != c.params.end()) cfg[p.name] = it->second;
+  known_.insert(search::config_key(cfg));
   if (auto it = pending_.find(search::config_key(cfg)); it != pending_.end()) {
     outcomes_[it->second].attempt = a.index;
     pending_.erase(it);
@@ -79,8 +138,19 @@ std::optional<spec::Candidate> SearchProposer::candidate_for(const model::Attemp
 }
 
 nlohmann::json SearchProposer::summary() const {
-  return {{"strategy", strategy_name_},
-          {"valid_configurations", valid_size_ ? nlohmann::json(*valid_size_) : nlohmann::json(nullptr)}};
+  nlohmann::json j = {{"strategy", strategy_name_},
+                      {"valid_configurations", valid_size_ ? nlohmann::json(*valid_size_) : nlohmann::json(nullptr)}};
+  if (!o_.seeds.empty()) {
+    nlohmann::json groups = nlohmann::json::object();
+    for (const auto& [kind, g] : not_used_)
+      groups[kind] = {{"count", g.count}, {"first", {{"at", g.first_at}, {"reason", g.first_reason}}}};
+    j["warm_start"] = {{"from", o_.seeds_from},
+                       {"about", o_.seeds_about},
+                       {"entries", o_.seeds.size()},
+                       {"tried_first", accepted_.size()},
+                       {"not_used", std::move(groups)}};
+  }
+  return j;
 }
 
 }  // namespace kopt::propose

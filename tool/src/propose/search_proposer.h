@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,16 @@
 #include "search/strategy.h"
 
 namespace kopt::propose {
+
+/// A configuration to evaluate before the strategy's own (`kopt optimize
+/// --warm-start FILE`): one entry of the file, in the order it should be
+/// tried. An entry with a `skip` reason is never evaluated, only reported.
+struct Seed {
+  search::Config config;
+  std::string origin;  // where it came from, for messages: "$.cache[\"16,1\"]"
+  std::string skip;    // empty: evaluate it if it is a configuration of the space
+  std::string skip_kind;  // the group `skip` is counted in ("recorded as failed"...)
+};
 
 struct SearchProposerOptions {
   /// The template as a candidate; each proposal is it with one configuration's
@@ -29,6 +40,17 @@ struct SearchProposerOptions {
   /// A configuration this returns a reason for is observed as failed without
   /// being evaluated (the hybrid agent's launch check).
   std::function<std::optional<std::string>(const spec::Candidate&)> precheck;
+  /// Warm start: these are proposed first, in order, those that are
+  /// configurations of the space (valid for the device's constants); the
+  /// strategy then goes on, never proposing them again, and learns their
+  /// results as its own. `seeds_from` names their source in messages
+  /// ("--warm-start w.json"), `seeds_about` describes it once ("Kernel Tuner
+  /// cache of kernel 'k' on 'A100', 12 entries").
+  std::vector<Seed> seeds;
+  std::string seeds_from, seeds_about;
+  /// Receives the one-line report of the seeds (how many are tried first,
+  /// how many not and why) once prepare() has checked them; null: silent.
+  std::function<void(const std::string&)> note;
 };
 
 class SearchProposer final : public Proposer {
@@ -51,8 +73,15 @@ class SearchProposer final : public Proposer {
   Proposal propose() override;
   void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
-  /// {"strategy", "valid_configurations"} (null: too many to count).
+  /// {"strategy", "valid_configurations"} (null: too many to count), and
+  /// with seeds "warm_start": {"from", "about", "entries", "tried_first", "not_used":
+  /// {group: {"count", "first": {"at", "reason"}}}}.
   nlohmann::json summary() const override;
+
+  /// The seeds that prepare() found to be configurations of the space, in order.
+  const std::vector<Seed>& accepted_seeds() const { return accepted_; }
+  /// The report that prepare() handed to `note` (empty without seeds).
+  const std::vector<std::string>& seed_report() const { return seed_report_; }
 
   /// nullopt: the space is too large to count.
   std::optional<uint64_t> valid_configurations() const { return valid_size_; }
@@ -80,6 +109,22 @@ class SearchProposer final : public Proposer {
   int64_t proposed_ = 0;
   std::map<std::string, size_t> pending_;  // config_key -> outcomes_ index
   std::vector<Outcome> outcomes_;
+
+  /// Sorts the seeds into accepted_ and the groups of not_used_, and says so.
+  void check_seeds();
+  void not_used(const std::string& kind, const std::string& at, const std::string& reason);
+  /// The proposal of `cfg` (nullopt: the precheck rejected it and it was observed as failed).
+  std::optional<Proposal> offer(const search::Config& cfg);
+  std::vector<Seed> accepted_;
+  size_t next_seed_ = 0;
+  std::map<std::string, std::string> seed_keys_;  // config_key of each accepted seed -> origin
+  std::set<std::string> known_;                   // config_keys recorded or observed in this run
+  struct Group {
+    int64_t count = 0;
+    std::string first_at, first_reason;
+  };
+  std::map<std::string, Group> not_used_;
+  std::vector<std::string> seed_report_;
 };
 
 }  // namespace kopt::propose

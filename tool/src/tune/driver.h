@@ -39,6 +39,9 @@ struct OptimizeOptions {
   std::filesystem::path input_cases;     // --input-cases: JSON array of cases replacing the spec's
   std::string description;               // --description (recorded; the agent proposer uses it)
   std::string strategy;                  // --strategy (default: by space size)
+  /// --warm-start FILE: T4 results or a Kernel Tuner cache; its configurations
+  /// that fit the space are evaluated first (docs/interop.md).
+  std::filesystem::path warm_start;
   int64_t max_evaluations = 0;           // --budget evals=N / --max-iterations N (0: no limit)
   double max_minutes = 0;                // --budget minutes=M (0: no limit)
   int64_t patience = 0;                  // stop after N evaluations without improvement (0: off)

@@ -1,12 +1,46 @@
 #include "tune/proposers.h"
 
+#include <iostream>
+
 #include "agent/agent.h"
 #include "propose/search_proposer.h"
+#include "run/interop.h"
 #include "search/strategy.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace kopt::tune {
 namespace {
+
+/// --warm-start FILE as seeds of the search, best recorded first; what cannot
+/// be tried (recorded as failed, a value that is no integer) comes along with
+/// its reason, to be counted in the report.
+void add_warm_start(const OptimizeOptions& o, propose::SearchProposerOptions& so) {
+  const run::WarmStart w = run::read_warm_start(o.warm_start);
+  std::string about = w.format;
+  if (!w.kernel.empty()) about += " of kernel '" + w.kernel + "'";
+  if (!w.device.empty()) about += " on '" + w.device + "'";
+  about += ", " + std::to_string(w.entries.size()) + " entries";
+  so.seeds_from = "--warm-start " + fs::display(o.warm_start);
+  so.seeds_about = about;
+  for (const run::WarmStartEntry& e : w.entries) {
+    propose::Seed s;
+    s.config = e.config;
+    s.origin = e.path;
+    if (!e.unusable.empty()) {
+      s.skip = e.unusable;
+      s.skip_kind = "not a configuration of integers";
+    } else if (!e.failed.empty()) {
+      s.skip = e.failed;
+      s.skip_kind = "recorded as failed";
+    }
+    so.seeds.push_back(std::move(s));
+  }
+  if (!o.quiet) {
+    if (!w.note.empty()) std::cerr << "kopt: --warm-start " << fs::display(o.warm_start) << ": " << w.note << "\n";
+    so.note = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+  }
+}
 
 /// The parameter search over the spec's template.
 propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) {
@@ -24,11 +58,16 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   so.constraints = s.tuning.constraints;
   so.strategy = o.strategy;
   so.seed = o.seed;
+  if (!o.warm_start.empty()) add_warm_start(o, so);
   return std::make_unique<propose::SearchProposer>(std::move(so));
 }
 
 /// The LLM agent (and the hybrid: the agent proposes templates, the search tunes them).
 propose::ProposerPtr make_agent(const OptimizeOptions& o, const spec::Spec*) {
+  if (!o.warm_start.empty())
+    throw UsageError("kopt.opt.006", "--warm-start " + fs::display(o.warm_start) +
+                                         ": a warm start seeds the parameter search; the agent proposers (--strategy "
+                                         "agent|hybrid, --description) do not take one");
   if (o.spec.empty() && o.description.empty())
     throw UsageError("kopt.agent.101", "give --spec FILE, or --description TEXT for the agent to draft the workload");
   if (o.spec.empty() && !o.resume.empty())
