@@ -19,7 +19,7 @@ targets, and gate merges on CTest correctness and benchmark tests.
                     [SEARCH_STRATEGY <exhaustive|random|anneal|genetic|surrogate>]
                     [BUDGET <evals=N,minutes=M,patience=P>]
                     [TARGET <target> | OUTPUT_VARIABLE <var>]
-                    [CACHE_FILE <tuning-cache.json>]
+                    [CACHE_FILE <tuning-cache.json> [UPDATE_CACHE]]
                     [BENCHMARK_TOLERANCE <percent>]
                     [LABELS <label>...]
                     [PROPERTIES <name> <value>...])
@@ -41,11 +41,17 @@ targets, and gate merges on CTest correctness and benchmark tests.
 
   ``STRATEGY``
     ``search`` (default, offline parameter search over the template),
-    ``agent`` or ``hybrid`` (LLM proposer; not available in this version: an
-    error says so). Project-wide default: ``KOPT_DEFAULT_STRATEGY``.
+    ``agent`` (the LLM agent rewrites the kernel) or ``hybrid`` (the agent
+    proposes templates, the search tunes them); see KernelOptimizer's
+    ``docs/agent.md``. The LLM settings (``OPENAI_API_KEY``,
+    ``OPENAI_BASE_URL``, ``OPENAI_MODEL``, ...) are read from the environment
+    of the build (``cmake --build``) when the tuning runs: they are never
+    written into the build tree, and changing them does not re-run tuning.
+    Project-wide default: ``KOPT_DEFAULT_STRATEGY``.
 
   ``SEARCH_STRATEGY``
     The parameter-search strategy; default: chosen by the size of the space.
+    Only with ``STRATEGY search``.
 
   ``BUDGET``
     The tuning budget, e.g. ``evals=200`` or ``evals=500,minutes=20``:
@@ -64,11 +70,20 @@ targets, and gate merges on CTest correctness and benchmark tests.
     generated ``.cu`` path.
 
   ``CACHE_FILE``
-    A tuning cache (JSON) meant to be committed beside your sources. On a
-    machine with a GPU, tuning updates it; without a GPU the build uses the
-    cached kernel for the GPU named by ``KOPT_TARGET_GPU`` (or the only one
-    cached), else the initial kernel, and says which. A cache made from
-    another version of the spec is reported as stale and not used.
+    A tuning cache (JSON) meant to be committed beside your sources. Without
+    a GPU the build uses the cached kernel for the GPU named by
+    ``KOPT_TARGET_GPU`` (or the only one cached), else the initial kernel,
+    and says which. A cache made from another version of the spec is
+    reported as stale and not used. The build only reads this file: after
+    tuning on a GPU, the updated cache is written to
+    ``${CMAKE_CURRENT_BINARY_DIR}/kernel_optimizer/<name>/<name>.tuning.json``
+    (the ``<name>.benchmark`` test reads that copy); copy it over your file
+    to commit the new tuning, or give ``UPDATE_CACHE``.
+
+  ``UPDATE_CACHE``
+    Let the build rewrite ``CACHE_FILE`` in place after tuning on a GPU.
+    Default: ``KOPT_UPDATE_CACHE`` (OFF): a build never changes your source
+    tree.
 
   ``BENCHMARK_TOLERANCE``
     The ``<name>.benchmark`` test fails when the kernel is slower than the
@@ -93,6 +108,24 @@ targets, and gate merges on CTest correctness and benchmark tests.
   variable ``KOPT_REQUIRE_GPU`` is ON. The tests exit with code 77 and show as
   skipped. A failing tuning run leaves the previous generated kernel in place.
 
+  Tuning re-runs when a file it reads changes: the spec, the kernel sources
+  and the files they ``#include "..."``, ``.npy`` inputs and golden outputs,
+  the tuning cache, the ``kopt`` executable (``kopt generate`` writes a
+  depfile naming them). Tuning commands never run at once under Ninja (they
+  share its ``console`` pool); under Make, or in two builds at once, each
+  ``kopt`` process takes the GPU's timing lock before it measures, so two
+  never time on one GPU together.
+
+  The tests declare CTest ``RESOURCE_GROUPS``: ``<name>.benchmark`` takes a
+  whole GPU (``gpus:${KOPT_CTEST_GPU_SLOTS}``), ``<name>.correctness`` one
+  slot (``gpus:1``), and both run on the GPU CTest gives them
+  (``CTEST_RESOURCE_GROUP_0_GPUS``). Write the machine's resource spec file
+  with ``kopt devices --ctest-resource-spec gpus.json``, then
+  ``ctest -j 8 --resource-spec-file gpus.json`` runs one benchmark per GPU at
+  a time. Without a resource spec file they run on GPU 0 (or the one
+  ``CUDA_VISIBLE_DEVICES`` puts first), one at a time through the timing
+  lock.
+
   Example:
 
   .. code-block:: cmake
@@ -114,6 +147,9 @@ set(KOPT_DEFAULT_STRATEGY "search" CACHE STRING "Default STRATEGY of optimize_ke
 set(KOPT_DEFAULT_BUDGET "evals=100" CACHE STRING "Default BUDGET of optimize_kernel()")
 option(KOPT_REQUIRE_GPU "Fail the build when a kernel cannot be tuned for lack of a GPU" OFF)
 set(KOPT_TARGET_GPU "" CACHE STRING "GPU name whose tuning-cache entry builds without a GPU use")
+option(KOPT_UPDATE_CACHE "Default of optimize_kernel(UPDATE_CACHE): the build rewrites CACHE_FILE after tuning" OFF)
+set(KOPT_CTEST_GPU_SLOTS 4 CACHE STRING
+    "Slots per GPU in the CTest resource spec file (kopt devices --ctest-slots): a benchmark test takes them all")
 
 # BUDGET's grammar, as `kopt --budget` reads it: comma-separated items
 # evals=N (or a bare N), minutes=M (or Mm), patience=P. `var` holds the value,
@@ -193,7 +229,7 @@ function(optimize_kernel)
   block(SCOPE_FOR POLICIES)
   cmake_policy(VERSION 3.24...3.31)
 
-  set(options "")
+  set(options UPDATE_CACHE)
   set(one_value NAME SPEC TEMPLATE INITIAL_KERNEL REFERENCE STRATEGY SEARCH_STRATEGY BUDGET TARGET
                 OUTPUT_VARIABLE CACHE_FILE BENCHMARK_TOLERANCE)
   set(multi_value LABELS PROPERTIES)
@@ -202,7 +238,7 @@ function(optimize_kernel)
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "optimize_kernel(): unknown arguments '${arg_UNPARSED_ARGUMENTS}'. "
                         "Known keywords: NAME SPEC TEMPLATE INITIAL_KERNEL REFERENCE STRATEGY SEARCH_STRATEGY "
-                        "BUDGET TARGET OUTPUT_VARIABLE CACHE_FILE BENCHMARK_TOLERANCE LABELS PROPERTIES.")
+                        "BUDGET TARGET OUTPUT_VARIABLE CACHE_FILE UPDATE_CACHE BENCHMARK_TOLERANCE LABELS PROPERTIES.")
   endif()
   foreach(kw IN LISTS arg_KEYWORDS_MISSING_VALUES)
     message(FATAL_ERROR "optimize_kernel(): the keyword ${kw} needs a value, e.g. ${kw} <value>.")
@@ -242,9 +278,20 @@ function(optimize_kernel)
   if(NOT arg_STRATEGY MATCHES "^(search|agent|hybrid)$")
     message(FATAL_ERROR "optimize_kernel(): STRATEGY '${arg_STRATEGY}' is not one of search, agent, hybrid.")
   endif()
-  if(NOT arg_STRATEGY STREQUAL "search")
-    message(FATAL_ERROR "optimize_kernel(): STRATEGY ${arg_STRATEGY} (the LLM proposer) is not available in "
-                        "this version of KernelOptimizer; use STRATEGY search.")
+  if(DEFINED arg_SEARCH_STRATEGY AND NOT arg_STRATEGY STREQUAL "search")
+    message(FATAL_ERROR "optimize_kernel(): SEARCH_STRATEGY applies to STRATEGY search only, not to STRATEGY "
+                        "${arg_STRATEGY}; drop SEARCH_STRATEGY or use STRATEGY search.")
+  endif()
+  if(NOT KOPT_CTEST_GPU_SLOTS MATCHES "^[1-9][0-9]*$")
+    message(FATAL_ERROR "optimize_kernel(): KOPT_CTEST_GPU_SLOTS '${KOPT_CTEST_GPU_SLOTS}' must be a whole "
+                        "number of 1 or more (the slots per GPU of the CTest resource spec file), e.g. "
+                        "-DKOPT_CTEST_GPU_SLOTS=4.")
+  endif()
+  if(arg_UPDATE_CACHE AND NOT DEFINED arg_CACHE_FILE)
+    message(FATAL_ERROR "optimize_kernel(): UPDATE_CACHE needs CACHE_FILE <tuning-cache.json>, the file to update.")
+  endif()
+  if(NOT arg_UPDATE_CACHE AND KOPT_UPDATE_CACHE)
+    set(arg_UPDATE_CACHE TRUE)
   endif()
   if(DEFINED arg_SEARCH_STRATEGY AND
      NOT arg_SEARCH_STRATEGY MATCHES "^(exhaustive|random|anneal|genetic|surrogate)$")
@@ -362,8 +409,14 @@ function(optimize_kernel)
   set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/kernel_optimizer/${arg_NAME}")
   set(out_cu "${out_dir}/${arg_NAME}.cu")
   set(out_h "${out_dir}/${arg_NAME}_launch.h")
+  set(out_d "${out_dir}/${arg_NAME}.d")
   set(cmd kopt::kopt generate --spec "${arg_SPEC}" --name "${arg_NAME}" --out-dir "${out_dir}"
-          --budget "${arg_BUDGET}" --cache-dir "${CMAKE_BINARY_DIR}/kernel_optimizer/nvrtc-cache")
+          --budget "${arg_BUDGET}" --cache-dir "${CMAKE_BINARY_DIR}/kernel_optimizer/nvrtc-cache"
+          --depfile "${out_d}")
+  if(NOT arg_STRATEGY STREQUAL "search")
+    # The agent's LLM settings come from the build's environment, never from here.
+    list(APPEND cmd --strategy "${arg_STRATEGY}")
+  endif()
   foreach(kw_flag TEMPLATE:--template INITIAL_KERNEL:--initial-kernel REFERENCE:--reference
                   SEARCH_STRATEGY:--strategy CACHE_FILE:--cache-file)
     string(REPLACE ":" ";" pair "${kw_flag}")
@@ -379,6 +432,18 @@ function(optimize_kernel)
   if(DEFINED arg_CACHE_FILE AND EXISTS "${arg_CACHE_FILE}")
     list(APPEND depends "${arg_CACHE_FILE}")
   endif()
+  # Without UPDATE_CACHE the committed cache is only read; the updated one
+  # (or a copy) lands in the build tree, where the benchmark test reads it.
+  set(byproducts "")
+  set(bench_cache "")
+  if(DEFINED arg_CACHE_FILE)
+    set(bench_cache "${arg_CACHE_FILE}")
+    if(NOT arg_UPDATE_CACHE)
+      set(bench_cache "${out_dir}/${arg_NAME}.tuning.json")
+      list(APPEND cmd --cache-out "${bench_cache}")
+      list(APPEND byproducts "${bench_cache}")
+    endif()
+  endif()
   if(KOPT_TARGET_GPU)
     list(APPEND cmd --target-gpu "${KOPT_TARGET_GPU}")
   endif()
@@ -386,11 +451,21 @@ function(optimize_kernel)
     list(APPEND cmd --require-gpu)
   endif()
 
+  if(arg_UPDATE_CACHE)
+    set(cache_note ", updating ${arg_CACHE_FILE}")
+  else()
+    set(cache_note "")
+  endif()
+  # USES_TERMINAL puts the command in Ninja's console pool: one tuning at a
+  # time. The depfile adds every file the spec names (.npy inputs, golden
+  # outputs, #included headers) to DEPENDS.
   add_custom_command(
     OUTPUT "${out_cu}" "${out_h}"
+    BYPRODUCTS ${byproducts}
     COMMAND ${cmd}
     DEPENDS ${depends} kopt::kopt $<TARGET_FILE:kopt::kopt>
-    COMMENT "KernelOptimizer: generating ${arg_NAME} (tuned with ${arg_STRATEGY}, budget ${arg_BUDGET}, on a GPU; else from the tuning cache or the initial kernel)"
+    DEPFILE "${out_d}"
+    COMMENT "KernelOptimizer: generating ${arg_NAME} (tuned with ${arg_STRATEGY}, budget ${arg_BUDGET}, on a GPU${cache_note}; else from the tuning cache or the initial kernel)"
     USES_TERMINAL
     VERBATIM)
   set_source_files_properties("${out_cu}" "${out_h}" PROPERTIES GENERATED TRUE)
@@ -407,21 +482,28 @@ function(optimize_kernel)
   # Tests: correctness on every case with fresh inputs; benchmark against the
   # recorded best. Exit code 77 (no GPU) shows as skipped.
   set(spec_for_tests "${arg_SPEC}")
+  # Each test runs on the GPU CTest gives it under --resource-spec-file
+  # (--device-from-ctest), else on GPU 0.
   add_test(NAME ${arg_NAME}.correctness
            COMMAND kopt::kopt evaluate --spec "${spec_for_tests}" --kernel "${out_cu}" --no-time --quiet
-                   --cache-dir "${CMAKE_BINARY_DIR}/kernel_optimizer/nvrtc-cache")
+                   --device-from-ctest --cache-dir "${CMAKE_BINARY_DIR}/kernel_optimizer/nvrtc-cache")
   set(bench_cmd kopt::kopt bench --spec "${spec_for_tests}" --kernel "${out_cu}"
-                --tolerance "${arg_BENCHMARK_TOLERANCE}"
+                --tolerance "${arg_BENCHMARK_TOLERANCE}" --device-from-ctest
                 --cache-dir "${CMAKE_BINARY_DIR}/kernel_optimizer/nvrtc-cache"
                 --benchmark_out=${out_dir}/${arg_NAME}.benchmark.json --benchmark_out_format=json)
   if(DEFINED arg_CACHE_FILE)
-    list(APPEND bench_cmd --cache-file "${arg_CACHE_FILE}")
+    list(APPEND bench_cmd --cache-file "${bench_cache}")
   endif()
   add_test(NAME ${arg_NAME}.benchmark COMMAND ${bench_cmd})
+  # A correctness test takes one slot of a GPU, a benchmark all of them (the
+  # whole GPU): `ctest -j --resource-spec-file` then runs one benchmark per
+  # GPU at a time, and nothing else beside it there.
   set_tests_properties(${arg_NAME}.correctness PROPERTIES
-                       SKIP_RETURN_CODE 77 LABELS "kernel_optimizer;correctness;${arg_LABELS}")
+                       SKIP_RETURN_CODE 77 RESOURCE_GROUPS "gpus:1"
+                       LABELS "kernel_optimizer;correctness;${arg_LABELS}")
   set_tests_properties(${arg_NAME}.benchmark PROPERTIES
-                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE LABELS "kernel_optimizer;benchmark;${arg_LABELS}")
+                       SKIP_RETURN_CODE 77 RESOURCE_GROUPS "gpus:${KOPT_CTEST_GPU_SLOTS}"
+                       LABELS "kernel_optimizer;benchmark;${arg_LABELS}")
   if(arg_PROPERTIES)
     set_tests_properties(${arg_NAME}.correctness ${arg_NAME}.benchmark PROPERTIES ${arg_PROPERTIES})
   endif()

@@ -160,7 +160,7 @@ if [[ " $STAGES " == *" example "* ]]; then
   echo "== example_project: configure, optimize_sgemm, build, ctest"
   EX="$ROOT/build-example"
   rm -rf "$EX"
-  cmake -S example_project -B "$EX" -G Ninja -DKernelOptimizer_DIR="$BUILD" >"$LOGS/example.configure.log" 2>&1 \
+  cmake -S example_project -B "$EX" -G Ninja -DKernelOptimizer_DIR="$BUILD" -DKOPT_UPDATE_CACHE=ON >"$LOGS/example.configure.log" 2>&1 \
     || { tail -20 "$LOGS/example.configure.log"; exit 1; }
   cmake --build "$EX" --target optimize_sgemm >"$LOGS/example.tune.log" 2>&1
   echo "optimize_sgemm exit $?"; grep -E "kopt generate|kopt: best|evaluated" "$LOGS/example.tune.log" | tail -5

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job: build kopt, then the example project's optimization of its
 # SGEMM kernel (configure, `--target optimize_sgemm`, build, run).
-#  - With a GPU: tunes the kernel (budget evals=20), updates the tuning cache,
-#    builds `matmul` with the tuned kernel and runs it.
+#  - With a GPU: tunes the kernel (the example's budget, evals=60), writes the
+#    updated tuning cache to build-example/kernel_optimizer/sgemm/ (the
+#    committed example_project/sgemm.tuning.json is only read), builds
+#    `matmul` with the tuned kernel and runs it.
 #  - Without a GPU: compiles candidate kernels of the SGEMM template with NVRTC
 #    for sm_90, says that checking and timing need a GPU, and builds `matmul`
 #    with the kernel from the committed tuning cache (tuned on an H200).

@@ -15,6 +15,8 @@ step() { echo "== $*"; }
 cp -r "$SRC/templates/sgemm" "$T/spec"        # a copy we may touch
 GEN="$T/ex/kernel_optimizer/sgemm"
 
+CACHE_SUM="$(sha256sum "$SRC/example_project/sgemm.tuning.json")"
+
 step "configure example_project against the build tree"
 cmake -S "$SRC/example_project" -B "$T/ex" -G Ninja -DKernelOptimizer_DIR="$BUILD" \
       -DKOPT_EXAMPLE_SPEC="$T/spec/sgemm.json" -DCMAKE_BUILD_TYPE=Release >"$T/configure.log" 2>&1 \
@@ -31,6 +33,12 @@ if ! nvidia-smi >/dev/null 2>&1; then
   grep -q "from the tuning cache" "$T/tune.log" || fail "without a GPU the committed tuning cache should be used"
 fi
 
+step "the committed tuning cache is only read; its copy is in the build tree"
+[ "$(sha256sum "$SRC/example_project/sgemm.tuning.json")" = "$CACHE_SUM" ] || fail "the build changed the committed cache"
+[ -f "$GEN/sgemm.tuning.json" ] || fail "no build-tree copy of the tuning cache ($GEN/sgemm.tuning.json)"
+[ -f "$GEN/sgemm.d" ] || fail "kopt generate wrote no depfile"
+grep -q "$T/spec/naive.cu" "$GEN/sgemm.d" || { cat "$GEN/sgemm.d"; fail "the depfile lacks the initial kernel"; }
+
 step "the generated kernel and header compile with nvcc"
 nvcc -std=c++17 -arch=sm_90 -c "$GEN/sgemm.cu" -o "$T/sgemm.o" || fail "nvcc on sgemm.cu"
 
@@ -46,6 +54,27 @@ if ! nvidia-smi >/dev/null 2>&1; then
   [ "$(grep -c "Skipped" "$T/ctest.log")" -ge 2 ] || fail "expected both kernel_optimizer tests to be skipped"
 fi
 
+step "ctest -j --resource-spec-file with two fake gpus: each test runs on the GPU CTest gives it"
+cat >"$T/gpus.json" <<'JSON'
+{"version": {"major": 1, "minor": 0}, "local": [{"gpus": [{"id": "0", "slots": 4}, {"id": "1", "slots": 4}]}]}
+JSON
+ctest --test-dir "$T/ex" -j2 -L kernel_optimizer --resource-spec-file "$T/gpus.json" -V >"$T/ctest-res.log" 2>&1 || true
+for t in correctness:1 benchmark:4; do
+  name="sgemm.${t%%:*}"; slots="${t#*:}"
+  # ctest -V prefixes each output line with the test's number: find sgemm.<kind>'s.
+  num="$(sed -n "s/^ *Start *\([0-9]*\): $name\$/\1/p" "$T/ctest-res.log" | head -1)"
+  [ -n "$num" ] || { cat "$T/ctest-res.log"; fail "$name did not start"; }
+  line="$(grep -E "^$num: kopt (evaluate|bench): CTest gave this test GPU [01] " "$T/ctest-res.log" | head -1)"
+  [ -n "$line" ] || { cat "$T/ctest-res.log"; fail "$name was not given a GPU by CTest"; }
+  [[ "$line" =~ GPU\ ([01])\ \(CTEST_RESOURCE_GROUP_0_GPUS=id:([01]),slots:$slots\):\ --device\ ([01]) ]] \
+    || fail "$name: $line"
+  [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] && [ "${BASH_REMATCH[2]}" = "${BASH_REMATCH[3]}" ] || fail "$name: $line"
+  echo "  $name: ${line#*: }"
+done
+if ! nvidia-smi >/dev/null 2>&1; then
+  [ "$(grep -c "Skipped" "$T/ctest-res.log")" -ge 2 ] || fail "expected both tests to be skipped under the resource spec"
+fi
+
 step "nothing changed: no re-tuning"
 cmake --build "$T/ex" --target optimize_sgemm >"$T/again.log" 2>&1
 grep -q "KernelOptimizer: generating" "$T/again.log" && fail "re-ran the tuning with nothing changed"
@@ -54,6 +83,18 @@ step "the spec changed: re-tuning"
 sleep 1; touch "$T/spec/sgemm.json"
 cmake --build "$T/ex" --target optimize_sgemm >"$T/touched.log" 2>&1
 grep -q "KernelOptimizer: generating" "$T/touched.log" || fail "touching the spec did not re-run the tuning"
+
+step "a header the initial kernel includes (known from the depfile only): re-tuning; another file: none"
+echo '#include "extra.h"' >>"$T/spec/naive.cu"
+echo "// nothing" >"$T/spec/extra.h"
+cmake --build "$T/ex" --target optimize_sgemm >"$T/include.log" 2>&1 || { cat "$T/include.log"; fail "build after the include"; }
+grep -q "$T/spec/extra.h" "$GEN/sgemm.d" || { cat "$GEN/sgemm.d"; fail "the depfile lacks extra.h"; }
+sleep 1; touch "$T/spec/extra.h"
+cmake --build "$T/ex" --target optimize_sgemm >"$T/header.log" 2>&1
+grep -q "KernelOptimizer: generating" "$T/header.log" || fail "touching an included header did not re-run the tuning"
+sleep 1; echo "notes" >"$T/spec/NOTES.txt"; touch "$T/spec/NOTES.txt"
+cmake --build "$T/ex" --target optimize_sgemm >"$T/other.log" 2>&1
+grep -q "KernelOptimizer: generating" "$T/other.log" && fail "a file the spec does not name re-ran the tuning"
 
 step "the tool changed: re-tuning"
 sleep 1; touch "$BUILD/tool/kopt"

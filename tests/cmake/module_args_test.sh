@@ -120,4 +120,64 @@ optimize_kernel(NAME d SPEC $S BUDGET evaluations=3,min=.5,patience=2)
 optimize_kernel(NAME e SPEC $S)"
 # The override replaces the spec's missing file.
 expect_ok override_replaces_missing "optimize_kernel(NAME k SPEC $T/spec/no_initial.json INITIAL_KERNEL $T/other.cu)"
+echo "== STRATEGY, UPDATE_CACHE"
+expect_error search_strategy_with_agent "optimize_kernel(NAME k SPEC $S STRATEGY agent SEARCH_STRATEGY random)" \
+  "SEARCH_STRATEGY applies to STRATEGY search only"
+expect_error update_cache_without_file "optimize_kernel(NAME k SPEC $S UPDATE_CACHE)" "UPDATE_CACHE needs CACHE_FILE"
+expect_error bad_gpu_slots "optimize_kernel(NAME k SPEC $S)" "KOPT_CTEST_GPU_SLOTS 'x' must be a whole number" \
+  -DKOPT_CTEST_GPU_SLOTS=x
+
+# The build commands, as Ninja gets them (a configure with the Ninja generator).
+expect_ninja() {  # NAME, CMAKE-CODE; then checks on $T/case-NAME/b/build.ninja
+  local d="$T/case-$1"
+  project "$d" "$2"
+  OPENAI_API_KEY=sk-kopt-test-secret-key OPENAI_BASE_URL=http://llm.invalid:9/v1 \
+    cmake -S "$d" -B "$d/b" -G Ninja >"$d/log" 2>&1 || { cat "$d/log"; fail "$1: configure failed"; }
+  NINJA="$d/b/build.ninja"
+  n=$((n + 1))
+}
+has() { grep -qF -- "$2" "$NINJA" || fail "$1: build.ninja lacks '$2'"; }
+lacks() { if grep -qF -- "$2" "$NINJA"; then fail "$1: build.ninja has '$2'"; fi; }
+if command -v ninja >/dev/null; then
+  expect_ninja agent "optimize_kernel(NAME a SPEC $S STRATEGY agent)
+optimize_kernel(NAME h SPEC $S STRATEGY hybrid)
+optimize_kernel(NAME s SPEC $S SEARCH_STRATEGY random)"
+  has agent "generate --spec $S --name a"
+  grep -E -- "--name a .*--strategy agent" "$NINJA" >/dev/null || fail "agent: no --strategy agent"
+  grep -E -- "--name h .*--strategy hybrid" "$NINJA" >/dev/null || fail "hybrid: no --strategy hybrid"
+  grep -E -- "--name s .*--strategy random" "$NINJA" >/dev/null || fail "search: no --strategy random"
+  # The LLM settings stay in the build's environment: nothing of them in the build tree.
+  if grep -rqF -e sk-kopt-test-secret-key -e llm.invalid "$T/case-agent/b"; then
+    fail "agent: the LLM settings were written into the build tree"
+  fi
+  echo "  agent, hybrid: --strategy passed, no LLM settings in the build tree: ok"
+  # One tuning at a time under Ninja: USES_TERMINAL is the console pool.
+  [ "$(grep -B1 -A8 'COMMAND = cd .* generate --spec' "$NINJA" | grep -c 'pool = console')" -ge 3 ] \
+    || fail "agent: the kopt generate commands are not in Ninja's console pool"
+  echo "  the tuning commands share Ninja's console pool: ok"
+  # The depfile is the command's.
+  has agent "--depfile $T/case-agent/b/kernel_optimizer/a/a.d"
+  grep -E -- "--name a .*--depfile [^ ]*/a\\.d .*&& .*cmake_transform_depfile .*/a\\.d" "$NINJA" >/dev/null \
+    || fail "agent: the custom command has no DEPFILE"
+  echo "  DEPFILE kernel_optimizer/a/a.d: ok"
+
+  touch "$T/cache.json"
+  expect_ninja cache "enable_testing()
+optimize_kernel(NAME ro SPEC $S CACHE_FILE $T/cache.json)
+optimize_kernel(NAME rw SPEC $S CACHE_FILE $T/cache.json UPDATE_CACHE)"
+  grep -E -- "--name ro .*--cache-file $T/cache.json .*--cache-out $T/case-cache/b/kernel_optimizer/ro/ro.tuning.json" \
+    "$NINJA" >/dev/null || fail "cache: without UPDATE_CACHE the updated cache must go to the build tree"
+  grep -E -- "--name rw .*--cache-out" "$NINJA" >/dev/null && fail "cache: UPDATE_CACHE still has --cache-out"
+  grep -E -- "--name rw .*--cache-file $T/cache.json" "$NINJA" >/dev/null || fail "cache: UPDATE_CACHE lacks --cache-file"
+  # The benchmark test reads the cache the build wrote.
+  grep -F -- "\"--cache-file\" \"$T/case-cache/b/kernel_optimizer/ro/ro.tuning.json\"" "$T/case-cache/b/CTestTestfile.cmake" \
+    >/dev/null || fail "cache: ro.benchmark does not read the build tree's cache"
+  grep -F -- "\"--cache-file\" \"$T/cache.json\"" "$T/case-cache/b/CTestTestfile.cmake" >/dev/null \
+    || fail "cache: rw.benchmark does not read CACHE_FILE"
+  OPENAI_API_KEY= cmake -S "$T/case-cache" -B "$T/case-cache/b2" -G Ninja -DKOPT_UPDATE_CACHE=ON >/dev/null
+  grep -E -- "--name ro .*--cache-out" "$T/case-cache/b2/build.ninja" >/dev/null && fail "cache: KOPT_UPDATE_CACHE=ON ignored"
+  echo "  UPDATE_CACHE / KOPT_UPDATE_CACHE: ok"
+else
+  echo "  (ninja not found: the build-command checks are skipped)"
+fi
 echo "ALL $n CASES PASSED"

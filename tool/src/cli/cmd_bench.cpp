@@ -64,6 +64,7 @@ void BenchCommand::add_options(CLI::App& sub) {
       ->capture_default_str();
   env_.add_cache_dir(sub);
   env_.add_device(sub)->capture_default_str();
+  env_.add_device_from_ctest(sub);
   sub.allow_extras();
   sub_ = &sub;
 }
@@ -177,6 +178,7 @@ int BenchCommand::run() {
       cache_ = gen::read_cache(cache_file_);  // SpecError kopt.cache.1xx naming the file
     }
   }
+  env_.resolve_device("bench");
   eval::EvaluatorOptions eo;
   eo.worker_argv = env_.worker_argv();
   eo.cache_dir = env_.cache_path();

@@ -169,6 +169,7 @@ void EvaluateCommand::add_options(CLI::App& sub) {
   env_.add_cache_dir(sub);
   sub.add_option("--cases", cases_, "Only these cases (names)")->delimiter(',')->check(check::not_empty());
   env_.add_device(sub)->capture_default_str();
+  env_.add_device_from_ctest(sub);
   sub.add_flag("--no-time", no_time_, "Check only; do not time");
   sub.add_flag("--no-reference-timing", no_reference_timing_, "Do not time the reference");
   env_.add_quiet(sub);
@@ -345,6 +346,7 @@ int EvaluateCommand::run() {
   const spec::Spec spec = spec::load_spec(spec_);
   check_arguments(spec);
   const Candidates candidates = collect(spec);
+  env_.resolve_device("evaluate");
   eval::Evaluator ev(spec, evaluator_options());
 
   nlohmann::json results = nlohmann::json::array();

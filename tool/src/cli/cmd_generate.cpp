@@ -45,6 +45,14 @@ void GenerateCommand::add_options(CLI::App& sub) {
   sub.add_option("--out-dir", o_.out_dir, "Output folder")->required()->check(check::not_empty());
   sub.add_option("--cache-file", o_.cache_file, "Tuning cache JSON (read; updated after tuning)")
       ->check(check::not_empty());
+  sub.add_option("--cache-out", o_.cache_out,
+                 "Write the updated tuning cache here and only read --cache-file (a copy of it when nothing "
+                 "was tuned)")
+      ->check(check::not_empty());
+  sub.add_option("--depfile", o_.depfile,
+                 "Write a Make-syntax depfile naming every file the run reads (spec, sources and their "
+                 "includes, .npy inputs and golden outputs, the cache), for add_custom_command(DEPFILE)")
+      ->check(check::not_empty());
   sub.add_option("--template", t.template_source, "Tunable template .cu")->check(check::existing_file());
   sub.add_option("--initial-kernel", t.initial_kernel, "Initial kernel .cu")->check(check::existing_file());
   sub.add_option("--reference", t.reference, "Reference kernel .cu")->check(check::existing_file());
@@ -81,6 +89,8 @@ void GenerateCommand::add_options(CLI::App& sub) {
 /// are used only after tuning).
 void GenerateCommand::check_arguments() const {
   check_output_dir("--out-dir", o_.out_dir);
+  if (!o_.depfile.empty()) check_output_file("--depfile", o_.depfile);
+  if (!o_.cache_out.empty()) check_output_file("--cache-out", o_.cache_out);
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
   if (o_.cache_file.empty()) return;
   const std::filesystem::path& f = o_.cache_file;
@@ -98,7 +108,7 @@ void GenerateCommand::check_arguments() const {
                                   ::access((f.has_parent_path() ? f.parent_path() : ".").c_str(), W_OK | X_OK) == 0
                             : true;
   if (!std::filesystem::exists(st)) check_output_file("--cache-file", f);  // its folder must take it
-  if (!writable && o_.tune && o_.from_run.empty()) {
+  if (!writable && o_.tune && o_.from_run.empty() && o_.cache_out.empty()) {
     const std::string why = "--cache-file " + clip(f.string()) + ": is not writable (" + std::strerror(errno) +
                             "), so a tuning run could not update it";
     if (o_.require_gpu) throw UsageError("kopt.cli.014", why + "; make it writable or give --no-tune");
@@ -114,6 +124,7 @@ int GenerateCommand::run() {
   t.quiet = env_.quiet;
   t.cache_dir = env_.cache_path();
   t.worker_argv = env_.worker_argv();
+  t.agent.kopt_exe = self_exe();
   return gen::generate(o_);
 }
 

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "cuda/nvrtc.h"
+#include "model/ctest_resources.h"
 #include "tune/driver.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -278,6 +280,21 @@ unsigned max_compile_threads() { return max_pool_threads(); }
 
 CLI::Option* Environment::add_device(CLI::App& sub) {
   return sub.add_option("--device", device, "CUDA device ordinal")->check(check::whole(0, 1023));
+}
+
+CLI::Option* Environment::add_device_from_ctest(CLI::App& sub) {
+  return sub.add_flag("--device-from-ctest", device_from_ctest,
+                      "Under ctest --resource-spec-file: run on the GPU CTest gave this test "
+                      "(CTEST_RESOURCE_GROUP_0_GPUS), instead of --device");
+}
+
+void Environment::resolve_device(const std::string& command) {
+  if (!device_from_ctest) return;
+  const auto gpu = model::ctest_gpu_from_environment();  // UsageError kopt.ctest.00x
+  if (!gpu) return;                                      // no resource spec file: --device
+  device = gpu->ordinal;
+  std::cerr << "kopt " << command << ": CTest gave this test GPU " << gpu->ordinal << " ("
+            << "CTEST_RESOURCE_GROUP_0_GPUS=" << gpu->value << "): --device " << gpu->ordinal << "\n";
 }
 
 CLI::Option* Environment::add_cache_dir(CLI::App& sub, const std::string& help) {

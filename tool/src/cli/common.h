@@ -86,11 +86,20 @@ struct Environment {
   static constexpr const char* kCacheDirHelp = "NVRTC compile cache (default: $KOPT_CACHE_DIR or ~/.cache/kopt)";
 
   int device = 0;         // --device N: CUDA device ordinal
+  bool device_from_ctest = false;  // --device-from-ctest: CTest's GPU wins over --device
   std::string cache_dir;  // --cache-dir DIR (empty: see cache_path())
   std::string arch;       // --arch sm_XY (empty: the device's)
   bool quiet = false;     // -q,--quiet: no progress on stderr
 
   CLI::Option* add_device(CLI::App& sub);
+  /// --device-from-ctest (evaluate, bench: the tests optimize_kernel() registers).
+  CLI::Option* add_device_from_ctest(CLI::App& sub);
+  /// With --device-from-ctest, under `ctest --resource-spec-file`: sets
+  /// `device` to the GPU CTest gave the test (CTEST_RESOURCE_GROUP_0_GPUS,
+  /// model/ctest_resources.h) and says so on stderr, one line naming
+  /// `command`; else leaves --device alone. Throws UsageError kopt.ctest.00x
+  /// for a resource environment it cannot read.
+  void resolve_device(const std::string& command);
   CLI::Option* add_cache_dir(CLI::App& sub, const std::string& help = kCacheDirHelp);
   CLI::Option* add_arch(CLI::App& sub, const std::string& help);
   CLI::Option* add_quiet(CLI::App& sub, const std::string& help = "No progress on stderr");

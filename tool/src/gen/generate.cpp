@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "gen/depfile.h"
 #include "model/dispatch.h"
 #include "run/fingerprint.h"
 #include "run/store.h"
@@ -560,6 +561,16 @@ int generate(const GenerateOptions& o) {
   const nlohmann::json cache = o.cache_file.empty() ? nlohmann::json{{"format_version", 1}, {"entries", nlohmann::json::array()}}
                                                     : read_cache(o.cache_file);
   std::filesystem::create_directories(o.out_dir);
+  if (!o.depfile.empty())
+    fs::write_file_atomic(o.depfile, depfile_text(o.out_dir / (o.name + ".cu"),
+                                                  spec_dependencies(s, o.optimize, o.cache_file)));
+  // --cache-out: the committed cache is only read; its updated copy (or a
+  // plain copy, when nothing was tuned) goes there, for the benchmark test.
+  auto copy_cache = [&]() {
+    std::error_code ec;
+    if (!o.cache_out.empty() && !o.cache_file.empty() && std::filesystem::is_regular_file(o.cache_file, ec))
+      write_cache(o.cache_out, cache);
+  };
 
   // 0. A finished run folder, as given.
   if (!o.from_run.empty()) {
@@ -569,6 +580,7 @@ int generate(const GenerateOptions& o) {
       throw UsageError("kopt.gen.106", o.from_run.string() + ": the run has no best.cu/summary.json (it did not finish, "
                                                              "or no candidate passed)");
     const auto [summary, device] = read_run_outputs(o.from_run);
+    copy_cache();
     std::optional<model::DispatchTree> dispatch;
     const std::vector<KernelVariant> variants = run_variants(o.from_run, summary, &dispatch);
     emit(o, s, variants, "from run " + o.from_run.string() + ", tuned on " + gpu_label(device), dispatch);
@@ -628,8 +640,13 @@ int generate(const GenerateOptions& o) {
           entries.back()["variants"] = vs;
         }
         updated["entries"] = entries;
-        write_cache(o.cache_file, updated);
-        std::cerr << "kopt generate: updated the tuning cache " << o.cache_file.string() << "\n";
+        const std::filesystem::path& out = o.cache_out.empty() ? o.cache_file : o.cache_out;
+        write_cache(out, updated);
+        if (o.cache_out.empty())
+          std::cerr << "kopt generate: updated the tuning cache " << out.string() << "\n";
+        else
+          std::cerr << "kopt generate: wrote the updated tuning cache to " << out.string() << " (" << o.cache_file.string()
+                    << " is left as it is: copy the file over it to keep this tuning, or use UPDATE_CACHE)\n";
       }
       emit(o, s, variants, "tuned on " + gpu_label(device) + " (run " + run_dir.filename().string() + ")", dispatch);
       return 0;
@@ -661,6 +678,7 @@ int generate(const GenerateOptions& o) {
               << " (the spec changed since they were tuned); they are not used. Re-tune on a GPU to refresh it.\n";
   if (matching.size() == 1) {
     const nlohmann::json& e = *matching.front();
+    copy_cache();
     std::optional<model::DispatchTree> dispatch;
     const std::vector<KernelVariant> variants = cache_variants(e, o.cache_file.string(), &dispatch);
     emit(o, s, variants,
@@ -680,6 +698,7 @@ int generate(const GenerateOptions& o) {
     throw SpecError("kopt.gen.104", s.path.string() + ": no GPU, no usable tuning cache entry and no initial kernel to fall back on");
   const std::string src = fs::read_file(s.initial->source, "kernel source", fs::kSourceMaxBytes);
   const spec::Launch l = s.initial->launch ? *s.initial->launch : s.launch;
+  copy_cache();
   emit(o, s, {KernelVariant{spec::with_missing_annotations(src, s.initial->source.string(), s.initial->entry, l),
                             s.initial->source.string(), "", {}}},
        "the initial kernel " + s.initial->source.filename().string() + ", not tuned (" + no_gpu_reason + cache_note + ")");

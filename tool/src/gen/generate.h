@@ -30,6 +30,14 @@ struct GenerateOptions {
   std::string name;                    // kernel name: file names and the header's namespace
   std::filesystem::path out_dir;
   std::filesystem::path cache_file;    // tuning cache (JSON, committed by users); may be empty
+  /// Where the updated tuning cache goes (empty: cache_file itself). When
+  /// set, it is written on every success: cache_file's entries plus the new
+  /// one after tuning, a copy of cache_file otherwise (nothing when
+  /// cache_file does not exist), and cache_file is only read.
+  std::filesystem::path cache_out;
+  /// A Make-syntax depfile naming every file the run reads
+  /// (gen/depfile.h), target <out_dir>/<name>.cu; written before tuning.
+  std::filesystem::path depfile;
   std::string target_gpu;              // GPU name to take from the cache without a GPU (KOPT_TARGET_GPU)
   bool require_gpu = false;            // fail instead of falling back (KOPT_REQUIRE_GPU)
   bool tune = true;                    // false: never run the search, use the cache or the initial kernel
