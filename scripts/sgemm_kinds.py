@@ -9,8 +9,9 @@ Writes into OUT_DIR:
   sgemm_kinds.json   templates/sgemm/sgemm.json with every correctness case, a handful of
                      DeepBench inference-server shapes (one or two per shape class) as the
                      performance cases, quick timing (5 warm-up + 30 launches) and absolute paths
-  cfg_NN.cu          the template with `// kopt:param` lines for configuration NN (kopt evaluate
-                     --kernel cfg_*.cu evaluates them all in one worker session)
+  cfg_NN.cu          the template with `// kopt:param` lines (and the same #defines) for
+                     configuration NN (kopt evaluate --kernel cfg_*.cu evaluates them all in one
+                     worker session)
   configs.txt        NN, KIND and the parameters of each configuration
   gen/sgemm.cu, gen/sgemm_launch.h
                      every configuration as one variant of a generated pair in the format of
@@ -121,6 +122,8 @@ def main():
         for i, (label, cfg) in enumerate(configs):
             head = "// %s (scripts/sgemm_kinds.py)\n" % label
             head += "".join("// kopt:param %s=%d\n" % (n, cfg[n]) for n in names)
+            # The same values as #defines (as kopt's best.cu has them): the file also builds with nvcc.
+            head += "".join("#ifndef %s\n#define %s %d\n#endif\n" % (n, n, cfg[n]) for n in names)
             with open(os.path.join(args.out, "cfg_%02d.cu" % i), "w") as f:
                 f.write(head + tmpl_src)
             listing.write("cfg_%02d  %-26s %s\n" % (i, label, ",".join("%s=%d" % (n, cfg[n]) for n in names)))
