@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh GENERATED_DIR [--shape MxNxK]... [--shapes-file FILE] [other sgemm_bench options]
-#   (--shapes-file FILE: "M N K" lines, e.g. ../shared/shapes/deepbench_inference_server_nn.txt;
+#   (--shapes-file FILE: "M N K" lines, e.g. bench/shapes/deepbench_inference_server_nn.txt;
 #   per-class geomeans and, for a file with several variants, every variant on every shape)
 #
 # Configures and builds bench/ (sgemm_bench) against GENERATED_DIR (the folder holding sgemm.cu

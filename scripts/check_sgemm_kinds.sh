@@ -13,7 +13,7 @@
 #               of each performance case
 #     bench     builds bench/ against a synthetic generated pair holding every configuration as a
 #               variant and runs sgemm_bench once over the DeepBench inference-server suite
-#               (../shared/shapes or $SHAPES_FILE) and the five performance cases of sgemm.json,
+#               (bench/shapes/deepbench_inference_server_nn.txt or $SHAPES_FILE) and the five performance cases of sgemm.json,
 #               --all-variants: every variant checked and timed on every shape against cuBLAS
 #               (variants more than 8x slower than cuBLAS on a shape are shown but not timed)
 #   --kind K    only configurations of this KIND
@@ -41,10 +41,7 @@ BUILD="$ROOT/build-gpu"
 K="$BUILD/tool/kopt"
 SHAPES_FILE="${SHAPES_FILE:-}"
 if [[ -z $SHAPES_FILE ]]; then
-  for f in "$ROOT/../shared/shapes/deepbench_inference_server_nn.txt" "$ROOT/shared/shapes/deepbench_inference_server_nn.txt" \
-           /work/shared/shapes/deepbench_inference_server_nn.txt; do
-    [[ -f $f ]] && { SHAPES_FILE=$f; break; }
-  done
+  SHAPES_FILE="$ROOT/bench/shapes/deepbench_inference_server_nn.txt"
 fi
 status=0
 
