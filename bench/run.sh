@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# bench/run.sh GENERATED_DIR [--shape MxNxK]... [other sgemm_bench options]
+# bench/run.sh GENERATED_DIR [--shape MxNxK]... [--shapes-file FILE] [other sgemm_bench options]
+#   (--shapes-file FILE: "M N K" lines, e.g. bench/shapes/deepbench_inference_server_nn.txt;
+#   per-class geomeans and, for a file with several variants, every variant on every shape)
 #
 # Configures and builds bench/ (sgemm_bench) against GENERATED_DIR (the folder holding sgemm.cu
 # and sgemm_launch.h written by `kopt generate --name sgemm`), runs the benchmark twice to show
@@ -11,7 +13,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2
 }
 if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
   usage

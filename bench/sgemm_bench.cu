@@ -12,8 +12,13 @@
 //                picks for this shape. When it is the same launch as `single` (kVariants == 1, or
 //                the header picks variant 0) it is not timed twice: it is reported once.
 //
-// Usage: sgemm_bench [--shape MxNxK]... [--json FILE] [--label TEXT] [--warmup N] [--iters N]
-//                    [--seed S] [--device D] [--no-default-shapes] [--spin-us U]
+//   variant v    (--all-variants, the default when the header has several variants) every
+//                kernels[v] with launch_config_variant(v, M, N, K), each checked and timed, so that
+//                the table shows how far the dispatched variant is from the fastest on each shape.
+//
+// Usage: sgemm_bench [--shape MxNxK]... [--shapes-file FILE] [--json FILE] [--label TEXT]
+//                    [--warmup N] [--iters N] [--seed S] [--device D] [--no-default-shapes]
+//                    [--spin-us U] [--all-variants | --no-all-variants]
 // Exit: 0 all results checked, 1 a result failed its check (or a launch failed), 2 usage or
 // setup error, 77 no CUDA device.
 #include <cublas_v2.h>
@@ -25,6 +30,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -109,6 +116,28 @@ bool is_tuned_shape(const Shape& s) {
 
 std::string shape_name(const Shape& s) {
   return std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K);
+}
+
+// Shape classes (issue 13's table), first match wins. Plain rules on M, N, K so that a shape in no
+// list still has a class.
+struct ShapeClass {
+  const char* name;
+  const char* rule;
+};
+const ShapeClass kClasses[] = {
+    {"deep-K", "N <= 4 and K >= 100000 (512x1x500000, 1024x4x500000)"},
+    {"small-M", "M <= 64 (35x700x2048, 35x1500x2560)"},
+    {"skinny-N", "N <= 16 (7680x1x2560, 3072x4x1024, 6144x2x2048)"},
+    {"mid", "min(M, N) <= 1024 (512x1500x2048, 1024x3000x2560, 5124x700x2048)"},
+    {"large", "M > 1024 and N > 1024 (7680x1500x2560, 4096x2048x1024)"},
+};
+constexpr int kNumClasses = sizeof(kClasses) / sizeof(kClasses[0]);
+int class_of(const Shape& s) {
+  if (s.N <= 4 && s.K >= 100000) return 0;
+  if (s.M <= 64) return 1;
+  if (s.N <= 16) return 2;
+  if (std::min(s.M, s.N) <= 1024) return 3;
+  return 4;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,6 +249,8 @@ struct Tuned {
   bool guard_ok = true;
   bool ok = false;
   Stats time;
+  double probe_ms = 0;   // --skip-slower: one launch after the checked one, timed
+  bool skipped = false;  // --skip-slower: not timed (probe over the limit)
 };
 
 struct CaseResult {
@@ -230,6 +261,8 @@ struct CaseResult {
   double cublas_worst_vs_fp64_bound = 0;
   long long cublas_bad_vs_fp64 = 0;
   Tuned single, spec;
+  std::vector<Tuned> var;  // --all-variants: variant v = var[v] (checked and timed), else empty
+  int fastest = -1;        // --all-variants: the variant with the smallest median
   bool ok = false;
 };
 
@@ -244,17 +277,22 @@ struct VariantInfo {
 struct Options {
   std::vector<Shape> shapes;
   bool default_shapes = true;
-  std::string json_file, label;
+  int all_variants = -1;  // -1: when the header has several variants; 0 no; 1 yes
+  std::string json_file, label, shapes_file;
   int warmup = 10, iters = 100, device = 0;
   uint64_t seed = 20261130;
   double spin_us = 20;
+  double skip_slower = 0;  // --skip-slower X: with --all-variants, leave out variants X times slower than cuBLAS
 };
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "sgemm_bench: %s\n"
-               "usage: sgemm_bench [--shape MxNxK]... [--no-default-shapes] [--json FILE] [--label TEXT]\n"
-               "                   [--warmup N (10)] [--iters N (100)] [--seed S] [--device D] [--spin-us U (20)]\n",
+               "usage: sgemm_bench [--shape MxNxK]... [--shapes-file FILE] [--no-default-shapes] [--json FILE]\n"
+               "                   [--label TEXT] [--warmup N (10)] [--iters N (100)] [--seed S] [--device D]\n"
+               "                   [--spin-us U (20)] [--all-variants | --no-all-variants] [--skip-slower X]\n"
+               "  --shapes-file FILE: one shape per line, \"M N K\" (or MxNxK), '#' starts a comment;\n"
+               "                      replaces the five default shapes (add --shape for more)\n",
                msg);
   std::exit(2);
 }
@@ -265,16 +303,48 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) usage((std::string(argv[i]) + " needs a value").c_str());
     return argv[++i];
   };
+  auto in_range = [](long long m, long long n, long long k) {
+    return m >= 1 && n >= 1 && k >= 1 && m <= 0x7fffffffLL && n <= 0x7fffffffLL && k <= 0x7fffffffLL;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--shape") {
       const std::string v = value(i);
       long long m = 0, n = 0, k = 0;
       char tail = 0;
-      if (std::sscanf(v.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1 ||
-          m > 0x7fffffffLL || n > 0x7fffffffLL || k > 0x7fffffffLL)
+      if (std::sscanf(v.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || !in_range(m, n, k))
         usage(("--shape " + v + ": expected MxNxK with 1 <= M, N, K < 2^31, e.g. 4096x4096x4096").c_str());
       o.shapes.push_back({m, n, k});
+    } else if (a == "--shapes-file") {
+      o.shapes_file = value(i);
+      std::ifstream f(o.shapes_file);
+      if (!f) usage(("--shapes-file " + o.shapes_file + ": cannot open the file").c_str());
+      std::string line;
+      int lineno = 0;
+      while (std::getline(f, line)) {
+        ++lineno;
+        const size_t hash = line.find('#');
+        if (hash != std::string::npos) line.erase(hash);
+        for (char& ch : line)
+          if (ch == 'x' || ch == 'X' || ch == ',' || ch == '\t' || ch == '\r') ch = ' ';
+        std::istringstream ls(line);
+        long long m = 0, n = 0, k = 0;
+        std::string extra;
+        if (!(ls >> m)) continue;  // blank or comment line
+        if (!(ls >> n >> k) || (ls >> extra) || !in_range(m, n, k))
+          usage(("--shapes-file " + o.shapes_file + ":" + std::to_string(lineno) +
+                 ": expected \"M N K\" with 1 <= M, N, K < 2^31")
+                    .c_str());
+        o.shapes.push_back({m, n, k});
+      }
+      o.default_shapes = false;
+    } else if (a == "--skip-slower") {
+      o.skip_slower = std::atof(value(i).c_str());
+      if (!(o.skip_slower > 0)) usage("--skip-slower must be > 0");
+    } else if (a == "--all-variants") {
+      o.all_variants = 1;
+    } else if (a == "--no-all-variants") {
+      o.all_variants = 0;
     } else if (a == "--no-default-shapes") {
       o.default_shapes = false;
     } else if (a == "--json") {
@@ -309,6 +379,7 @@ Options parse(int argc, char** argv) {
   }
   if (all.empty()) usage("no shapes (--no-default-shapes needs at least one --shape)");
   o.shapes = all;
+  if (o.all_variants < 0) o.all_variants = kNumVariants > 1 ? 1 : 0;
   return o;
 }
 
@@ -364,7 +435,7 @@ struct Bench {
     CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));  // FP32 math, no TF32
     flush_bytes = std::max<size_t>(2 * static_cast<size_t>(l2_bytes), 8u << 20);
     CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
-    ev_start.resize(3 * static_cast<size_t>(opt.iters));
+    ev_start.resize(static_cast<size_t>(kNumVariants + 3) * static_cast<size_t>(opt.iters));
     ev_stop.resize(ev_start.size());
     for (size_t i = 0; i < ev_start.size(); ++i) {
       CUDA_CHECK(cudaEventCreate(&ev_start[i]));
@@ -482,6 +553,16 @@ struct Bench {
     r.single.runnable = prepare(r.single, s);
     r.spec.runnable = r.spec_is_single ? r.single.runnable : prepare(r.spec, s);
     if (r.spec_is_single && !r.single.runnable) r.spec.problem = r.single.problem;
+    if (opt.all_variants) {
+      r.var.resize(kNumVariants);
+      for (int v = 0; v < kNumVariants; ++v) {
+        Tuned& t = r.var[v];
+        t.variant = v;
+        t.cfg = kopt_sgemm::launch_config_variant(v, s.M, s.N, s.K);
+        t.fn = kopt_sgemm::kernels[v];
+        t.runnable = prepare(t, s);
+      }
+    }
 
     // ---- correctness: cuBLAS into dRef, each tuned launch into dC (NaN-filled first) ----------
     std::vector<float> hRef(M * N), hC(M * N + guard);
@@ -489,6 +570,19 @@ struct Bench {
     launch_cublas(dA, dB, dRef, s);
     CUDA_CHECK(cudaMemcpyAsync(hRef.data(), dRef, M * N * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
+    // --skip-slower: one timed launch of each contender after its first (which may load modules).
+    auto probe = [&](auto&& launch_once) {
+      before_launch();
+      CUDA_CHECK(cudaEventRecord(ev_start[0], stream));
+      launch_once();
+      CUDA_CHECK(cudaEventRecord(ev_stop[0], stream));
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start[0], ev_stop[0]));
+      return static_cast<double>(ms);
+    };
+    double cublas_probe_ms = 0;
+    if (opt.skip_slower > 0) cublas_probe_ms = probe([&] { launch_cublas(dA, dB, dRef, s); });
 
     std::vector<double> row_norm(M, 0.0), col_norm(N, 0.0);
     for (size_t i = 0; i < M; ++i) {
@@ -576,8 +670,17 @@ struct Bench {
       t.ok = t.guard_ok && t.bad_vs_cublas == 0 && t.bad_vs_fp64 == 0;
       if (!t.ok && t.problem.empty())
         t.problem = !t.guard_ok ? "wrote past the end of C" : "result outside the error bound";
+      if (opt.skip_slower > 0 && opt.all_variants)
+        t.probe_ms = probe([&] {
+          const cudaError_t e2 = launch_tuned(t, dA, dB, dC, s);
+          if (e2 != cudaSuccess) {
+            std::fprintf(stderr, "sgemm_bench: launch failed: %s\n", cudaGetErrorString(e2));
+            std::exit(1);
+          }
+        });
     };
     check(r.single);
+    for (Tuned& t : r.var) check(t);
     if (r.spec_is_single) {
       Tuned keep = r.spec;
       r.spec = r.single;
@@ -588,14 +691,35 @@ struct Bench {
 
     // ---- timing: interleaved rounds on the same buffers (output: dC) -----------------------------
     // Contender order rotates every round so that none is always first after the flush/spin.
-    std::vector<int> contenders = {0};  // 0 cublas, 1 single, 2 spec
-    if (r.single.runnable) contenders.push_back(1);
-    if (!r.spec_is_single && r.spec.runnable) contenders.push_back(2);
+    // Contender c: 0 cuBLAS, else slot[c] (single and spec; with --all-variants every variant, and
+    // spec only if its launch is none of theirs).
+    std::vector<Tuned*> slot = {nullptr};
+    std::vector<int> contenders = {0};
+    auto add = [&](Tuned* t) {
+      if (!t->runnable) return;
+      contenders.push_back(static_cast<int>(slot.size()));
+      slot.push_back(t);
+    };
+    int spec_var = -1;  // --all-variants: the variant whose launch is the specialised one
+    if (opt.all_variants) {
+      for (Tuned& t : r.var) {
+        // Never left out: variant 0 (single) and the dispatched one.
+        t.skipped = opt.skip_slower > 0 && t.runnable && t.variant != 0 && t.variant != r.spec.variant &&
+                    t.probe_ms > opt.skip_slower * cublas_probe_ms;
+        if (!t.skipped) add(&t);
+      }
+      for (const Tuned& t : r.var)
+        if (t.variant == r.spec.variant && same_launch(t.cfg, r.spec.cfg)) spec_var = t.variant;
+      if (spec_var < 0 && !r.spec_is_single) add(&r.spec);
+    } else {
+      add(&r.single);
+      if (!r.spec_is_single) add(&r.spec);
+    }
     auto launch = [&](int c) {
       if (c == 0) {
         launch_cublas(dA, dB, dC, s);
       } else {
-        const cudaError_t e = launch_tuned(c == 1 ? r.single : r.spec, dA, dB, dC, s);
+        const cudaError_t e = launch_tuned(*slot[c], dA, dB, dC, s);
         if (e != cudaSuccess) {
           std::fprintf(stderr, "sgemm_bench: launch failed: %s\n", cudaGetErrorString(e));
           std::exit(1);
@@ -623,9 +747,17 @@ struct Bench {
       for (int it = 0; it < opt.iters; ++it)
         CUDA_CHECK(cudaEventElapsedTime(&ms[it], ev_start[c * opt.iters + it], ev_stop[c * opt.iters + it]));
       const Stats st = stats_of(ms);
-      if (c == 0) r.cublas = st;
-      if (c == 1) r.single.time = st;
-      if (c == 2) r.spec.time = st;
+      if (c == 0)
+        r.cublas = st;
+      else
+        slot[c]->time = st;
+    }
+    if (opt.all_variants) {
+      if (!r.var.empty()) r.single.time = r.var[0].time;
+      if (spec_var >= 0) r.spec.time = r.var[spec_var].time;
+      for (const Tuned& t : r.var)
+        if (t.runnable && t.time.n > 0 && (r.fastest < 0 || t.time.median < r.var[r.fastest].time.median))
+          r.fastest = t.variant;
     }
     if (r.spec_is_single) r.spec.time = r.single.time;
 
@@ -634,6 +766,7 @@ struct Bench {
     CUDA_CHECK(cudaFree(dC));
     CUDA_CHECK(cudaFree(dRef));
     r.ok = r.single.ok && r.spec.ok && r.cublas_bad_vs_fp64 == 0;
+    for (const Tuned& t : r.var) r.ok = r.ok && (t.ok || !t.runnable);  // a variant that cannot launch here is shown, not failed
     return r;
   }
 };
@@ -782,6 +915,76 @@ int main(int argc, char** argv) {
     std::printf("  single = variant 0 for every shape; special = launch_config()'s variant v (\"N=\": same launch as"
                 " single, timed once)\n");
 
+  // ---- per shape class ---------------------------------------------------------------------------
+  struct ClassGeo {
+    int n = 0;
+    double log_single = 0, log_spec = 0, min_spec = INFINITY;
+    std::string min_shape;
+  };
+  std::vector<ClassGeo> cls(kNumClasses);
+  for (const CaseResult& r : results) {
+    if (r.cublas.median <= 0 || r.single.time.median <= 0 || r.spec.time.median <= 0) continue;
+    ClassGeo& g = cls[class_of(r.shape)];
+    ++g.n;
+    const double rs = r.cublas.median / r.single.time.median, rp = r.cublas.median / r.spec.time.median;
+    g.log_single += std::log(rs);
+    g.log_spec += std::log(rp);
+    if (rp < g.min_spec) {
+      g.min_spec = rp;
+      g.min_shape = shape_name(r.shape);
+    }
+  }
+  std::printf("\nper shape class: geomean of cuBLAS time / tuned time%s\n",
+              multi ? " (single = variant 0; special = the dispatched variant)" : "");
+  std::printf("  %-9s %6s %8s %8s %8s  %-18s %s\n", "class", "shapes", "single", "special", "min", "(min at)", "rule");
+  for (int k = 0; k < kNumClasses; ++k) {
+    const ClassGeo& g = cls[k];
+    if (!g.n) continue;
+    std::printf("  %-9s %6d %8.3f %8.3f %8.3f  %-18s %s\n", kClasses[k].name, g.n, std::exp(g.log_single / g.n),
+                std::exp(g.log_spec / g.n), g.min_spec, g.min_shape.c_str(), kClasses[k].rule);
+  }
+
+  // ---- every variant on every shape; dispatched against fastest -----------------------------------
+  int within5 = 0, dispatch_n = 0;
+  double worst_slowdown = 0;
+  std::string worst_shape;
+  if (b.opt.all_variants) {
+    std::printf("\nvariants on every shape: median ms (* = fastest; [ ] = the one launch_config() dispatches);"
+                " slowdown = dispatched / fastest - 1\n  %-16s %-9s", "case MxNxK", "class");
+    for (int v = 0; v < kNumVariants; ++v) std::printf(" %11s", ("v" + std::to_string(v)).c_str());
+    std::printf(" %9s %9s\n", "dispatch", "slowdown");
+    for (const CaseResult& r : results) {
+      std::printf("  %-16s %-9s", shape_name(r.shape).c_str(), kClasses[class_of(r.shape)].name);
+      for (const Tuned& t : r.var) {
+        char cell[32];
+        if (t.skipped)
+          std::snprintf(cell, sizeof cell, ">%gx", b.opt.skip_slower);
+        else if (!t.runnable || t.time.n == 0)
+          std::snprintf(cell, sizeof cell, "-");
+        else
+          std::snprintf(cell, sizeof cell, "%s%.4f%s%s", t.variant == r.spec.variant ? "[" : "", t.time.median,
+                        t.variant == r.fastest ? "*" : "", t.variant == r.spec.variant ? "]" : "");
+        std::printf(" %11s", cell);
+      }
+      double slow = NAN;
+      if (r.fastest >= 0 && r.spec.time.median > 0) {
+        slow = r.spec.time.median / r.var[r.fastest].time.median - 1.0;
+        ++dispatch_n;
+        if (slow <= 0.05) ++within5;
+        if (worst_shape.empty() || slow > worst_slowdown) {
+          worst_slowdown = slow;
+          worst_shape = shape_name(r.shape);
+        }
+      }
+      std::printf(" %9d %8.1f%%\n", r.spec.variant, 100.0 * slow);
+    }
+    std::printf("  dispatched within 5%% of the fastest variant on %d of %d shapes; worst %s (+%.1f%%)\n", within5,
+                dispatch_n, worst_shape.c_str(), 100.0 * worst_slowdown);
+    if (b.opt.skip_slower > 0)
+      std::printf("  >%gx: one launch took more than %g x cuBLAS's, so the variant was not timed on that shape\n",
+                  b.opt.skip_slower, b.opt.skip_slower);
+  }
+
   // ---- correctness -----------------------------------------------------------------------------
   std::printf("\nchecks: vs cuBLAS on all elements, max |t-c|/(|a_i||b_j|) (bound 8*sqrt(K)*2^-24); vs FP64 on"
               " %d sampled elements, worst err/bound (bound 8*sqrt(K)*2^-24*sqrt(sum (a_ik b_kj)^2) + 2^-24|c|)\n",
@@ -799,6 +1002,8 @@ int main(int argc, char** argv) {
     };
     line(multi ? "single" : "tuned", r.single);
     if (!r.spec_is_single) line("special", r.spec);
+    for (const Tuned& t : r.var)
+      if (t.variant > 0 && t.variant != r.spec.variant) line(("v" + std::to_string(t.variant)).c_str(), t);
     all_ok = all_ok && r.ok;
   }
   std::printf("\n%s\n", all_ok ? "sgemm_bench: all results checked" : "sgemm_bench: FAILED: see the checks above");
@@ -870,6 +1075,7 @@ int main(int argc, char** argv) {
       j += "    {\"case\": " + json_str(shape_name(r.shape)) + ", \"M\": " + std::to_string(r.shape.M) +
            ", \"N\": " + std::to_string(r.shape.N) + ", \"K\": " + std::to_string(r.shape.K) +
            ", \"tuned_on\": " + (r.tuned_on ? "true" : "false") + ", \"ok\": " + (r.ok ? "true" : "false") +
+           ", \"class\": " + json_str(kClasses[class_of(r.shape)].name) +
            ",\n     \"cublas\": {\"time\": " + stats_json(r.cublas) +
            ", \"tflops\": " + json_num(tflops(r.shape, r.cublas.median)) +
            ", \"pct_peak\": " + json_num(100.0 * tflops(r.shape, r.cublas.median) / b.peak_tflops) +
@@ -877,7 +1083,23 @@ int main(int argc, char** argv) {
            ", \"bad_vs_fp64_sample\": " + std::to_string(r.cublas_bad_vs_fp64) + "},\n     \"single\": " +
            tuned_json(r.single, r.shape, r.cublas.median) + ",\n     \"specialised_same_as_single\": " +
            (r.spec_is_single ? "true" : "false") + ",\n     \"specialised\": " +
-           tuned_json(r.spec, r.shape, r.cublas.median) + "}" + (i + 1 < results.size() ? ",\n" : "\n");
+           tuned_json(r.spec, r.shape, r.cublas.median) + [&] {
+             if (r.var.empty()) return std::string();
+             std::string o = ",\n     \"variants\": [";
+             for (size_t v = 0; v < r.var.size(); ++v)
+               o += (v ? ",\n       " : "\n       ") + std::string("{\"runnable\": ") +
+                    (r.var[v].runnable ? "true" : "false") + ", \"skipped\": " +
+                    (r.var[v].skipped ? "true" : "false") + ", \"probe_ms\": " + json_num(r.var[v].probe_ms) +
+                    ", \"result\": " +
+                    tuned_json(r.var[v], r.shape, r.cublas.median) + "}";
+             const double slow = r.fastest >= 0 && r.spec.time.median > 0
+                                     ? r.spec.time.median / r.var[r.fastest].time.median - 1.0
+                                     : NAN;
+             o += "],\n     \"dispatch\": {\"dispatched_variant\": " + std::to_string(r.spec.variant) +
+                  ", \"fastest_variant\": " + std::to_string(r.fastest) +
+                  ", \"slowdown_vs_fastest\": " + json_num(slow) + "}";
+             return o;
+           }() + "}" + (i + 1 < results.size() ? ",\n" : "\n");
     }
     j += "  ],\n  \"geomean\": [\n";
     for (size_t i = 0; i < geos.size(); ++i) {
@@ -893,7 +1115,26 @@ int main(int argc, char** argv) {
            ", \"specialised_pct_peak\": " + json_num(100.0 * g.spec_tflops / b.peak_tflops) + "}" +
            (i + 1 < geos.size() ? ",\n" : "\n");
     }
-    j += "  ]\n}\n";
+    j += "  ],\n  \"classes\": [\n";
+    {
+      bool first = true;
+      for (int k = 0; k < kNumClasses; ++k) {
+        const ClassGeo& g = cls[k];
+        if (!g.n) continue;
+        j += std::string(first ? "" : ",\n") + "    {\"class\": " + json_str(kClasses[k].name) +
+             ", \"rule\": " + json_str(kClasses[k].rule) + ", \"cases\": " + std::to_string(g.n) +
+             ", \"ratio_cublas_over_single\": " + json_num(std::exp(g.log_single / g.n)) +
+             ", \"ratio_cublas_over_specialised\": " + json_num(std::exp(g.log_spec / g.n)) +
+             ", \"min_ratio_specialised\": " + json_num(g.min_spec) + ", \"min_case\": " + json_str(g.min_shape) +
+             "}";
+        first = false;
+      }
+    }
+    j += "\n  ],\n  \"dispatch\": {\"all_variants\": " + std::string(b.opt.all_variants ? "true" : "false") +
+         ", \"shapes\": " + std::to_string(dispatch_n) + ", \"within_5pct\": " + std::to_string(within5) +
+         ", \"worst_slowdown\": " + json_num(b.opt.all_variants ? worst_slowdown : NAN) +
+         ", \"worst_case\": " + json_str(worst_shape) + "},\n";
+    j += "  \"shapes_file\": " + json_str(b.opt.shapes_file) + "\n}\n";
     FILE* f = std::fopen(b.opt.json_file.c_str(), "w");
     if (!f || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0) {
       std::fprintf(stderr, "sgemm_bench: cannot write %s\n", b.opt.json_file.c_str());

@@ -9,7 +9,7 @@
 # covers it on the GPU).
 #
 # Usage (from the repository root):
-#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [agent]
+#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [agent] [kinds]
 #   stages to run (default: test optimize bench example)
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 #   SWEEP_MINUTES (env): the time budget of the sweep stage (default 6)
@@ -154,6 +154,12 @@ if [[ " $STAGES " == *" templates "* ]]; then
   echo "-- the hostile suite with KOPT_HOST_COMPARE=1 (host comparator only, no on-GPU screen)"
   KOPT_HOST_COMPARE=1 "$BUILD/tests/kopt_gpu_tests" --gtest_filter='HostileSuite.*' >"$LOGS/gpu_tests.host_compare.log" 2>&1
   echo "exit $?"; grep -E "^\[  (PASSED|FAILED)|expect" "$LOGS/gpu_tests.host_compare.log" | tail -26
+fi
+
+if [[ " $STAGES " == *" kinds "* ]]; then
+  echo "== kinds: the SGEMM template's kinds, kopt evaluate and bench (scripts/check_sgemm_kinds.sh)"
+  OUT="$OUT" bash scripts/check_sgemm_kinds.sh >"$LOGS/kinds.log" 2>&1
+  echo "check_sgemm_kinds exit $?"; tail -120 "$LOGS/kinds.log"
 fi
 
 if [[ " $STAGES " == *" example "* ]]; then

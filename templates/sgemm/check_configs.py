@@ -51,7 +51,8 @@ H200 = {
     "WARP_SIZE": 32,
 }
 
-# Points that must be in the space (from the performance probe), compiled on every run.
+# Points that must be in the space (from the performance probe), compiled on every run. The KIND 0
+# points of the probe predate KIND and SPLITK: they get KIND=0, SPLITK=1 below.
 KNOWN_GOOD = [
     dict(BM=128, BN=256, BK=16, WM=64, WN=64, TM=8, TN=16, STAGES=3, ASYNC_A=1, PAD=4, MINB=1),
     dict(BM=128, BN=256, BK=16, WM=64, WN=64, TM=8, TN=16, STAGES=3, ASYNC_A=0, PAD=4, MINB=1),
@@ -67,7 +68,28 @@ KNOWN_GOOD = [
     dict(BM=64, BN=128, BK=16, WM=32, WN=128, TM=8, TN=16, STAGES=4, ASYNC_A=1, PAD=4, MINB=1),
     dict(BM=64, BN=128, BK=16, WM=32, WN=64, TM=8, TN=8, STAGES=1, ASYNC_A=0, PAD=4, MINB=1),
     dict(BM=64, BN=128, BK=8, WM=32, WN=64, TM=8, TN=8, STAGES=2, ASYNC_A=1, PAD=4, MINB=1),
+    # KIND 0 with cluster split-K (small M, outputs that leave SMs idle, deep K)
+    dict(BM=64, BN=64, BK=16, WM=32, WN=64, TM=8, TN=8, STAGES=3, ASYNC_A=1, PAD=4, MINB=1, SPLITK=8),
+    dict(BM=64, BN=128, BK=16, WM=32, WN=64, TM=8, TN=8, STAGES=3, ASYNC_A=1, PAD=4, MINB=1, SPLITK=4),
+    dict(BM=128, BN=128, BK=16, WM=64, WN=32, TM=8, TN=8, STAGES=3, ASYNC_A=1, PAD=4, MINB=1, SPLITK=2),
+    dict(BM=128, BN=256, BK=16, WM=64, WN=64, TM=8, TN=16, STAGES=3, ASYNC_A=0, PAD=4, MINB=1, SPLITK=2),
+    # KIND 1, the row kernel: BM = threads / 2, TM rows, TN columns; the other parameters pinned
+    dict(KIND=1, BM=128, TM=8, TN=1, SPLITK=1),
+    dict(KIND=1, BM=128, TM=16, TN=1, SPLITK=8),
+    dict(KIND=1, BM=128, TM=16, TN=2, SPLITK=4),
+    dict(KIND=1, BM=64, TM=16, TN=4, SPLITK=8),
+    dict(KIND=1, BM=128, TM=8, TN=4, SPLITK=2),
+    dict(KIND=1, BM=64, TM=8, TN=8, SPLITK=1),
 ]
+# The values KIND 1 pins (sgemm.json's constraints), and the defaults of the parameters that
+# came with kinds.
+KIND1_PINNED = dict(BN=64, BK=8, WM=32, WN=32, STAGES=1, ASYNC_A=0, PAD=0, MINB=1)
+for _k in KNOWN_GOOD:
+    if _k.get("KIND", 0) == 1:
+        for _n, _v in KIND1_PINNED.items():
+            _k.setdefault(_n, _v)
+    _k.setdefault("KIND", 0)
+    _k.setdefault("SPLITK", 1)
 
 
 class ExprError(Exception):
@@ -343,6 +365,8 @@ def main():
     ap.add_argument("--const", action="append", default=[], help="device constant NAME=VALUE")
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     ap.add_argument("--json", help="write the per-configuration results here")
+    ap.add_argument("--kind", type=int, action="append", default=[],
+                    help="sample only configurations with this KIND (repeatable; known-good points too)")
     args = ap.parse_args()
 
     self_test()
@@ -443,6 +467,10 @@ def main():
 
     # -- choose the sample ------------------------------------------------------------------
     def threads(c):
+        env = dict(consts, **c, M=1, N=1, K=1)
+        if spec_launch:
+            b = [e.eval(env) for e in spec_launch["block"]]
+            return b[0] * b[1] * b[2]
         return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
 
     def smem(c):
@@ -459,9 +487,15 @@ def main():
                 print("note: %s violates the constraints; compiling it anyway" % config_str(cfg, names))
             sample.append(cfg)
     elif args.all:
-        sample = list(valid)
+        sample = [c for c in valid if not args.kind or c.get("KIND", 0) in args.kind]
     else:
-        picks = [dict(k) for k in KNOWN_GOOD if config_str(k, names) in valid_keys]
+        if args.kind:
+            valid = [c for c in valid if c.get("KIND", 0) in args.kind]
+            if not valid:
+                print("check_configs: no valid configuration of KIND %s" % args.kind, file=sys.stderr)
+                return 1
+        picks = [dict(k) for k in KNOWN_GOOD if config_str(k, names) in valid_keys
+                 and (not args.kind or k.get("KIND", 0) in args.kind)]
         extremes = [
             max(valid, key=lambda c: (c["TM"] * c["TN"], threads(c), c["MINB"], c["STAGES"])),
             max(valid, key=lambda c: (c["TM"] * c["TN"] * c["MINB"] * threads(c), c["TM"] * c["TN"])),

@@ -1,10 +1,22 @@
-// Tunable SGEMM template: row-major C[M,N] = A[M,K] * B[K,N], float32, FP32 FFMA
-// accumulation in k order (no TF32, no split-K). Any M, N, K >= 0 is handled.
+// Tunable SGEMM template: row-major C[M,N] = A[M,K] * B[K,N], float32, FP32 FFMA accumulation.
+// Any M, N, K >= 1 is handled. Two kernel bodies, chosen by the KIND parameter, share the entry
+// point and the parameter names (so one tuning space holds both; each is described below):
+//   KIND 0  the tiled kernel: block tile BM x BN, warp tile WM x WN, thread tile TM x TN, a cp.async
+//           or register-staged pipeline over k-tiles of BK; with SPLITK > 1 a cluster of SPLITK
+//           blocks splits K and reduces its partial tiles through distributed shared memory.
+//   KIND 1  the row kernel, for skinny N (N <= 16, GEMV-like at N = 1) and very deep K: a block owns
+//           TM rows of A and TN columns of B, all its 2*BM threads split K, each keeps TM x TN partial
+//           sums; the block reduces them in a fixed order, and a cluster of SPLITK blocks splits K
+//           further.
+// No float atomics anywhere: every reduction has a fixed order, so results are bitwise the same
+// from run to run.
 //
 // kopt:entry sgemm_tiled
-// kopt:grid ceil_div(N, BN), ceil_div(M, BM), 1
-// kopt:block (BM / WM) * (BN / WN) * 32, 1, 1
-// kopt:shared max(STAGES, 2) * BK * (BM + BN + 2 * PAD) * 4
+// kopt:grid (KIND == 0) * ceil_div(N, BN) * SPLITK + (KIND == 1) * ceil_div(M, TM) * SPLITK, (KIND == 0) * ceil_div(M, BM) + (KIND == 1) * ceil_div(N, TN), 1
+// kopt:block (KIND == 0) * (BM / WM) * (BN / WN) * 32 + (KIND == 1) * 2 * BM, 1, 1
+// kopt:shared (KIND == 0) * max(max(STAGES, 2) * BK * (BM + BN + 2 * PAD) * 4, (SPLITK > 1) * BM * BN * 4)
+//
+// ==== KIND 0: the tiled kernel ====================================================================
 //
 // Parameters (preprocessor, -DNAME=VALUE; defaults below):
 //   BM, BN, BK  block tile: a block computes C[row0 : row0+BM, col0 : col0+BN] and walks K in
@@ -27,6 +39,19 @@
 //   PAD         floats of padding per smem row (0 or 4; a multiple of 4 keeps rows 16-byte
 //               aligned). Only the transposing A stores can conflict; PAD = 4 makes them 1-2 way.
 //   MINB        min blocks per SM of __launch_bounds__ (register cap 65536 / (MINB*threads)).
+//   SPLITK      1: the block walks all of K (the kernel as it was before kinds existed; grid.x =
+//               ceil_div(N, BN)). 2, 4 or 8: blocks x*SPLITK .. x*SPLITK+SPLITK-1 form one thread
+//               block cluster (__cluster_dims__(SPLITK, 1, 1), sm_90) for the tile of column block x;
+//               cluster rank r walks the k-tiles [r*KT/SPLITK, (r+1)*KT/SPLITK) (KT = ceil_div(K, BK);
+//               a rank may get none and contributes zeros), writes its BM x BN partial tile into its
+//               own shared memory (reusing the pipeline buffers, so the launch asks for
+//               max(pipeline, BM*BN*4) bytes), and after a cluster barrier rank r sums rows
+//               [r*BM/SPLITK, (r+1)*BM/SPLITK) of the tile over ranks 0, 1, ..., SPLITK-1 in that order
+//               (DSMEM loads) and stores them to C with the bounds checks of the epilogue below. A
+//               second cluster barrier keeps every rank's shared memory alive until all remote reads
+//               are done. More blocks for the same tile: fills the GPU when ceil_div(M, BM) *
+//               ceil_div(N, BN) is small against the SM count (M = 35, 512 x 1500, K >> M, N).
+//   KIND        0 here (see KIND 1 below).
 //
 // Shared memory (dynamic, bytes) = NBUF * BK * (BM + BN + 2*PAD) * 4 with NBUF = max(STAGES, 2):
 //   buffer s of A: sA[s][k][m], m < BM, row stride BM + PAD  (A transposed: sA[k][m] = A[row0+m][k0+k])
@@ -126,6 +151,67 @@
 #ifndef MINB
 #define MINB 1
 #endif
+#ifndef KIND
+#define KIND 0
+#endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
+
+#if SPLITK != 1 && SPLITK != 2 && SPLITK != 4 && SPLITK != 8
+#error "SPLITK must be 1, 2, 4 or 8 (a portable thread block cluster holds at most 8 blocks)"
+#endif
+#if SPLITK > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "SPLITK > 1 uses thread block clusters: compile for sm_90 or newer"
+#endif
+
+#if SPLITK > 1
+// Thread block clusters (sm_90): the rank of this block in its cluster, a barrier over the whole
+// cluster with release/acquire semantics (shared-memory writes before it are visible to every
+// block of the cluster after it; every block has started once any block passes it), and loads
+// from another block's shared memory (DSMEM).
+namespace sgemm_cluster {
+__device__ __forceinline__ unsigned rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// The shared::cluster address of the byte at shared-memory address `local` in block `r`.
+__device__ __forceinline__ unsigned map(unsigned local, unsigned r) {
+  unsigned a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(local), "r"(r));
+  return a;
+}
+__device__ __forceinline__ float4 load4(unsigned cluster_addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(cluster_addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float load1(unsigned cluster_addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(cluster_addr) : "memory");
+  return v;
+}
+// Dynamic shared memory of this launch, in bytes.
+__device__ __forceinline__ unsigned dynamic_smem_bytes() {
+  unsigned b;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(b));
+  return b;
+}
+}  // namespace sgemm_cluster
+#endif  // SPLITK > 1
+#undef SGEMM_CLUSTER_DIMS  // a generated file holds this source once per variant
+#if SPLITK > 1
+#define SGEMM_CLUSTER_DIMS __cluster_dims__(SPLITK, 1, 1)
+#else
+#define SGEMM_CLUSTER_DIMS
+#endif
+
+#if KIND == 0
 
 namespace sgemm_tiled_detail {
 
@@ -373,7 +459,7 @@ __device__ __forceinline__ void compute_tile(const float* sa, const float* sb, f
 
 }  // namespace sgemm_tiled_detail
 
-extern "C" __global__ void __launch_bounds__(sgemm_tiled_detail::kThreads, MINB)
+extern "C" __global__ void SGEMM_CLUSTER_DIMS __launch_bounds__(sgemm_tiled_detail::kThreads, MINB)
 sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
             int M, int N, int K) {
   using namespace sgemm_tiled_detail;
@@ -385,7 +471,11 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
   c.A = A; c.B = B; c.M = M; c.N = N; c.K = K;
   c.tid = threadIdx.x;
   c.row0 = blockIdx.y * BM;
+#if SPLITK > 1
+  c.col0 = (blockIdx.x / SPLITK) * BN;  // blocks x*SPLITK .. +SPLITK-1: one cluster, one tile
+#else
   c.col0 = blockIdx.x * BN;
+#endif
   c.kvec = (K & 3) == 0;
   c.nvec = (N & 3) == 0;
   c.rows_in = c.row0 + BM <= M;
@@ -403,14 +493,25 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  const int KT = K / BK + (K % BK != 0);  // k-tiles (no overflow near INT_MAX)
+  const int KT_all = K / BK + (K % BK != 0);  // k-tiles of K (no overflow near INT_MAX)
+#if SPLITK > 1
+  // This cluster rank's k-tiles: [t_begin, t_end), a contiguous share of KT_all (maybe empty).
+  const unsigned rank = sgemm_cluster::rank();
+  const int t_begin = static_cast<int>(static_cast<long long>(KT_all) * rank / SPLITK);
+  const int t_end = static_cast<int>(static_cast<long long>(KT_all) * (rank + 1) / SPLITK);
+  const int KT = t_end - t_begin;  // k-tiles this block walks
+  const int kb = t_begin * BK;     // first k of them (<= K)
+#else
+  const int KT = KT_all;
+  constexpr int kb = 0;
+#endif
 
 #if STAGES == 1
   {
     float4 ra[kAVec], rb[kBVec];
     if (KT > 0) {
-      load_a_regs(c, 0, ra);
-      load_b_regs(c, 0, rb);
+      load_a_regs(c, kb, ra);
+      load_b_regs(c, kb, rb);
       store_a_regs(c, sA, ra);
       store_b_regs(c, sB, rb);
     }
@@ -419,8 +520,8 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
       const int cur = t & 1, nxt = cur ^ 1;
       const bool more = t + 1 < KT;
       if (more) {
-        load_a_regs(c, (t + 1) * BK, ra);
-        load_b_regs(c, (t + 1) * BK, rb);
+        load_a_regs(c, kb + (t + 1) * BK, ra);
+        load_b_regs(c, kb + (t + 1) * BK, rb);
       }
       compute_tile(sA + cur * kBufA + am, sB + cur * kBufB + bn, acc);
       if (more) {
@@ -440,12 +541,12 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < KT) {
 #if ASYNC_A
-        load_a_async(c, s * BK, sA + s * kBufA);
+        load_a_async(c, kb + s * BK, sA + s * kBufA);
 #else
-        load_a_regs(c, s * BK, ra);
+        load_a_regs(c, kb + s * BK, ra);
         store_a_regs(c, sA + s * kBufA, ra);
 #endif
-        load_b_async(c, s * BK, sB + s * kBufB);
+        load_b_async(c, kb + s * BK, sB + s * kBufB);
       }
       cp_async_commit();
     }
@@ -458,11 +559,11 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
       const bool more = nt < KT;
       if (more) {
 #if ASYNC_A
-        load_a_async(c, nt * BK, sA + wr * kBufA);
+        load_a_async(c, kb + nt * BK, sA + wr * kBufA);
 #else
-        load_a_regs(c, nt * BK, ra);
+        load_a_regs(c, kb + nt * BK, ra);
 #endif
-        load_b_async(c, nt * BK, sB + wr * kBufB);
+        load_b_async(c, kb + nt * BK, sB + wr * kBufB);
       }
       cp_async_commit();
       compute_tile(sA + rd * kBufA + am, sB + rd * kBufB + bn, acc);
@@ -476,6 +577,55 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
   }
 #endif
 
+#if SPLITK > 1
+  // Split-K epilogue (see SPLITK above). The partial tile goes to this block's shared memory, laid
+  // out red[m][n] (BM x BN floats, row stride BN), at the thread's own rows and columns.
+  if (sgemm_cluster::dynamic_smem_bytes() < static_cast<unsigned>(BM * BN * 4)) __trap();  // launch too small
+  __syncthreads();  // every warp is done with the pipeline buffers that red[] reuses
+  {
+    float* const red = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int i = 0; i < TM / 4; ++i)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j) {
+          const float* v = &acc[4 * i + r][4 * j];
+          *reinterpret_cast<float4*>(red + (am + i * kLaneRows * 4 + r) * BN + bn + j * kLaneCols * 4) =
+              make_float4(v[0], v[1], v[2], v[3]);
+        }
+  }
+  sgemm_cluster::sync();  // every rank's partial tile is written and visible cluster-wide
+  {
+    constexpr int kRowsPerRank = BM / SPLITK;
+    constexpr int kQ = BN / 4;  // float4s per tile row
+    static_assert(BM % SPLITK == 0, "each cluster rank reduces BM / SPLITK rows");
+    const unsigned red_base = smem_addr(smem);
+    for (int f = c.tid; f < kRowsPerRank * kQ; f += kThreads) {
+      const int tm = static_cast<int>(rank) * kRowsPerRank + f / kQ;  // row within the tile
+      const int tn = 4 * (f % kQ);                                    // column within the tile
+      const unsigned off = red_base + 4u * static_cast<unsigned>(tm * BN + tn);
+      float4 s = sgemm_cluster::load4(sgemm_cluster::map(off, 0));
+#pragma unroll
+      for (int p = 1; p < SPLITK; ++p) {  // fixed order: rank 0, 1, ..., SPLITK-1
+        const float4 v = sgemm_cluster::load4(sgemm_cluster::map(off, p));
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+      }
+      const int row = c.row0 + tm, col = c.col0 + tn;
+      if (row >= M) continue;
+      float* crow = C + (size_t)row * N;
+      if (c.nvec) {
+        if (col < N) *reinterpret_cast<float4*>(crow + col) = s;  // N%4==0: col..col+3 < N
+      } else {
+        if (col + 0 < N) crow[col + 0] = s.x;
+        if (col + 1 < N) crow[col + 1] = s.y;
+        if (col + 2 < N) crow[col + 2] = s.z;
+        if (col + 3 < N) crow[col + 3] = s.w;
+      }
+    }
+  }
+  sgemm_cluster::sync();  // no block leaves (freeing its shared memory) while others still read it
+#else
   // Epilogue: thread rows row0 + am + i*kLaneRows*4 + r, columns col0 + bn + j*kLaneCols*4 + {0..3}.
 #pragma unroll
   for (int i = 0; i < TM / 4; ++i) {
@@ -498,4 +648,247 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
       }
     }
   }
+#endif  // SPLITK
 }
+
+#elif KIND == 1
+// ==== KIND 1: the row kernel (skinny N, GEMV-like, deep K) ========================================
+//
+// Parameters it reads (the others are pinned by sgemm.json's constraints and unused here):
+//   TM      rows of A (and C) per block: 8 or 16. Every thread holds all of them.
+//   TN      columns of B (and C) per block: 1, 2, 4, 8 or 16 (tuned to N; N > TN takes
+//           ceil_div(N, TN) column blocks, each reading A again).
+//   BM      the block has 2*BM threads (128, 256 or 512).
+//   SPLITK  1: a block walks all of K. 2, 4, 8: blocks x*SPLITK .. +SPLITK-1 are one cluster for
+//           row block x; rank r walks the k-quads [r*KQ/SPLITK, (r+1)*KQ/SPLITK), KQ = ceil_div(K, 4).
+//   MINB    min blocks per SM of __launch_bounds__.
+// Grid: x = ceil_div(M, TM) * SPLITK (row blocks, times the cluster), y = ceil_div(N, TN); block
+// 2*BM threads; no dynamic shared memory (the reduction buffers are static, <= 17 KB).
+//
+// Work: row block x covers rows row0 = x*TM .. row0+TM-1 (rows >= M are clamped to M-1 for the
+// loads, which stay in bounds, and never stored), column block y covers columns col0 = y*TN ..
+// col0+TN-1. The k-quads of the block's range are dealt round-robin: thread t takes quads q0 + t,
+// q0 + t + T, ... (T threads), so a warp reads 32 consecutive float4s (512 contiguous bytes) of
+// each of its TM rows per step: coalesced 16-byte loads, ld.global.cs (A is streamed once, evict
+// first, so B stays in L2), and the B elements of the same 4 k (TN columns each) through the
+// read-only path (B is re-read by every row block: from L2/L1). Each thread accumulates
+// acc[i][j] += A[row0+i][k] * B[k][col0+j] for its k in increasing order (fmaf).
+//
+// Fast path (uniform per launch/block): K % 4 == 0 (then every row of A starts 16-byte aligned
+// and a quad k..k+3 < K lies in one row) and B's TN columns are one 16-byte-aligned vector per k:
+// TN % 4 == 0 with N % 4 == 0 and col0 + TN <= N (TN/4 float4s per row of B), or TN < 4 with
+// N == TN (then rows k..k+3 of B are 4*TN contiguous floats starting at k*TN, a multiple of 4:
+// TN float4s). Otherwise (odd K, N not matching TN, the last column block) the generic path loads
+// every element with its own predicate (k < K, col < N) and uses 0 for the rest.
+//
+// Reduction, all in a fixed order (results are bitwise reproducible):
+//   1. within a warp, a reduce-scatter over the TM*TN (a power of two, V) values: at the shuffle
+//      distances 16, 8, 4, 2, 1 the lane pair (l, l^d) halves its values (the lane with bit d set
+//      keeps the upper half) while more than one is left, then plain butterflies; afterwards lane l
+//      holds max(V/32, 1) consecutive sums, starting at an index fixed by its bits. That is about V
+//      shuffles a warp instead of 5V.
+//   2. one lane per distinct sum writes it to red[warp][v] (static shared memory); after a
+//      barrier, thread v sums red[0][v] + red[1][v] + ... in warp order.
+//   3. SPLITK == 1: store C[row0 + v/TN][col0 + v%TN] if row < M and col < N. SPLITK > 1: each rank
+//      writes its sums to part[v]; after a cluster barrier, rank 0 adds part[] of ranks 0, 1, ...,
+//      SPLITK-1 in order (DSMEM loads) and stores; a last cluster barrier keeps every rank's shared
+//      memory alive until rank 0 has read it.
+// Odd shapes: 1x1x1 -> one block, generic path (K % 4 != 0), quad 0 holds k = 0 only, thread 0 does
+// it; every other thread contributes zeros; rows 1..TM-1 are clamped to row 0 and not stored.
+// 7x3x5 -> N = 3 != TN (TN < 4) or TN >= 4 > N: generic path, columns >= 3 are zero, not stored.
+// 300x1x70000 with TN = 1 -> fast path: K % 4 == 0, N == TN; the last row block (rows 296..303)
+// clamps rows 300..303 to row 299 and stores rows < 300 only.
+
+namespace sgemm_rows_detail {
+
+constexpr int kRows = TM;
+constexpr int kCols = TN;
+constexpr int kThreads = 2 * BM;
+constexpr int kWarps = kThreads / 32;
+constexpr int kV = kRows * kCols;                 // partial sums per thread
+constexpr int kPerLane = kV >= 32 ? kV / 32 : 1;  // sums a lane holds after the reduce-scatter
+constexpr int kLowMask = kV >= 32 ? 0 : 32 / kV - 1;  // lane bits over which sums are duplicated
+
+static_assert(kRows >= 1 && kRows <= 16, "TM (rows per block) in 1..16");
+static_assert(kCols >= 1 && kCols <= 16, "TN (columns per block) in 1..16");
+static_assert(kThreads % 32 == 0 && kThreads >= 32 && kThreads <= 1024, "2*BM threads: whole warps, <= 1024");
+static_assert((kV & (kV - 1)) == 0, "TM*TN must be a power of two (the warp reduce-scatter halves it)");
+static_assert(kCols < 4 || kCols % 4 == 0, "TN is 1, 2 or a multiple of 4");
+static_assert(SPLITK >= 1 && MINB >= 1, "SPLITK, MINB >= 1");
+
+// Reduce-scatter of x[0..kV) over the 32 lanes of a warp (see "Reduction" above): step S uses the
+// shuffle distance 16 >> S while CNT = kV >> S values are held. Adds to `base` the index of the
+// first sum this lane keeps; afterwards x[0 .. kPerLane) are the sums of indices base ... A
+// template per step, so every index is a compile-time constant (x stays in registers).
+template <int S, int CNT>
+struct WarpReduce {
+  static __device__ __forceinline__ void run(float (&x)[kV], int lane, int& base) {
+    constexpr int d = 16 >> S;
+    if (CNT >= 2) {
+      constexpr int h = CNT / 2;
+      const bool up = (lane & d) != 0;
+#pragma unroll
+      for (int i = 0; i < h; ++i) {
+        const float send = up ? x[i] : x[i + h];
+        const float keep = up ? x[i + h] : x[i];
+        x[i] = keep + __shfl_xor_sync(0xffffffffu, send, d);
+      }
+      if (up) base += h;
+    } else {
+      x[0] += __shfl_xor_sync(0xffffffffu, x[0], d);  // both lanes get the same sum (a+b == b+a)
+    }
+    WarpReduce<S + 1, (CNT >= 2 ? CNT / 2 : 1)>::run(x, lane, base);
+  }
+};
+template <int CNT>
+struct WarpReduce<5, CNT> {
+  static __device__ __forceinline__ void run(float (&)[kV], int, int&) {}
+};
+
+}  // namespace sgemm_rows_detail
+
+extern "C" __global__ void SGEMM_CLUSTER_DIMS __launch_bounds__(2 * BM, MINB)
+sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+            int M, int N, int K) {
+  using namespace sgemm_rows_detail;
+  __shared__ float red[kWarps][kV];
+#if SPLITK > 1
+  __shared__ float part[kV];
+  const unsigned rank = sgemm_cluster::rank();
+  const int row_block = blockIdx.x / SPLITK;
+#else
+  constexpr unsigned rank = 0;
+  const int row_block = blockIdx.x;
+#endif
+  const int row0 = row_block * kRows;
+  const int col0 = blockIdx.y * kCols;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+
+  // This block's k-quads [q0, q1): quad q is k = 4q .. 4q+3 (the last may pass K).
+  const long long KQ = (static_cast<long long>(K) + 3) / 4;
+  const int q0 = static_cast<int>(KQ * rank / SPLITK);
+  const int q1 = static_cast<int>(KQ * (rank + 1) / SPLITK);
+
+  // Row offsets (in floats) of the block's rows, clamped to the last row: loads stay in bounds.
+  size_t aoff[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) aoff[i] = static_cast<size_t>(min(row0 + i, M - 1)) * static_cast<size_t>(K);
+
+  float acc[kRows][kCols];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i)
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) acc[i][j] = 0.f;
+
+  const bool kvec = (K & 3) == 0;
+  const bool bvec = kCols % 4 == 0 ? ((N & 3) == 0 && col0 + kCols <= N) : N == kCols;
+  if (kvec && bvec) {
+    // Fast path: every quad of the range is a whole float4 of each row (k + 3 < K).
+#pragma unroll 1
+    for (int q = q0 + tid; q < q1; q += kThreads) {
+      const int k = 4 * q;
+      float4 a[kRows];
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) a[i] = __ldcs(reinterpret_cast<const float4*>(A + aoff[i] + k));
+      float b[4][kCols];
+      if (kCols % 4 == 0) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+          for (int j = 0; j < kCols / 4; ++j) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(B + static_cast<size_t>(k + e) * N + col0 + 4 * j));
+            b[e][4 * j + 0] = v.x; b[e][4 * j + 1] = v.y; b[e][4 * j + 2] = v.z; b[e][4 * j + 3] = v.w;
+          }
+      } else {
+        // N == kCols < 4: B rows k..k+3 are the 4*kCols floats from k*kCols, 16-byte aligned.
+        float f[4 * kCols];
+        const float4* p = reinterpret_cast<const float4*>(B + static_cast<size_t>(k) * kCols);
+#pragma unroll
+        for (int g = 0; g < kCols; ++g) {
+          const float4 v = __ldg(p + g);
+          f[4 * g + 0] = v.x; f[4 * g + 1] = v.y; f[4 * g + 2] = v.z; f[4 * g + 3] = v.w;
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+          for (int j = 0; j < kCols; ++j) b[e][j] = f[e * kCols + j];
+      }
+#pragma unroll
+      for (int i = 0; i < kRows; ++i)
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) {
+          float t = acc[i][j];
+          t = fmaf(a[i].x, b[0][j], t);
+          t = fmaf(a[i].y, b[1][j], t);
+          t = fmaf(a[i].z, b[2][j], t);
+          t = fmaf(a[i].w, b[3][j], t);
+          acc[i][j] = t;
+        }
+    }
+  } else {
+    // Generic path: element by element, each with its predicate; out-of-range terms are skipped.
+#pragma unroll 1
+    for (int q = q0 + tid; q < q1; q += kThreads) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const long long k = 4LL * q + e;
+        if (k >= K) break;
+        float b[kCols];
+#pragma unroll
+        for (int j = 0; j < kCols; ++j)
+          b[j] = col0 + j < N ? B[static_cast<size_t>(k) * N + col0 + j] : 0.f;
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const float a = A[aoff[i] + k];
+#pragma unroll
+          for (int j = 0; j < kCols; ++j) acc[i][j] = fmaf(a, b[j], acc[i][j]);
+        }
+      }
+    }
+  }
+
+  // Reduction (see above): warp reduce-scatter, then across warps in warp order.
+  float x[kV];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i)
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) x[i * kCols + j] = acc[i][j];
+  int base = 0;
+  WarpReduce<0, kV>::run(x, lane, base);
+  if ((lane & kLowMask) == 0) {
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) red[warp][base + i] = x[i];
+  }
+  __syncthreads();
+  for (int v = tid; v < kV; v += kThreads) {
+    float s = red[0][v];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) s += red[w][v];
+#if SPLITK > 1
+    part[v] = s;
+#else
+    const int row = row0 + v / kCols, col = col0 + v % kCols;
+    if (row < M && col < N) C[static_cast<size_t>(row) * N + col] = s;
+#endif
+  }
+#if SPLITK > 1
+  sgemm_cluster::sync();  // every rank's part[] is written and visible cluster-wide
+  if (rank == 0) {
+    const unsigned part_base = static_cast<unsigned>(__cvta_generic_to_shared(part));
+    for (int v = tid; v < kV; v += kThreads) {
+      const unsigned off = part_base + 4u * static_cast<unsigned>(v);
+      float s = sgemm_cluster::load1(sgemm_cluster::map(off, 0));
+#pragma unroll
+      for (int p = 1; p < SPLITK; ++p) s += sgemm_cluster::load1(sgemm_cluster::map(off, p));  // rank order
+      const int row = row0 + v / kCols, col = col0 + v % kCols;
+      if (row < M && col < N) C[static_cast<size_t>(row) * N + col] = s;
+    }
+  }
+  sgemm_cluster::sync();  // no block leaves (freeing part[]) while rank 0 still reads it
+#endif
+}
+
+#else
+#error "KIND must be 0 (tiled) or 1 (rows)"
+#endif  // KIND
+#undef SGEMM_CLUSTER_DIMS

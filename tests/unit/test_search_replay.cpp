@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,10 +52,31 @@ int seeds() {
 
 const std::vector<std::string> kModelGuided = {"anneal", "genetic", "surrogate"};
 
-/// The spec's space exactly as `kopt optimize` builds it (tune/, search/device_constants.cpp):
-/// its parameters and constraints, with the recorded device's constants.
+/// The spec's space as `kopt optimize` builds it (tune/, search/device_constants.cpp): its
+/// parameters and constraints, with the recorded device's constants; but only its part for the
+/// tiled kernel without split-K (KIND=0, SPLITK=1 where the spec has those parameters), each
+/// parameter's values narrowed to those that part uses. That is what the synthetic model describes
+/// and what the recorded sweep measured (the template gained KIND and SPLITK after it), and it keeps
+/// the replayed spaces small enough for the strategies' exact sampling.
 Space spec_space(const spec::Spec& s, const Record& r) {
-  return Space(s.tuning.params, s.tuning.constraints, r.constants.empty() ? h200_constants() : r.constants);
+  const spec::Bindings constants = r.constants.empty() ? h200_constants() : r.constants;
+  std::vector<spec::TuningParam> params = s.tuning.params;
+  for (spec::TuningParam& p : params) {
+    if (p.name == "KIND") p.values = {0};
+    if (p.name == "SPLITK") p.values = {1};
+  }
+  std::vector<std::set<int64_t>> used(params.size());
+  const Space part(params, s.tuning.constraints, constants);
+  part.for_each_valid([&](const std::vector<size_t>& idx) {
+    for (size_t d = 0; d < idx.size(); ++d) used[d].insert(params[d].values[idx[d]]);
+  });
+  for (size_t d = 0; d < params.size(); ++d) {
+    std::vector<int64_t> kept;
+    for (int64_t v : params[d].values)
+      if (used[d].count(v)) kept.push_back(v);  // the spec's order
+    params[d].values = kept;
+  }
+  return Space(params, s.tuning.constraints, constants);
 }
 
 std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(const spec::Spec& s) {
@@ -69,7 +91,7 @@ std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(co
 /// through the record parser (so that the format is exercised on every run).
 Record synthetic_record() {
   const spec::Spec s = spec::load_spec(kSgemmSpec);
-  const Space space(s.tuning.params, s.tuning.constraints, h200_constants());
+  const Space space = spec_space(s, Record{});
   const Record generated = synthetic_sgemm_record(space, performance_cases(s), 2026);
   return parse_record(json::parse(dump_record(generated)), "synthetic");
 }

@@ -204,7 +204,7 @@ TEST_F(SpecTest, ParsesTheBaseDocumentWithDefaults) {
   EXPECT_FALSE(s.tolerance.at("C").rel_l2.has_value());
   EXPECT_EQ(s.timing.warmup, 10);
   EXPECT_EQ(s.timing.iterations, 100);
-  EXPECT_FALSE(s.timing.flush_l2);
+  EXPECT_TRUE(s.timing.flush_l2);  // the default: timing as in deployment, cold L2
   EXPECT_EQ(s.checks.trials, 3);
   EXPECT_EQ(s.checks.repeats, 3);
   EXPECT_TRUE(s.tuning.params.empty());

@@ -153,7 +153,7 @@ struct Tolerance {
 struct Timing {
   int warmup = 10;
   int iterations = 100;
-  bool flush_l2 = false;
+  bool flush_l2 = true;  // L2 flushed before every timed launch, as in deployment (docs/evaluation.md)
   double launch_timeout_ms = 10000;  // watchdog for one launch
 };
 
