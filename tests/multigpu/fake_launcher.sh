@@ -10,10 +10,10 @@
 #                             "<device> <index> <count> <argv...>" per worker started;
 #                             each device's fake worker logs its evaluations in
 #                             eval-<device>.log (KOPT_FAKE_EVAL_LOG)
-#   FAKE_LAUNCHER_LOSE=D      device D's first worker exits after
+#   FAKE_LAUNCHER_LOSE="D..." each listed device's first worker exits after
 #                             FAKE_LAUNCHER_LOSE_AFTER (default 2) evaluations
 #                             without a reply, and every later start of a worker
-#                             for D fails as ssh does when the host is gone (exit 255)
+#                             for it fails as ssh does when the host is gone (exit 255)
 #   FAKE_LAUNCHER_CRASH=D     device D's first worker exits after
 #                             FAKE_LAUNCHER_LOSE_AFTER evaluations as above, and
 #                             later starts work (a worker killed, the GPU still there)
@@ -24,7 +24,8 @@ dev=${KOPT_WORKER_DEVICE:?KOPT_WORKER_DEVICE is not set}
 echo "$dev ${KOPT_WORKER_INDEX:?} ${KOPT_WORKER_COUNT:?} $*" >> "$dir/launches.log"
 KOPT_FAKE_EVAL_LOG="$dir/eval-$dev.log"
 export KOPT_FAKE_EVAL_LOG
-if [ "${FAKE_LAUNCHER_LOSE:-}" = "$dev" ]; then
+case " ${FAKE_LAUNCHER_LOSE:-} " in *" $dev "*) lose=1 ;; *) lose=0 ;; esac
+if [ "$lose" = 1 ]; then
   if [ -e "$dir/lost-$dev" ]; then
     echo "fake_launcher: connect to host gpu-$dev port 22: Connection refused" >&2
     exit 255

@@ -240,6 +240,28 @@ TEST_F(MultiGpuRun, ALostWorkerIsDroppedItsCandidateRequeuedAndTheRunGoesOn) {
   EXPECT_EQ(devs[1]["evaluated"], 2);
 }
 
+TEST_F(MultiGpuRun, LosingEveryDeviceEndsTheRunAndResumeFinishesIt) {
+  const Ran lost = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_LOSE='0 1' FAKE_LAUNCHER_LOSE_AFTER=2",
+                            "--spec " + kSpec + " --budget evals=10 --devices 0,1" + fake() + through_launcher());
+  EXPECT_EQ(lost.code, 3) << lost.err;
+  EXPECT_NE(lost.err.find("[kopt.pool.005] every device was dropped"), std::string::npos) << lost.err;
+  EXPECT_NE(lost.err.find("kopt optimize --resume "), std::string::npos) << lost.err;
+  const fsys::path run = only_run();
+  const auto before = candidates(run);
+  // Device 0 evaluated the initial kernel and one candidate, device 1 two; the
+  // candidates in flight when the devices went are not recorded.
+  EXPECT_EQ(before.size(), 3u);
+  for (const auto& a : before) EXPECT_EQ(a["verdict"], "ok") << a.dump();
+  const Ran resumed = optimize("KOPT_FAKE_EVAL_MS=20", "--resume " + run.string() + " --devices 0,1" + fake() +
+                                                           " --worker-launcher \"sh -c\"");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const auto after = candidates(run);
+  ASSERT_EQ(after.size(), 10u);
+  std::set<std::string> labels;
+  for (const auto& a : after) labels.insert(a["label"].get<std::string>());
+  EXPECT_EQ(labels.size(), 10u);
+}
+
 TEST_F(MultiGpuRun, AWorkerThatDiesOnAHealthyDeviceIsRestartedAndItsCandidateRunOnceMore) {
   const Ran r = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_CRASH=1 FAKE_LAUNCHER_LOSE_AFTER=1",
                          "--spec " + kSpec + " --budget evals=8 --devices 0,1" + fake() + through_launcher());

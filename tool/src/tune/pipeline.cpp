@@ -266,11 +266,13 @@ void Driver::run_pipeline() {
         fill_catching();
         continue;
       }
-      // No device left: the run ends; a result the candidate did produce is recorded first.
+      // No device left: the run ends once the others' results are recorded.
+      // This candidate is not (its device failed, not it): --resume proposes it again.
       if (!failure)
         failure = std::make_exception_ptr(EnvironmentError(
-            "kopt.pool.005", "every device was dropped (the last: " + pool_->slot(d.slot).name + ", " + d.lost + ")"));
-      if (d.never_sent) continue;
+            "kopt.pool.005", "every device was dropped (the last: " + pool_->slot(d.slot).name + ", " + d.lost +
+                                 "); what was evaluated is recorded: kopt optimize --resume " + store_->dir().string()));
+      continue;
     } else if (several && r.verdict == model::Verdict::worker_crash && current.retries == 0) {
       // The worker died, its device is still there: once more, on whichever worker is free.
       if (!o_.quiet)
