@@ -228,14 +228,21 @@ size_t EvaluatorPool::open() {
     });
   }
   std::exception_ptr first;
+  std::vector<std::pair<size_t, std::string>> failed;
   for (size_t i = 0; i < slots_.size(); ++i) {
     try {
       hellos[i].get();
     } catch (const Error& e) {
       if (!first) first = std::current_exception();
-      if (slots_.size() > 1) drop(i, e.what());
-      else slots_[i]->dropped = true;
+      failed.push_back({i, e.what()});
+      slots_[i]->dropped = true;  // before any message, so that each names the devices really left
     }
+  }
+  for (const auto& [i, why] : failed) {
+    slots_[i]->dropped = false;
+    if (slots_.size() > 1) drop(i, why);
+    slots_[i]->dropped = true;
+    slots_[i]->reason = why;
   }
   if (live_count() == 0) std::rethrow_exception(first);
   // One GPU, one worker; one architecture for every candidate's cubin.
