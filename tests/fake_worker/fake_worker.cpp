@@ -28,7 +28,10 @@
 // lock; tests of that lock give two workers one KOPT_FAKE_UUID).
 // KOPT_FAKE_EVAL_LOG=FILE: each evaluation appends "<begin_ns> <end_ns>\n"
 // (CLOCK_REALTIME) to FILE, so that tests can check measuring windows.
+// KOPT_FAKE_DIE_AFTER=N: the worker exits (code 1, no reply) on receiving its
+// (N+1)-th evaluate request, as when the link to a remote worker drops.
 // Options:
+//   --device N         accepted and ignored (`kopt worker --device N`'s shape)
 //   --no-device        hello answers ok:false, "no CUDA device found ..."
 //   --ignore-shutdown  ignores {"op":"shutdown"} and EOF on stdin: sleeps forever
 //
@@ -125,6 +128,11 @@ long long now_ns() {
 }
 
 void evaluate(const json& req, size_t line_size) {
+  static long evaluations = 0;
+  if (const char* n = std::getenv("KOPT_FAKE_DIE_AFTER"); n && *n && evaluations++ >= std::atol(n)) {
+    std::cerr << "fake worker: KOPT_FAKE_DIE_AFTER=" << n << ": exiting" << std::endl;
+    _exit(1);
+  }
   const long long begin = now_ns();
   // KOPT_FAKE_EVAL_MS: pretend each evaluation keeps the GPU busy this long.
   if (const char* d = std::getenv("KOPT_FAKE_EVAL_MS"))
@@ -266,6 +274,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--no-device") == 0) no_device = true;
     else if (std::strcmp(argv[i], "--ignore-shutdown") == 0) ignore_shutdown = true;
     else if (std::strcmp(argv[i], "worker") == 0) continue;  // accepts `kopt worker`'s argv shape
+    else if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) ++i;  // and its --device N (ignored)
     else {
       std::cerr << "kopt_fake_worker: unknown option " << argv[i] << "\n";
       return 2;

@@ -254,6 +254,23 @@ TEST(Lock, DeviceLockWaitsAndSaysForWhom) {
   EXPECT_EQ(LockHolder::read(FileLock::holder_file(t.path() / "gpu7.lock"))->pid, ::getpid());
 }
 
+TEST(Lock, AWaitForOneDeviceDoesNotHoldUpAnotherDevicesLock) {
+  TempDir t;
+  EnvVar dir("KOPT_LOCK_DIR", t.path().c_str());
+  const pid_t child = child_holding(t.path() / "gpu0.lock", std::chrono::milliseconds(1500));
+  ASSERT_GT(child, 0);
+  DeviceLock::Options o;
+  o.say = [](const std::string&) {};
+  std::thread waiter([&] { DeviceLock::acquire("gpu0", "the GPU gpu0 (test)", o); });  // waits for the child
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  DeviceLock other = DeviceLock::acquire("gpu1", "the GPU gpu1 (test)", o);
+  EXPECT_TRUE(other.held());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  waiter.join();
+  EXPECT_EQ(wait_exit_code(child), 0);
+}
+
 TEST(Interrupt, FirstSignalAsksToStopASecondExitsAtOnce) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);

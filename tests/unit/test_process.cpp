@@ -119,6 +119,23 @@ TEST(ProcessRunner, SpawnGivesPipesBothWaysAndReaps) {
   EXPECT_EQ(open_fds(), before) << "file descriptors leaked";
 }
 
+TEST(ProcessRunner, SpawnAddsToTheEnvironmentAndKeepsTheRest) {
+  ::setenv("KOPT_TEST_KEPT", "kept", 1);
+  ::setenv("KOPT_TEST_REPLACED", "old", 1);
+  SpawnOptions so;
+  so.stdout_mode = Stdio::pipe;
+  so.search_path = true;
+  so.env_add = {"KOPT_TEST_REPLACED=new", "KOPT_TEST_ADDED=a=b"};
+  Child c = kopt::util::spawn({"sh", "-c", "echo \"$KOPT_TEST_KEPT $KOPT_TEST_REPLACED $KOPT_TEST_ADDED\"; env | grep -c KOPT_TEST_REPLACED"}, so);
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = ::read(c.stdout_fd(), buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  c.wait();
+  EXPECT_EQ(out, "kept new a=b\n1\n");
+  ::unsetenv("KOPT_TEST_KEPT");
+  ::unsetenv("KOPT_TEST_REPLACED");
+}
+
 TEST(ProcessRunner, ExecFailuresAreSpawnErrorsWithTheErrno) {
   const auto before = open_fds();
   try {

@@ -4,11 +4,13 @@
 #include <iostream>
 
 #include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "eval/evaluator_pool.h"
 #include "run/store.h"
 #include "tune/driver.h"
 #include "tune/proposers.h"
@@ -30,7 +32,8 @@ class OptimizeCommand final : public Command {
     add_search(sub);
     add_agent(sub, o_.agent);
     sub.add_option("--worker-command", worker_command_,
-                   "Testing: start this program (space-separated argv) instead of `kopt worker`")
+                   "Testing: start this program (space-separated argv) instead of `kopt worker`; with --devices "
+                   "or --worker-launcher, {device} in it is the device number")
         ->check(check::not_empty())
         ->group("Testing");
   }
@@ -41,6 +44,7 @@ class OptimizeCommand final : public Command {
   void add_search(CLI::App& sub);
   static void add_agent(CLI::App& sub, agent::AgentOptions& a);
   void apply_resume_defaults();
+  void apply_devices();
 
   tune::OptimizeOptions o_;  // the options that map one to one; defaults in tune/driver.h
   Environment env_;         // --device, --arch, --cache-dir, --quiet
@@ -49,6 +53,9 @@ class OptimizeCommand final : public Command {
   std::string resume_;                                                     // --resume RUN_DIR
   bool no_specialize_ = false;                                             // --no-specialize
   std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
+  std::string devices_;         // --devices 0,1,...
+  std::string launcher_;        // --worker-launcher "CMD ..."
+  CLI::Option* device_opt_ = nullptr;
   // Given on the command line or not (--resume takes the run's own otherwise).
   CLI::Option *strategy_opt_ = nullptr, *seed_opt_ = nullptr, *budget_opt_ = nullptr, *max_iter_opt_ = nullptr;
 };
@@ -93,7 +100,16 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "are the run's unless given (a --spec given must be the one it was made from)")
       ->check(check::existing_dir());
   seed_opt_ = sub.add_option("--seed", o_.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
-  env_.add_device(sub)->capture_default_str();
+  device_opt_ = env_.add_device(sub)->capture_default_str();
+  sub.add_option("--devices", devices_,
+                 "Several GPUs: one worker per device number (0,1,...), candidates spread over them; the initial "
+                 "kernel, the baseline and the final re-timing on the first (docs/multi-gpu.md)")
+      ->check(check::not_empty());
+  sub.add_option("--worker-launcher", launcher_,
+                 "Start each worker through this command (\"ssh gpu-node-3\", \"srun --gpus=1 -N1\", \"bash -c\"): "
+                 "its words, then the worker command line; {device} and {index} are replaced "
+                 "(docs/multi-gpu.md)")
+      ->check(check::not_empty());
   env_.add_arch(sub, "Compile for this architecture; with no GPU, compile the candidates only");
   sub.add_option("--top", o_.top, "Candidates re-timed interleaved at the end")
       ->check(check::whole(1, 100))
@@ -203,6 +219,34 @@ void OptimizeCommand::apply_resume_defaults() {
   if (!line.empty()) o_.resume_note = "resuming with the run's " + line;
 }
 
+/// --devices and --worker-launcher into the options (eval/evaluator_pool.h
+/// turns them into worker command lines).
+void OptimizeCommand::apply_devices() {
+  if (!devices_.empty()) {
+    if (device_opt_->count() > 0)
+      throw UsageError("kopt.pool.004", "--device and --devices: give one of them (--devices " + devices_ + " lists every GPU)");
+    std::stringstream items(devices_);
+    for (std::string item; std::getline(items, item, ',');) {
+      const bool digits = !item.empty() && item.size() <= 4 && item.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || std::stoi(item) > 1023)
+        throw UsageError("kopt.pool.001", "--devices: '" + item + "' is not a device number from 0 to 1023 (give "
+                                          "them as 0,1,2)");
+      o_.devices.push_back(std::stoi(item));
+    }
+    if (devices_.back() == ',') throw UsageError("kopt.pool.001", "--devices: an empty item at the end of '" + devices_ + "'");
+  }
+  if (!launcher_.empty()) o_.worker_launcher = eval::split_launcher(launcher_);
+  if (!worker_command_.empty()) {
+    o_.worker_argv_template = o_.worker_argv;
+  } else {
+    o_.worker_argv_template = {self_exe().string(), "worker", "--device", "{device}"};
+  }
+  // Checked now (a launcher not on PATH, a device twice), before any work.
+  if (!o_.devices.empty() || !o_.worker_launcher.empty())
+    eval::plan_workers(o_.devices.empty() ? std::vector<int>{o_.device} : o_.devices, o_.worker_argv_template,
+                       o_.worker_launcher);
+}
+
 int OptimizeCommand::run() {
   budget_.apply(o_);
   if (o_.compile_threads > 0 && static_cast<unsigned>(o_.compile_threads) > max_compile_threads()) {
@@ -221,6 +265,7 @@ int OptimizeCommand::run() {
   o_.quiet = env_.quiet;
   o_.cache_dir = env_.cache_path();
   o_.worker_argv = env_.worker_argv(worker_command_);
+  apply_devices();
   o_.agent.kopt_exe = self_exe();
   if (o_.spec.empty() && o_.description.empty() && o_.resume.empty())
     throw UsageError("kopt.cli.006",

@@ -34,6 +34,7 @@ Evaluator::Evaluator(const spec::Spec& spec, EvaluatorOptions options)
   compiler_ = std::make_unique<cuda::Compiler>(opt_.cache_dir);
   SupervisorOptions so;
   so.worker_argv = opt_.worker_argv;
+  so.worker_env = opt_.worker_env;
   // The worker's own watchdog ends a hung launch after launch_timeout_ms (10
   // per timing batch); the supervisor's is the backstop for a worker that
   // stops answering altogether.
@@ -49,6 +50,7 @@ const model::DeviceInfo& Evaluator::device() {
     model::DeviceInfo d = model::DeviceInfo::from_json(hello.at("device"));
     util::device_lock_dir();  // a lock folder that cannot be used fails now, before any work
     device_key_ = util::device_lock_key(d.uuid, d.ordinal);  // by UUID where the worker reports one
+    device_uuid_ = d.uuid;
     device_ = std::move(d);
   }
   return *device_;
@@ -244,6 +246,7 @@ Result Evaluator::finish() {
   Started st = std::move(*started_);
   started_.reset();
   Result res = st.done ? std::move(*st.done) : supervisor_->finish_evaluate();
+  if (!st.done) mark_device(res);
   res.compile_log = std::move(st.compile_log);
   res.compile_ms = st.compile_ms;
   res.compile_cache_hit = st.compile_cache_hit;
@@ -270,7 +273,14 @@ Result Evaluator::evaluate_cublas_baseline() {
   rq.time_reference = false;
   device();
   lock_device();
-  return supervisor_->evaluate(rq);
+  Result res = supervisor_->evaluate(rq);
+  mark_device(res);
+  return res;
+}
+
+void Evaluator::mark_device(Result& r) const {
+  if (opt_.device >= 0) r.device = opt_.device;
+  r.device_uuid = device_uuid_;
 }
 
 }  // namespace kopt::eval

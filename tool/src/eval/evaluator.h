@@ -33,6 +33,10 @@ using spec::candidates_from_file;
 
 struct EvaluatorOptions {
   std::vector<std::string> worker_argv;  // e.g. {"/path/kopt", "worker", "--device", "0"}
+  std::vector<std::string> worker_env;   // "NAME=VALUE" added to the worker's environment
+  /// The CUDA ordinal the worker is started with, recorded in each result the
+  /// worker produces (Result::device; -1: not recorded).
+  int device = -1;
   std::filesystem::path cache_dir;       // NVRTC cache and cubins
   std::string arch;                      // empty: the device's
   bool time = true;
@@ -58,6 +62,10 @@ class Evaluator {
   const model::DeviceInfo& device();
   /// The device's lock key (util::device_lock_key); empty before device().
   const std::string& device_lock_key() const { return device_key_; }
+  /// The UUID the worker reported for its device; empty when none (or before device()).
+  const std::string& device_uuid() const { return device_uuid_; }
+  /// options.device: the ordinal recorded in results (-1: none).
+  int device_ordinal() const { return opt_.device; }
   /// The architecture candidates are compiled for (options.arch or the device's).
   std::string arch();
 
@@ -111,6 +119,8 @@ class Evaluator {
 
  private:
   Candidate reference_candidate() const;
+  /// Result::device and device_uuid of a result this evaluator's worker produced.
+  void mark_device(Result& r) const;
   /// Waits for and takes the device lock (once; see the class comment).
   void lock_device();
   spec::Launch launch_for(const Candidate& c) const;
@@ -120,7 +130,7 @@ class Evaluator {
   std::unique_ptr<cuda::Compiler> compiler_;
   std::unique_ptr<Supervisor> supervisor_;
   std::optional<model::DeviceInfo> device_;
-  std::string device_key_;
+  std::string device_key_, device_uuid_;
   util::DeviceLock device_lock_;
   std::string arch_;  // resolved once by arch(); read by compile() on any thread
   std::optional<std::pair<std::string, std::string>> reference_cubin_;  // path, lowered entry

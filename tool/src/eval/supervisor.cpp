@@ -312,6 +312,7 @@ void Supervisor::start() {
   so.die_with_parent = true;
   so.nonblocking = true;
   so.pipe_size = 1 << 20;
+  so.env_add = opt_.worker_env;
   util::Child child;
   try {
     child = util::spawn(opt_.worker_argv, so);

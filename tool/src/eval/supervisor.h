@@ -22,6 +22,9 @@ struct SupervisorOptions {
   /// argv of the worker, e.g. {"/usr/bin/kopt", "worker"}. argv[0] is the path
   /// executed (execv, no PATH search).
   std::vector<std::string> worker_argv;
+  /// "NAME=VALUE" entries added to the worker's environment (a launcher's
+  /// KOPT_WORKER_DEVICE, say: eval/pool.h).
+  std::vector<std::string> worker_env;
   /// Kill a worker that sends nothing (no progress, no result) for this long.
   /// Every line received restarts it: progress replies are heartbeats.
   std::chrono::milliseconds silence_timeout{30000};

@@ -227,6 +227,8 @@ json Result::to_json() const {
   if (check_ms > 0) j["check_ms"] = from_double(check_ms);
   if (timing_ms > 0) j["timing_ms"] = from_double(timing_ms);
   j["compile_log"] = compile_log;
+  if (device) j["device"] = *device;
+  if (!device_uuid.empty()) j["device_uuid"] = device_uuid;
   return j;
 }
 
@@ -273,6 +275,8 @@ Result Result::from_json(const json& j) {
   read_opt(j, "check_ms", root, &r.check_ms, get_double);
   read_opt(j, "timing_ms", root, &r.timing_ms, get_double);
   read_opt(j, "compile_log", root, &r.compile_log, get_string);
+  if (auto it = j.find("device"); it != j.end() && !it->is_null()) r.device = get_int32(*it, "$.device");
+  read_opt(j, "device_uuid", root, &r.device_uuid, get_string);
   return r;
 }
 

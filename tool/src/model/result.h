@@ -75,6 +75,12 @@ struct Result {
   double timing_ms = 0;              // worker wall time spent in the timed loops (incl. flushes)
   bool compile_cache_hit = false;
   std::string compile_log;
+  /// Where it was checked and timed: the CUDA ordinal the worker was started
+  /// with (`kopt optimize --device` / `--devices`), and the UUID the worker
+  /// reported for it (empty when unknown). Set by the parent, never by the
+  /// worker; unset for a result that no worker produced (a compile error).
+  std::optional<int> device;
+  std::string device_uuid;
 
   /// Unset optionals are omitted. Non-finite doubles (a NaN error, an infinite
   /// ratio) are written as the strings "NaN", "Infinity", "-Infinity" because

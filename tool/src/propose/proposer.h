@@ -154,7 +154,8 @@ class Proposer {
   /// a proposed candidate has not been observed yet.
   virtual Proposal propose() = 0;
 
-  /// The recorded result of a candidate propose() returned, in proposal order.
+  /// The recorded result of a candidate propose() returned: in proposal order
+  /// with one worker, in the order results arrive with several (--devices).
   virtual void observe(const spec::Candidate& candidate, const model::Attempt& attempt) = 0;
 
   /// The driver asks for nothing more (a stop condition, or done); the

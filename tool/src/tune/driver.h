@@ -62,7 +62,16 @@ struct OptimizeOptions {
   double specialize_threshold = 0.03;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
   std::filesystem::path cache_dir;       // NVRTC cache
-  std::vector<std::string> worker_argv;  // how to start `kopt worker`
+  std::vector<std::string> worker_argv;  // how to start `kopt worker` (on `device`)
+  /// --devices 0,1,...: one worker per entry, candidates spread over them
+  /// (docs/multi-gpu.md); empty: `device` alone.
+  std::vector<int> devices;
+  /// --worker-launcher "CMD ...": its words; each worker is started as them
+  /// plus the worker command line (eval/evaluator_pool.h, plan_workers).
+  std::vector<std::string> worker_launcher;
+  /// The worker command line with "{device}" for the ordinal, used with
+  /// --devices or --worker-launcher (empty: worker_argv).
+  std::vector<std::string> worker_argv_template;
   bool quiet = false;
   agent::AgentOptions agent;             // --strategy agent|hybrid: the LLM agent's options (agent/agent.h)
 };

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/evaluator.h"
+#include "eval/evaluator_pool.h"
 #include "propose/proposer.h"
 #include "run/store.h"
 #include "search/strategy.h"
@@ -47,6 +48,14 @@ struct PipelineStats {
   double check_ms = 0, timing_ms = 0;  // worker wall time checking / in the timed loops
   double host_gap_ms = 0, worker_other_ms = 0;
   unsigned threads = 0;
+  /// Per worker of the pool (summary.json "tuner" "devices").
+  struct Device {
+    int device = 0;
+    std::string name, uuid, dropped;  // dropped: why, empty while it served
+    int64_t evaluated = 0;
+    double measured_ms = 0, busy_ms = 0;  // busy: request sent to result, summed
+  };
+  std::vector<Device> devices;
 
   nlohmann::json to_json() const;
 };
@@ -126,7 +135,11 @@ class Driver final : public propose::EvaluationService {
   propose::Proposer& proposer_;
   const Clock::time_point t_start_ = Clock::now();
 
-  std::unique_ptr<eval::Evaluator> ev_;
+  /// The workers (one per --devices entry; one for a plain run) and the
+  /// evaluator of the first live one: it compiles, and times the initial
+  /// kernel, the baseline and the finalists' re-timing (one device for all).
+  std::unique_ptr<eval::EvaluatorPool> pool_;
+  eval::Evaluator* ev_ = nullptr;
   std::optional<model::DeviceInfo> device_;
   std::string arch_, no_device_;
   run::RunLock run_lock_;  // --resume: taken first, handed to store_ by open_store()

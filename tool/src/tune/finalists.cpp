@@ -119,6 +119,7 @@ Finalists Driver::choose_finalists() {
         f.retime.push_back({{"index", ranked[i]->index}, {"label", ranked[i]->label}, {"geomeans_ms", g[i]},
                             {"median_ms", g[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
                             {"cases_median_ms", cases}, {"failed_recheck", static_cast<bool>(failed[i])}});
+        if (ev_->device_ordinal() >= 0) f.retime.back()["device"] = ev_->device_ordinal();
         if (!failed[i] && !g[i].empty() && median < best_median) {
           best_median = median;
           f.winner = ranked[i];

@@ -47,7 +47,24 @@ nlohmann::json PipelineStats::to_json() const {
           // worker_timing_ms, summed: preparing and sending the request, module
           // load, the result's transfer, worker restarts and timeouts, and any
           // bookkeeping of the previous candidate that outlasted the GPU work.
-          {"worker_other_ms", worker_other_ms}};
+          {"worker_other_ms", worker_other_ms},
+          // Per worker: its share of the candidates and of the wall time
+          // (measured_fraction: time in measured launches over the search's
+          // wall time), and why it was dropped, if it was.
+          {"devices", [&] {
+             nlohmann::json a = nlohmann::json::array();
+             for (const Device& d : devices) {
+               nlohmann::json j = {{"device", d.device},
+                                   {"name", d.name},
+                                   {"evaluated", d.evaluated},
+                                   {"measured_fraction", search_minutes > 0 ? d.measured_ms / (search_minutes * 60000.0) : 0.0},
+                                   {"busy_fraction", search_minutes > 0 ? d.busy_ms / (search_minutes * 60000.0) : 0.0}};
+               if (!d.uuid.empty()) j["uuid"] = d.uuid;
+               if (!d.dropped.empty()) j["dropped"] = d.dropped;
+               a.push_back(std::move(j));
+             }
+             return a;
+           }()}};
 }
 
 int Driver::finish(const Finalists& f) {
@@ -144,7 +161,7 @@ int Driver::compile_only_listing() {
     if (o_.max_minutes > 0 && minutes_elapsed() >= o_.max_minutes) break;
     propose::Proposal p = proposer_.propose();
     if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
-    auto fut = pool.submit([ev = ev_.get(), c = p.candidate] { return ev->compile(c); });
+    auto fut = pool.submit([ev = ev_, c = p.candidate] { return ev->compile(c); });
     jobs.emplace_back(std::move(p.candidate), std::move(fut));
     ++proposed;
     while (jobs.size() >= 2 * pool.size()) collect_oldest();

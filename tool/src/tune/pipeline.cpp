@@ -10,9 +10,18 @@
 // ones again. SIGINT/SIGTERM (util/interrupt.h): the candidate in flight
 // finishes and is recorded, nothing more is proposed or started (compiles
 // already queued still run, into the cache, but are not evaluated).
+//
+// With several workers (--devices, eval/evaluator_pool.h) each idle one gets
+// the next candidate; results are recorded and observed in the order they
+// arrive, each with its device. A worker whose device is lost (it cannot be
+// restarted, or does not answer a fresh hello after a worker_crash or a
+// timeout) is dropped, and its candidate goes back to the queue for another;
+// a candidate whose worker died while its device stays is run once more
+// (docs/multi-gpu.md).
 #include <unistd.h>
 
 #include <deque>
+#include <map>
 #include <exception>
 #include <future>
 #include <iostream>
@@ -20,6 +29,7 @@
 #include <stdexcept>
 
 #include "tune/driver_impl.h"
+#include "util/error.h"
 #include "util/interrupt.h"
 #include "util/thread_pool.h"
 
@@ -59,12 +69,15 @@ class Progress {
 
 }  // namespace
 
-/// The compile-ahead queue and the candidate on the worker.
+/// The compile-ahead queue and the candidates on the workers.
 class Pipeline {
  public:
-  Pipeline(eval::Evaluator& ev, propose::Proposer& proposer, PipelineStats& stats, bool compile_only)
-      : ev_(ev), proposer_(proposer), stats_(stats), compile_only_(compile_only),
-        pool_(stats.threads), prefetch_(stats.threads * 2) {}
+  Pipeline(eval::Evaluator& ev, eval::EvaluatorPool* pool, propose::Proposer& proposer, PipelineStats& stats,
+           bool compile_only)
+      : ev_(ev), pool_(pool), proposer_(proposer), stats_(stats), compile_only_(compile_only),
+        pool_threads_(stats.threads),
+        prefetch_(stats.threads * 2 + (pool && pool->size() > 1 ? pool->size() : 0)),
+        idle_since_(pool ? pool->size() : 1) {}
 
   /// Proposes candidates and queues their compiles, up to `prefetch` ahead.
   void refill() {
@@ -72,126 +85,225 @@ class Pipeline {
       propose::Proposal p = proposer_.propose();
       if (p.kind == propose::Proposal::Kind::done) exhausted_ = true;
       if (p.kind != propose::Proposal::Kind::candidate) break;
-      auto fut = pool_.submit([ev = &ev_, c = p.candidate] { return ev->compile(c); });
-      queued_.push_back({std::move(p.candidate), std::move(fut)});
+      auto fut = pool_threads_.submit([ev = &ev_, c = p.candidate] { return ev->compile(c); });
+      queued_.push_back({std::move(p.candidate), std::move(fut), 0});
     }
   }
   bool has_queued() const { return !queued_.empty(); }
   bool exhausted() const { return exhausted_; }
 
-  /// The candidate on the worker (or, for a compile error or in compile-only
-  /// mode, the one whose result is already known), from start to finish.
+  /// A candidate taken back from a lost worker (or run once more): first in line.
+  void requeue(spec::Candidate c, cuda::CompileResult compiled, int retries) {
+    std::promise<cuda::CompileResult> ready;
+    ready.set_value(std::move(compiled));
+    queued_.push_front({std::move(c), ready.get_future(), retries});
+  }
+
+  /// What the pipeline knows of a candidate it started.
   struct Running {
     spec::Candidate candidate;
+    cuda::CompileResult compiled;
     bool on_worker = false;
-    Clock::time_point started;
-    std::optional<model::Result> known;
+    int retries = 0;
   };
 
-  /// Takes the next queued candidate, waits for its compile and sends it to the worker.
-  Running start_next(const std::function<model::Result(const cuda::CompileResult&)>& compile_only_result) {
+  /// An idle worker's slot, or nullopt (compile-only: slot 0 when nothing is running).
+  std::optional<size_t> idle_slot(bool anything_running) const {
+    if (compile_only_) return anything_running ? std::nullopt : std::optional<size_t>(0);
+    for (size_t i = 0; i < pool_->size(); ++i)
+      if (pool_->idle(i)) return i;
+    return std::nullopt;
+  }
+
+  /// Takes the next queued candidate, waits for its compile and sends it to
+  /// the worker of `slot` (compile-only: its result is known at once).
+  void start_next(size_t slot, std::map<size_t, Running>& running, std::deque<model::Result>& known,
+                  const std::function<model::Result(const cuda::CompileResult&)>& compile_only_result) {
     Queued job = std::move(queued_.front());
     queued_.pop_front();
     const auto t_wait = Clock::now();
     if (job.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) ++stats_.compiles_ready;
     cuda::CompileResult compiled = job.compiled.get();
     stats_.compile_wait_ms += ms_between(t_wait, Clock::now());
-    ++stats_.compiles;
-    stats_.cache_hits += compiled.cache_hit;
-    if (!compiled.cache_hit) stats_.compile_ms.push_back(compiled.compile_ms);
-    Running running{std::move(job.candidate), compiled.ok && !compile_only_, Clock::now(), std::nullopt};
+    if (job.retries == 0) {  // a requeued candidate's compile was counted the first time
+      ++stats_.compiles;
+      stats_.cache_hits += compiled.cache_hit;
+      if (!compiled.cache_hit) stats_.compile_ms.push_back(compiled.compile_ms);
+    }
+    Running r{std::move(job.candidate), std::move(compiled), false, job.retries};
+    r.on_worker = r.compiled.ok && !compile_only_;
     if (compile_only_) {
-      running.known = compile_only_result(compiled);
-      return running;
+      known.push_back(compile_only_result(r.compiled));
+      running[slot] = std::move(r);
+      return;
     }
     // A compile error sends nothing: the GPU stays idle, and the gap goes on
     // until a request does go out.
-    if (running.on_worker && gpu_idle_since_) {
-      stats_.host_gap_ms += ms_between(*gpu_idle_since_, running.started);
-      gpu_idle_since_.reset();
+    const auto now = Clock::now();
+    if (r.on_worker && idle_since_[slot]) {
+      stats_.host_gap_ms += ms_between(*idle_since_[slot], now);
+      idle_since_[slot].reset();
     }
-    ev_.start(running.candidate, compiled, false);
-    return running;
+    pool_->start(slot, r.candidate, r.compiled, false);
+    running[slot] = std::move(r);
   }
 
-  /// The result of the running candidate.
-  model::Result finish(Running& running) {
-    if (running.known) return std::move(*running.known);
-    model::Result r = ev_.finish();
-    const auto t_result = Clock::now();
-    if (running.on_worker) {
-      gpu_idle_since_ = t_result;
-      // Wall time of the request minus what the worker reports checking and
-      // timing: module load, request and result transfer, a hang's timeout,
-      // and any time the result waited for the previous candidate's bookkeeping.
-      stats_.worker_other_ms += std::max(0.0, ms_between(running.started, t_result) - r.check_ms - r.timing_ms);
-    }
-    return r;
+  /// Bookkeeping of a result from a worker.
+  void finished(const eval::EvaluatorPool::Done& d, bool on_worker) {
+    if (!on_worker) return;
+    idle_since_[d.slot] = d.finished;
+    // Wall time of the request minus what the worker reports checking and
+    // timing: module load, request and result transfer, a hang's timeout,
+    // and any time the result waited for the previous candidate's bookkeeping.
+    const double wall = ms_between(d.sent, d.finished);
+    stats_.worker_other_ms += std::max(0.0, wall - d.result.check_ms - d.result.timing_ms);
+    if (d.slot < stats_.devices.size()) stats_.devices[d.slot].busy_ms += wall;
   }
 
  private:
   struct Queued {
     spec::Candidate candidate;
     std::future<cuda::CompileResult> compiled;
+    int retries = 0;
   };
   eval::Evaluator& ev_;
+  eval::EvaluatorPool* pool_;
   propose::Proposer& proposer_;
   PipelineStats& stats_;
   bool compile_only_;
-  ThreadPool pool_;  // compiles still queued at the end are abandoned (their results are cached)
+  ThreadPool pool_threads_;  // compiles still queued at the end are abandoned (their results are cached)
   size_t prefetch_;
   std::deque<Queued> queued_;
   bool exhausted_ = false;
-  // When the last result arrived, while no request has been sent since.
-  std::optional<Clock::time_point> gpu_idle_since_;
+  // Per slot: when its last result arrived, while no request has been sent since.
+  std::vector<std::optional<Clock::time_point>> idle_since_;
 };
 
 void Driver::run_pipeline() {
   stats_.threads = compile_threads(o_.compile_threads);
-  Pipeline pipe(*ev_, proposer_, stats_, compile_only());
-  auto known = [this](const cuda::CompileResult& cr) { return compile_only_result(cr); };
+  const bool several = pool_ && pool_->size() > 1;
+  for (size_t i = 0; pool_ && i < pool_->size(); ++i) {
+    PipelineStats::Device d;
+    d.device = pool_->slot(i).device;
+    if (pool_->live(i)) {
+      d.name = pool_->evaluator(i).device().name;
+      d.uuid = pool_->evaluator(i).device_uuid();
+    }
+    d.dropped = pool_->dropped_reason(i);
+    stats_.devices.push_back(d);
+  }
+  Pipeline pipe(*ev_, pool_.get(), proposer_, stats_, compile_only());
+  auto known_result = [this](const cuda::CompileResult& cr) { return compile_only_result(cr); };
   Progress progress(o_.quiet);
   const auto t_search = Clock::now();
-  // Starts the next candidate, proposing first when none is queued. Returns
-  // nullopt when the proposer is done (or a stop condition holds).
-  auto next_running = [&]() -> std::optional<Pipeline::Running> {
-    if (stop_->fulfilled() || util::interrupted()) return std::nullopt;
-    if (!pipe.has_queued()) pipe.refill();
-    if (!pipe.has_queued()) {
-      if (pipe.exhausted() || util::interrupted()) return std::nullopt;
-      throw std::logic_error("proposer " + proposer_.name() + " waits with no candidate outstanding");
+  int64_t recorded_before = 0;  // a resumed run's candidates count against the evaluations budget
+  for (const auto& a : store_->history()) recorded_before += a.kind == "candidate";
+
+  std::map<size_t, Pipeline::Running> running;  // by slot
+  std::deque<model::Result> known;              // compile-only results, in order
+  std::exception_ptr failure;                    // the run ends with it once nothing is running
+  // Sends work to every idle worker. With candidates on other workers, a new
+  // one starts only while the evaluations budget has room for it.
+  auto fill = [&] {
+    while (!failure && !stop_->fulfilled() && !util::interrupted()) {
+      const std::optional<size_t> slot = pipe.idle_slot(!running.empty());
+      if (!slot) return;
+      if (!running.empty() && o_.max_evaluations > 0 &&
+          recorded_before + stats_.evaluated + static_cast<int64_t>(running.size()) >= o_.max_evaluations)
+        return;
+      if (!pipe.has_queued()) pipe.refill();
+      if (!pipe.has_queued()) return;  // the proposer waits for a result, or is done
+      pipe.start_next(*slot, running, known, known_result);
     }
-    return pipe.start_next(known);
+  };
+  auto fill_catching = [&] {
+    try {
+      fill();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
   };
 
-  std::optional<Pipeline::Running> current = next_running();  // a resumed run may have met its budget already
-  while (current) {
-    model::Result r = pipe.finish(*current);
+  fill();  // a resumed run may have met its budget already
+  for (;;) {
+    if (running.empty()) {
+      if (failure) std::rethrow_exception(failure);
+      if (stop_->fulfilled() || util::interrupted()) break;
+      if (!pipe.has_queued()) pipe.refill();
+      if (!pipe.has_queued()) {
+        if (pipe.exhausted() || util::interrupted()) break;
+        throw std::logic_error("proposer " + proposer_.name() + " waits with no candidate outstanding");
+      }
+      if (!compile_only() && pool_->live_count() == 0)
+        throw EnvironmentError("kopt.pool.005", "every device was dropped (see the lines above); "
+                                                "nothing is left to evaluate on");
+      fill();
+      continue;
+    }
+    // The next result: compile-only results at once, else the first worker to finish.
+    eval::EvaluatorPool::Done d;
+    if (compile_only()) {
+      d.slot = running.begin()->first;
+      d.result = std::move(known.front());
+      known.pop_front();
+    } else {
+      d = pool_->wait_any();
+    }
+    Pipeline::Running current = std::move(running.at(d.slot));
+    running.erase(d.slot);
+    if (d.error) {  // not the candidate's doing (a spec error, an interrupted wait): the run ends
+      if (!failure) failure = d.error;
+      continue;
+    }
+    model::Result r = std::move(d.result);
+    if (!compile_only()) pipe.finished(d, current.on_worker);
+    if (!d.lost.empty() && several) {
+      pool_->drop(d.slot, d.lost);
+      stats_.devices[d.slot].dropped = d.lost;
+      if (pool_->live_count() > 0) {  // the candidate was not the cause: another worker takes it
+        if (!o_.quiet) std::cerr << "kopt: " << current.candidate.label << " goes back to the queue\n";
+        pipe.requeue(std::move(current.candidate), std::move(current.compiled), current.retries);
+        fill_catching();
+        continue;
+      }
+      // No device left: the run ends once the others' results are recorded.
+      // This candidate is not (its device failed, not it): --resume proposes it again.
+      if (!failure)
+        failure = std::make_exception_ptr(EnvironmentError(
+            "kopt.pool.005", "every device was dropped (the last: " + pool_->slot(d.slot).name + ", " + d.lost +
+                                 "); what was evaluated is recorded: kopt optimize --resume " + store_->dir().string()));
+      continue;
+    } else if (several && r.verdict == model::Verdict::worker_crash && current.retries == 0) {
+      // The worker died, its device is still there: once more, on whichever worker is free.
+      if (!o_.quiet)
+        std::cerr << "kopt: the worker on " << pool_->slot(d.slot).name << " died on " << current.candidate.label
+                  << " (" << r.detail << "); running it once more\n";
+      pipe.requeue(std::move(current.candidate), std::move(current.compiled), 1);
+      fill_catching();
+      continue;
+    }
     with_reference(r);
-    stats_.gpu_measured_ms += measured_ms(r);
+    const double measured = measured_ms(r);
+    stats_.gpu_measured_ms += measured;
     stats_.check_ms += r.check_ms;
     stats_.timing_ms += r.timing_ms;
+    if (!compile_only() && current.on_worker && d.slot < stats_.devices.size()) {
+      stats_.devices[d.slot].measured_ms += measured;
+      ++stats_.devices[d.slot].evaluated;
+    }
     const bool ok = r.verdict == model::Verdict::ok;
-    stop_->update({current->candidate.params, ok, r.geomean_ms.value_or(0)});
+    stop_->update({current.candidate.params, ok, r.geomean_ms.value_or(0)});
     ++stats_.evaluated;
 
-    // Keep the GPU busy: the next candidate goes out before N's bookkeeping.
-    // Should that throw (a spec error in its launch, a worker that cannot be
-    // started), N is still recorded first. A proposer that waits for N's
-    // result (the agent) has nothing queued: its next candidate starts below.
-    std::optional<Pipeline::Running> next;
-    std::exception_ptr start_failed;
-    try {
-      if (!stop_->fulfilled() && !util::interrupted()) {  // interrupted: the one in flight was the last
-        if (!pipe.has_queued()) pipe.refill();
-        if (pipe.has_queued()) next = pipe.start_next(known);
-      }
-    } catch (...) {
-      start_failed = std::current_exception();
-    }
+    // Keep the GPUs busy: the next candidates go out before this one's
+    // bookkeeping. Should that throw (a spec error in its launch, a worker
+    // that cannot be started), this one is still recorded first. A proposer
+    // that waits for this result (the agent) has nothing queued: its next
+    // candidate starts at the top of the loop.
+    fill_catching();
 
-    const model::Attempt& a = record("candidate", current->candidate, r);
-    proposer_.observe(current->candidate, a);
+    const model::Attempt& a = record("candidate", current.candidate, r);
+    proposer_.observe(current.candidate, a);
 
     const model::Attempt* best = store_->best();
     const double mins = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
@@ -205,22 +317,21 @@ void Driver::run_pipeline() {
     }
     line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
     if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
+    if (several && a.result.device) line << " on device " << *a.result.device;
     line << " | " << fmt(stats_.evaluated / std::max(mins, 1e-9), 3) << "/min";
     if (o_.max_evaluations > 0 && stats_.evaluated > 0)
       line << " | ETA " << fmt(mins / stats_.evaluated * (o_.max_evaluations - stats_.evaluated), 2) << " min";
     line << " | " << stop_->status();
     progress.line(line.str());
-    if (start_failed) std::rethrow_exception(start_failed);
-
-    if (next) {
-      pipe.refill();
-      current = std::move(next);
-    } else {
-      current = next_running();
-    }
+    if (!failure) pipe.refill();
   }
   progress.done();
   stats_.search_minutes = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
+  // The re-timing runs on one device: the first that is still live.
+  if (pool_ && pool_->primary() < pool_->size() && &pool_->evaluator(pool_->primary()) != ev_) {
+    ev_ = &pool_->evaluator(pool_->primary());
+    if (!o_.quiet) std::cerr << "kopt: the final re-timing runs on " << pool_->slot(pool_->primary()).name << "\n";
+  }
 }
 
 }  // namespace kopt::tune

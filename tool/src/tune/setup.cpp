@@ -117,9 +117,26 @@ Driver::Driver(const OptimizeOptions& o, spec::Spec spec, propose::Proposer& pro
 }
 
 void Driver::open_device() {
-  ev_ = std::make_unique<eval::Evaluator>(spec_, evaluator_options(o_));
+  // One worker per --devices entry (a plain run: --device alone, started as before).
+  const bool several = !o_.devices.empty() || !o_.worker_launcher.empty();
+  const std::vector<int> devices = o_.devices.empty() ? std::vector<int>{o_.device} : o_.devices;
+  const std::vector<std::string>& worker =
+      several && !o_.worker_argv_template.empty() ? o_.worker_argv_template : o_.worker_argv;
+  eval::EvaluatorPool::Options po;
+  po.probe_after_failure = devices.size() > 1;
+  pool_ = std::make_unique<eval::EvaluatorPool>(spec_, evaluator_options(o_),
+                                                eval::plan_workers(devices, worker, o_.worker_launcher), po);
+  ev_ = &pool_->evaluator(0);
   try {
+    ev_ = &pool_->evaluator(pool_->open());
     device_ = ev_->device();
+    if (!o_.quiet && pool_->size() > 1) {
+      std::string names;
+      for (size_t i = 0; i < pool_->size(); ++i)
+        if (pool_->live(i)) names += (names.empty() ? "" : ", ") + pool_->slot(i).name;
+      std::cerr << "kopt: " << pool_->live_count() << " worker(s): " << names << "; the initial kernel, the baseline "
+                << "and the final re-timing on " << pool_->slot(pool_->primary()).name << "\n";
+    }
   } catch (const NoDeviceError& e) {
     if (o_.arch.empty()) throw;
     no_device_ = e.what();

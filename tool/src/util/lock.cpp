@@ -316,13 +316,8 @@ std::string wait_text(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 DeviceLock DeviceLock::acquire(const std::string& key, const std::string& what, const Options& options) {
-  std::lock_guard<std::mutex> guard(g_registry_mu);
   DeviceLock d;
   d.key_ = key;
-  if (std::shared_ptr<FileLock> held = registry()[key].lock()) {
-    d.lock_ = std::move(held);
-    return d;
-  }
   const stdfs::path file = device_lock_dir() / (key + ".lock");
   auto say = options.say ? options.say : [](const std::string& line) { std::cerr << line << std::endl; };
   using Clock = std::chrono::steady_clock;
@@ -330,12 +325,23 @@ DeviceLock DeviceLock::acquire(const std::string& key, const std::string& what, 
   auto next_progress = t0 + options.first_progress;
   bool said = false;
   for (;;) {
+    // The registry is locked only to look and to take, never while waiting:
+    // a thread that waits for one GPU does not hold up another thread of this
+    // process taking another GPU's lock (kopt optimize --devices).
     std::optional<LockHolder> holder;
-    if (std::optional<FileLock> l = FileLock::try_lock(file, what, &holder)) {
-      if (said) say("kopt: " + what + " is free after " + wait_text(Clock::now() - t0) + ": measuring");
-      d.lock_ = std::make_shared<FileLock>(std::move(*l));
-      registry()[key] = d.lock_;
-      return d;
+    {
+      std::lock_guard<std::mutex> guard(g_registry_mu);
+      if (std::shared_ptr<FileLock> held = registry()[key].lock()) {  // this process holds it already
+        if (said) say("kopt: " + what + " is free after " + wait_text(Clock::now() - t0) + ": measuring");
+        d.lock_ = std::move(held);
+        return d;
+      }
+      if (std::optional<FileLock> l = FileLock::try_lock(file, what, &holder)) {
+        if (said) say("kopt: " + what + " is free after " + wait_text(Clock::now() - t0) + ": measuring");
+        d.lock_ = std::make_shared<FileLock>(std::move(*l));
+        registry()[key] = d.lock_;
+        return d;
+      }
     }
     const std::string who = holder ? holder->describe() : "another process";
     const auto now = Clock::now();

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -55,6 +56,7 @@ struct ChildPlan {
   int status_fd = -1;        // write end of the status pipe (close-on-exec)
   const char* path = nullptr;
   char* const* argv = nullptr;
+  char* const* envp = nullptr;  // nullptr: the parent's environment
   pid_t parent = -1;
   bool new_group = true, die_with_parent = false;
 };
@@ -107,7 +109,10 @@ struct ChildPlan {
   if (status_fd > 3) syscall(SYS_close_range, 3u, static_cast<unsigned>(status_fd - 1), 0u);
   syscall(SYS_close_range, static_cast<unsigned>(status_fd + 1), ~0u, 0u);
 #endif
-  execv(p.path, p.argv);
+  if (p.envp)
+    execve(p.path, p.argv, p.envp);
+  else
+    execv(p.path, p.argv);
   child_fail(status_fd, errno);
 }
 
@@ -247,6 +252,20 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& o) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The environment with env_add, built before the fork (the child may only
+  // make async-signal-safe calls).
+  std::vector<std::string> env_strings;
+  std::vector<char*> envp;
+  if (!o.env_add.empty()) {
+    auto name_of = [](const std::string& e) { return e.substr(0, e.find('=')); };
+    std::set<std::string> replaced;
+    for (const std::string& e : o.env_add) replaced.insert(name_of(e));
+    for (char** e = environ; e && *e; ++e)
+      if (!replaced.count(name_of(*e))) env_strings.emplace_back(*e);
+    env_strings.insert(env_strings.end(), o.env_add.begin(), o.env_add.end());
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
 
   int in[2] = {-1, -1}, out[2] = {-1, -1}, status[2] = {-1, -1}, devnull = -1;
   auto close_all = [&] {
@@ -281,6 +300,7 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& o) {
   plan.status_fd = status[1];
   plan.path = path.c_str();
   plan.argv = args.data();
+  plan.envp = envp.empty() ? nullptr : envp.data();
   plan.parent = getpid();
   plan.new_group = o.new_process_group;
   plan.die_with_parent = o.die_with_parent;

@@ -44,6 +44,9 @@ struct SpawnOptions {
   bool nonblocking = false;
   /// F_SETPIPE_SZ on our pipe ends, best effort (0: the system's default).
   int pipe_size = 0;
+  /// "NAME=VALUE" entries added to the child's environment (replacing a
+  /// variable of that name); the rest of the parent's environment is kept.
+  std::vector<std::string> env_add;
 };
 
 /// The child could not be started. stage: setup (pipes, /dev/null), fork, or
