@@ -379,6 +379,26 @@ TEST(ReportCharts, DispatchTableFromTheSpecialisation) {
   EXPECT_NE(html.find(">2.33x</td>"), std::string::npos);  // 2.1 / 0.9
 }
 
+// A run with a measured dispatch: the table shows the header's own ifs.
+TEST(ReportCharts, DispatchTableShowsTheMeasuredTree) {
+  json s = specialised_summary();
+  s["specialization"]["dispatch"] = {{"sizes", {"M", "N", "K"}},
+                                     {"noise", 0.03},
+                                     {"nodes", json::array({json{{"dim", 1}, {"threshold", 64}, {"left", 1}, {"right", 2}},
+                                                            json{{"variant", 1}}, json{{"variant", 0}}})}};
+  const rp::DispatchTable t = rp::dispatch_table(s, spec_doc());
+  EXPECT_EQ(t.code, "  if (N <= 64) return 1;\n  return 0;\n");
+  EXPECT_NE(t.rule.find("decision tree"), std::string::npos) << t.rule;
+  EXPECT_EQ(t.rule.find("nearest tuned shape"), std::string::npos) << t.rule;
+  EXPECT_NE(rp::dispatch_html(t).find("<pre id=\"dispatch-code\"><code>  if (N &lt;= 64) return 1;"), std::string::npos)
+      << rp::dispatch_html(t);
+  // A damaged tree (a variant that does not exist) falls back to the words of the nearest-shape rule.
+  s["specialization"]["dispatch"]["nodes"][1]["variant"] = 7;
+  const rp::DispatchTable bad = rp::dispatch_table(s, spec_doc());
+  EXPECT_TRUE(bad.code.empty());
+  EXPECT_NE(bad.rule.find("nearest tuned shape"), std::string::npos) << bad.rule;
+}
+
 TEST(ReportCharts, DispatchTableOfOneConfiguration) {
   json s = specialised_summary();
   s.erase("specialization");

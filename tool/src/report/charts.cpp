@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "model/dispatch.h"
 #include "report/text.h"
+#include "util/error.h"
 #include "util/json.h"
 
 namespace kopt::report {
@@ -666,7 +669,22 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
   t.size_names = size_order(spec, t.shapes);
   std::string args;
   for (size_t i = 0; i < t.size_names.size(); ++i) args += (i ? ", " : "") + t.size_names[i];
-  if (t.variants.size() > 1)
+  std::optional<model::DispatchTree> tree;
+  if (t.variants.size() > 1 && member(sp, "dispatch").is_object()) {
+    try {
+      tree = model::DispatchTree::from_json(member(sp, "dispatch"), "summary.json", static_cast<int>(t.variants.size()));
+    } catch (const Error&) {
+      tree.reset();  // a damaged tree: kopt generate refuses it; the table says what the words below say
+    }
+  }
+  if (tree) {
+    t.code = tree->to_cpp(2);
+    t.rule = "launch_config(" + args + ") calls select_variant(" + args +
+             "), the decision tree below: grown on every variant's re-timed median on every tuned shape, so "
+             "that each tuned shape runs a variant within " + fmt(tree->noise * 100, "%.3g") +
+             "% of its fastest where a few questions can say so, and no leaf takes a variant measured slower "
+             "than variant 0 on one of its shapes (docs/dispatch.md).";
+  } else if (t.variants.size() > 1)
     t.rule = "launch_config(" + args + ") calls select_variant(" + args +
              "), which returns the variant of the nearest tuned shape below: the one with the smallest sum of "
              "squared log size ratios (a size below 1 counts as 1). On a tuned shape that is the variant "
@@ -681,6 +699,7 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
 std::string dispatch_html(const DispatchTable& t) {
   std::ostringstream o;
   o << "<p class=\"rule\">" << esc(t.rule) << "</p>\n<p class=\"muted\">Source: " << esc(t.source) << ".</p>\n";
+  if (!t.code.empty()) o << "<pre id=\"dispatch-code\"><code>" << esc(t.code) << "</code></pre>\n";
   if (!t.variants.empty()) {
     o << "<table id=\"dispatch-variants\">\n<thead><tr><th>variant</th><th>attempt</th><th>configuration</th>"
          "<th>file</th><th>tuned shapes it serves</th></tr></thead>\n<tbody>\n";

@@ -127,13 +127,15 @@ struct DispatchTable {
   std::vector<std::string> size_names;  // launch_config()'s arguments, in order
   std::vector<DispatchVariant> variants;
   std::vector<DispatchShape> shapes;    // the tuned shapes the header's rule is built from
+  std::string code;                     // select_variant()'s body when the dispatch is measured, else empty
 };
 
 /// The dispatch table of the launch header that `kopt generate` writes from
-/// this run. Today: summary.json "specialization" (variants and the variant
-/// of each tuned shape: the header picks the variant of the nearest tuned
+/// this run: summary.json "specialization" (variants, the variant of each
+/// tuned shape, and the measured decision tree "dispatch" written out as the
+/// header's C++; a run without a tree picks the variant of the nearest tuned
 /// shape), else the one winning configuration for every shape. The only
-/// reader of that data in the report: a measured dispatch table plugs in here.
+/// reader of that data in the report.
 DispatchTable dispatch_table(const nlohmann::json& summary, const nlohmann::json& spec);
 
 /// The table as HTML: the rule, one row per variant with its shapes, and one
