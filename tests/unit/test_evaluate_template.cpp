@@ -47,7 +47,7 @@ bool has_gpu() { return run("devices").code == 0; }
 
 const stdfs::path kSgemmDir = stdfs::path(KOPT_SOURCE_DIR) / "templates" / "sgemm";
 const std::string kSgemmSpec = (kSgemmDir / "sgemm.json").string();
-const std::string kConfig = "BM=128,BN=128,BK=16,WM=64,WN=64,TM=8,TN=16,STAGES=2,ASYNC_A=1,PAD=4,MINB=1";
+const std::string kConfig = "BM=128,BN=128,BK=16,WM=64,WN=64,TM=8,TN=16,STAGES=2,ASYNC_A=1,PAD=4,MINB=1,KIND=0,SPLITK=1";
 
 class EvaluateTemplate : public ::testing::Test {
  protected:
@@ -86,7 +86,7 @@ TEST_F(EvaluateTemplate, TheTemplateWithoutParamsSaysWhichToGive) {
   r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --params BM=128,BN=128" + cache());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("[kopt.cli.030] --params: the template "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("also needs ASYNC_A=V,BK=V,MINB=V,PAD=V,STAGES=V,TM=V,TN=V,WM=V,WN=V"), std::string::npos)
+  EXPECT_NE(r.err.find("also needs ASYNC_A=V,BK=V,KIND=V,MINB=V,PAD=V,SPLITK=V,STAGES=V,TM=V,TN=V,WM=V,WN=V"), std::string::npos)
       << r.err;
   // A name the template does not have.
   r = run("evaluate --spec " + kSgemmSpec + " --arch sm_90 --params " + kConfig + ",THREADZ=256" + cache());
