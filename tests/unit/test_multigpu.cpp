@@ -161,7 +161,10 @@ class MultiGpuRun : public ::testing::Test {
 };
 
 TEST_F(MultiGpuRun, SpreadsCandidatesOverTwoDevicesAndRetimesOnOne) {
-  const Ran r = optimize("KOPT_FAKE_EVAL_MS=40", "--spec " + kSpec + " --budget evals=12 --devices 0,1" + fake() +
+  // 300 ms an evaluation: longer than a candidate's compile on a busy 2-core
+  // machine with a cold compile cache, so both workers have work at once
+  // (with 40 ms the run was compile-bound there and the check below flaked).
+  const Ran r = optimize("KOPT_FAKE_EVAL_MS=300", "--spec " + kSpec + " --budget evals=12 --devices 0,1" + fake() +
                                                      through_launcher());
   ASSERT_EQ(r.code, 0) << r.err;
   const fsys::path run = only_run();
