@@ -19,16 +19,10 @@
 #include "util/interrupt.h"
 #include "util/json.h"
 #include "util/json_read.h"
+#include "util/text.h"
 
 namespace kopt::gen {
 namespace {
-
-std::string now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 /// Size names in the order a user writes them: scalars of the signature whose
 /// value is a bare size name first (M, N, K for SGEMM), then the rest sorted.
@@ -57,7 +51,7 @@ void emit(const GenerateOptions& o, const spec::Spec& s, const std::vector<Kerne
   nlohmann::json labels = nlohmann::json::array();
   for (const auto& v : variants) labels.push_back(v.label);
   nlohmann::json meta = {{"name", o.name}, {"workload", s.name}, {"source_of_kernel", why},
-                         {"variants", labels}, {"generated", now_iso8601()}};
+                         {"variants", labels}, {"generated", now_iso8601_utc()}};
   fs::write_file_atomic(o.out_dir / (o.name + ".json"), dump_json(meta, 2) + "\n");
   std::cerr << "kopt generate: " << o.name << ".cu: " << why;
   if (variants.size() > 1) std::cerr << "; " << variants.size() << " shape-specialised variants";
@@ -632,7 +626,7 @@ int generate(const GenerateOptions& o) {
                            {"cublas_geomean_ms", summary.value("cublas_geomean_ms", 0.0)},
                            {"specialization", summary.value("specialization", nlohmann::json())},
                            {"tool_version", KOPT_VERSION},
-                           {"created", now_iso8601()}});
+                           {"created", now_iso8601_utc()}});
         if (variants.size() > 1) {
           nlohmann::json vs = nlohmann::json::array();
           for (const auto& v : variants)

@@ -21,6 +21,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/json_read.h"
+#include "util/text.h"
 
 namespace kopt::run {
 
@@ -40,15 +41,6 @@ constexpr const char* kHistoryJson = "history.json";
 constexpr const char* kSummaryJson = "summary.json";
 constexpr const char* kBestCu = "best.cu";
 constexpr const char* kRunLock = "run.lock";
-
-std::string now_iso8601_utc() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string candidate_name(int index) {
   char buf[32];

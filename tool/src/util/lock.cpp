@@ -23,20 +23,12 @@
 #include "util/fs.h"
 #include "util/interrupt.h"
 #include "util/url.h"
+#include "util/text.h"
 
 namespace kopt::util {
 namespace {
 
 namespace stdfs = std::filesystem;
-
-std::string now_iso8601_utc() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 /// Printable ASCII, at most `max` bytes ("..." when cut).
 std::string one_line(const std::string& s, size_t max) {

@@ -2,6 +2,7 @@
 // clipped, so that a 10 MB name or argument cannot flood the terminal or a log.
 #pragma once
 
+#include <ctime>
 #include <string>
 
 namespace kopt {
@@ -24,5 +25,16 @@ inline std::string clip(const std::string& s, size_t limit = kEchoLimit) {
 
 /// "'<clip(s)>'": a user string quoted for a message.
 inline std::string quote(const std::string& s, size_t limit = kEchoLimit) { return "'" + clip(s, limit) + "'"; }
+
+/// The current time as ISO 8601 in UTC, "2026-12-01T15:18:13Z" (the form of
+/// every timestamp kopt writes: run folders, lock holders, generated files).
+inline std::string now_iso8601_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 }  // namespace kopt
