@@ -5,6 +5,7 @@
 // candidate.label, so one worker can be told different things per request:
 //   "ok"                   progress, then a result with verdict ok, latency 1 ms
 //   "ok:<ms>"              same, with latency <ms> (e.g. "ok:2.5")
+//   (a case with screen_ms below its latency is reported screened, one sample)
 //   anything not below     same as "ok" (handy for tests of higher layers)
 //   "wrong_result"         a result with verdict wrong_result (worker stays healthy)
 //   "hang"                 sleeps forever without a word
@@ -108,7 +109,9 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
       const double t =
           per_case ? 0.5 + static_cast<double>(std::hash<std::string>{}(r.candidate.label + "#" + c.name) % 1000) / 1000.0
                    : ms;
-      cr.latency = kopt::model::latency_stats({t, t, t});
+      // Screening (CaseSpec::screen_ms): the probe alone when it is over the limit.
+      cr.screened = c.screen_ms && t > *c.screen_ms;
+      cr.latency = kopt::model::latency_stats(cr.screened ? std::vector<double>{t} : std::vector<double>{t, t, t});
       medians.push_back(t);
     }
     res.cases.push_back(cr);

@@ -52,6 +52,7 @@ class OptimizeCommand final : public Command {
   std::string results_dir_ = tune::OptimizeOptions().results_dir.string();  // --results-dir
   std::string resume_;                                                     // --resume RUN_DIR
   bool no_specialize_ = false;                                             // --no-specialize
+  std::string shape_classes_ = "auto";                                     // --shape-classes
   std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
   std::string devices_;         // --devices 0,1,...
   std::string launcher_;        // --worker-launcher "CMD ..."
@@ -125,6 +126,17 @@ void OptimizeCommand::add_search(CLI::App& sub) {
   sub.add_option("--specialize-threshold", o_.specialize_threshold,
                  "Fraction a variant must beat the single best by on its case")
       ->check(check::finite(0, true, 1, false))
+      ->capture_default_str();
+  sub.add_option("--shape-classes", shape_classes_,
+                 "Group the performance cases by size into this many shape classes and search each in turn "
+                 "with its share of the budget: auto (one class per two cases from 6 cases on, at most 8), off, "
+                 "or 1-64 (docs/search.md)")
+      ->check(check::shape_classes())
+      ->capture_default_str();
+  sub.add_option("--screen-factor", o_.screen_factor,
+                 "With shape classes: a case whose probe launch is slower than this times the best known there is "
+                 "not timed further (0: off)")
+      ->check(check::finite(0, true, 1000))
       ->capture_default_str();
   sub.add_option("--compile-threads", o_.compile_threads,
                  "NVRTC threads (default: hardware threads - 1); more than 4x the hardware threads is lowered to "
@@ -260,6 +272,7 @@ int OptimizeCommand::run() {
   o_.results_dir = results_dir_;
   o_.resume = resume_;
   if (no_specialize_) o_.specialize = false;
+  o_.shape_classes = shape_classes_value(shape_classes_);
   o_.device = env_.device;
   o_.arch = env_.arch;
   o_.quiet = env_.quiet;

@@ -194,6 +194,17 @@ CLI::Validator one_of(std::vector<std::string> names) {
       "");
 }
 
+CLI::Validator shape_classes() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        if (t == "auto" || t == "off") return {};
+        const std::optional<int64_t> n = parse_whole(t);
+        if (n && *n >= 1 && *n <= 64) return {};
+        return "expected auto, off or a number of classes from 1 to 64" + got(t);
+      },
+      "");
+}
+
 CLI::Validator arch() {
   return CLI::Validator(
       [](std::string& t) -> std::string {
@@ -272,6 +283,12 @@ void check_output_dir(const std::string& option, const std::filesystem::path& pa
     return;
   }
   check_writable_parent(option, path);
+}
+
+int shape_classes_value(const std::string& text) {
+  if (text == "auto") return -1;
+  if (text == "off") return 0;
+  return static_cast<int>(parse_whole(text).value_or(-1));
 }
 
 unsigned max_compile_threads() { return max_pool_threads(); }

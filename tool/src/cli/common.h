@@ -62,6 +62,8 @@ CLI::Validator existing_file();
 CLI::Validator existing_dir();
 /// One of `names` (e.g. --strategy).
 CLI::Validator one_of(std::vector<std::string> names);
+/// --shape-classes: "auto", "off" or a whole number from 1 to 64.
+CLI::Validator shape_classes();
 /// A real GPU architecture NVRTC can compile for: sm_XY with XY one of
 /// cuda::supported_archs(), optionally with the a/f suffix (sm_90a).
 CLI::Validator arch();
@@ -74,6 +76,10 @@ CLI::Validator arch();
 /// its nearest existing parent is a writable folder (it is created).
 void check_output_file(const std::string& option, const std::filesystem::path& path);
 void check_output_dir(const std::string& option, const std::filesystem::path& path);
+
+/// --shape-classes's value as tune::OptimizeOptions::shape_classes takes it
+/// ("auto" -1, "off" 0, else the number); the validator has checked it.
+int shape_classes_value(const std::string& text);
 
 /// The most --compile-threads can ask for: 4x the hardware threads
 /// (util/thread_pool.h max_pool_threads()).

@@ -164,9 +164,15 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
     if (!opt_.only_cases.empty() &&
         std::find(opt_.only_cases.begin(), opt_.only_cases.end(), c.name) == opt_.only_cases.end())
       continue;
+    if (c.role == spec::CaseRole::performance && !cand.performance_cases.empty() &&
+        std::find(cand.performance_cases.begin(), cand.performance_cases.end(), c.name) ==
+            cand.performance_cases.end())
+      continue;
     CaseSpec cs;
     cs.name = c.name;
     cs.role = c.role;
+    if (auto it = cand.screen_ms.find(c.name); it != cand.screen_ms.end() && c.role == spec::CaseRole::performance)
+      cs.screen_ms = it->second;
     cs.sizes = c.sizes;
     const spec::Bindings b = spec::bindings_for(c, cand.params);
     for (const spec::Param& p : spec_.signature) {

@@ -8,6 +8,7 @@
 // answers such a request with an error instead of crashing.
 #include "eval/protocol.h"
 
+#include <cmath>
 #include <exception>
 
 #include "util/error.h"
@@ -225,6 +226,7 @@ json case_to_json(const CaseSpec& c) {
          {"tolerance", std::move(tol)},
          {"golden_npy", c.golden_npy.empty() ? json::object() : json(c.golden_npy)}};
   if (c.reference_launch) j["reference_launch"] = dims_to_json(*c.reference_launch);
+  if (c.screen_ms) j["screen_ms"] = *c.screen_ms;
   return j;
 }
 
@@ -245,6 +247,11 @@ CaseSpec case_from_json(const json& j, const std::string& path) {
     c.tolerance[k] = tolerance_from_json(v, path + ".tolerance." + k);
   for (const auto& [k, v] : object_member(j, "golden_npy", path).items())
     c.golden_npy[k] = get_string(v, path + ".golden_npy." + k);
+  if (auto it = j.find("screen_ms"); it != j.end() && !it->is_null()) {
+    c.screen_ms = get_double(*it, path + ".screen_ms");
+    if (!(*c.screen_ms > 0) || !std::isfinite(*c.screen_ms))
+      fail(path + ".screen_ms", "expected a positive number of milliseconds");
+  }
   return c;
 }
 

@@ -97,6 +97,10 @@ struct CaseSpec {
   std::optional<LaunchDims> reference_launch;  // reference kernel's launch
   std::map<std::string, spec::Tolerance> tolerance;  // output name -> tolerance
   std::map<std::string, std::string> golden_npy;     // output name -> file (reference kind npy)
+  /// Performance cases: when set, a probe launch (after the L2 flush, timed
+  /// with events) comes first, and when it takes longer than this (ms) the
+  /// case is not timed further (CaseResult::screened).
+  std::optional<double> screen_ms;
 };
 
 struct EvalRequest {

@@ -156,8 +156,9 @@ void Worker::ensure_events(size_t n) {
 /// event pair placed around the launch alone (poisoning, L2 flush and
 /// restoring inouts happen before the start event). Returns milliseconds.
 std::vector<double> Worker::time_launches(const EvalRequest& rq, Kernel& k, const CaseSpec& c, const LaunchDims& d,
-                                          const std::vector<CUdeviceptr>& ptrs, BufferSet* guarded) {
-  const int total = rq.timing.warmup + rq.timing.iterations;
+                                          const std::vector<CUdeviceptr>& ptrs, BufferSet* guarded, int warmup,
+                                          int iterations) {
+  const int total = warmup + iterations;
   ensure_events(2 * static_cast<size_t>(total));
   if (rq.timing.flush_l2 && !flush_) flush_ = std::make_unique<DeviceMemory>(static_cast<size_t>(info_.l2_bytes) * 2);
   // The watchdog checks every `batch` launches. Two batches are kept in
@@ -201,7 +202,7 @@ std::vector<double> Worker::time_launches(const EvalRequest& rq, Kernel& k, cons
   });
   await(total - 1, std::max(total - 1 - awaited, 1));
   std::vector<double> ms;
-  for (int i = rq.timing.warmup; i < total; ++i) {
+  for (int i = warmup; i < total; ++i) {
     float t = 0;
     KOPT_CU_CHECK(driver_->cuEventElapsedTime(&t, events_[2 * i], events_[2 * i + 1]), "event time");
     ms.push_back(t);
@@ -273,10 +274,20 @@ void Worker::evaluate(const EvalRequest& rq) {
     BufferSet& set = *timing_sets.at(c.name);
     const HostInputs& in = inputs_for(rq, c, trials);
     const ReferenceData& rd = reference_for(rq, ref ? &*ref : nullptr, c, trials, in);
-    auto samples = time_launches(rq, cand, c, c.launch, pointers(set), &set);
+    // Screening: one probe launch first; slower than the limit, and the
+    // case is not timed further (its probe is its latency, marked screened).
+    std::vector<double> samples;
+    bool screened = false;
+    if (c.screen_ms) {
+      samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, 0, 1);
+      screened = samples.front() > *c.screen_ms;
+    }
+    if (!screened) samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup,
+                                           rq.timing.iterations);
     // The timed launches' output (the last one) must still be right.
     collect(rq, c, set, in, rd, "after timing");
     CaseResult& cr = current_case_result(c);
+    cr.screened = screened;
     cr.latency = latency_stats(samples);
     cr.latency->raw_ms = samples;
     medians.push_back(cr.latency->median_ms);
@@ -293,7 +304,8 @@ void Worker::evaluate(const EvalRequest& rq) {
           KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(ptrs[i], in.data.at(a.name).data(), mem.back().bytes(), stream_),
                         "upload");
       }
-      auto rs = time_launches(rq, *ref, c, c.reference_launch.value_or(c.launch), ptrs, nullptr);
+      auto rs = time_launches(rq, *ref, c, c.reference_launch.value_or(c.launch), ptrs, nullptr, rq.timing.warmup,
+                              rq.timing.iterations);
       cr.reference_latency = latency_stats(rs);
       cr.reference_latency->raw_ms = rs;
       ref_medians.push_back(cr.reference_latency->median_ms);

@@ -309,8 +309,10 @@ class Worker {
   static double ms_since(Clock::time_point t);
   CaseResult& current_case_result(const CaseSpec& c);
   void ensure_events(size_t n);
+  /// `warmup` unmeasured then `iterations` measured launches (ms each).
   std::vector<double> time_launches(const EvalRequest& rq, Kernel& k, const CaseSpec& c, const LaunchDims& d,
-                                    const std::vector<CUdeviceptr>& ptrs, BufferSet* guarded);
+                                    const std::vector<CUdeviceptr>& ptrs, BufferSet* guarded, int warmup,
+                                    int iterations);
   bool handle_evaluate(const nlohmann::json& j);
   void evaluate(const EvalRequest& rq);
 

@@ -216,6 +216,7 @@ json Result::to_json() const {
             {"worst_output", c.worst_output}};
     if (c.latency) jc["latency"] = latency_to_json(*c.latency);
     if (c.reference_latency) jc["reference_latency"] = latency_to_json(*c.reference_latency);
+    if (c.screened) jc["screened"] = true;
     cs.push_back(std::move(jc));
   }
   j["cases"] = std::move(cs);
@@ -256,6 +257,7 @@ Result Result::from_json(const json& j) {
       read_opt(jc, "max_abs_error", p, &c.max_abs_error, get_double);
       read_opt(jc, "max_error_ratio", p, &c.max_error_ratio, get_double);
       read_opt(jc, "worst_output", p, &c.worst_output, get_string);
+      read_opt(jc, "screened", p, &c.screened, get_bool);
       if (auto lt = jc.find("latency"); lt != jc.end() && !lt->is_null())
         c.latency = latency_from_json(*lt, p + ".latency");
       if (auto lt = jc.find("reference_latency"); lt != jc.end() && !lt->is_null())

@@ -59,6 +59,11 @@ struct CaseResult {
   std::string worst_output;      // buffer holding the worst element
   std::optional<LatencyStats> latency;  // performance cases that were timed
   std::optional<LatencyStats> reference_latency;  // when the request asked to time the reference
+  /// Screened out: the case's probe launch was slower than the limit the
+  /// request set (CaseSpec::screen_ms), so it was not timed further;
+  /// `latency` then holds the probe alone (samples = 1), a measured time that
+  /// says "at least this slow" (docs/search.md, "Screening").
+  bool screened = false;
 };
 
 struct Result {

@@ -60,6 +60,14 @@ struct OptimizeOptions {
   /// them; variant 0 is the single best (best.cu).
   bool specialize = true;
   double specialize_threshold = 0.03;
+  /// --shape-classes N|auto|off: the performance cases grouped into N shape
+  /// classes, each searched in turn with its share of the budget
+  /// (propose/class_search.h); -1 auto (model::auto_shape_classes), 0 off.
+  int shape_classes = -1;
+  /// --screen-factor X: with shape classes, a case whose probe launch is
+  /// slower than X times the best median known there is not timed further
+  /// (0: off).
+  double screen_factor = 2.0;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
   std::filesystem::path cache_dir;       // NVRTC cache
   std::vector<std::string> worker_argv;  // how to start `kopt worker` (on `device`)

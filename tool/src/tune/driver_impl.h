@@ -66,6 +66,10 @@ struct Finalists {
   std::vector<const model::Attempt*> variants;  // variant 0 = winner (only with specialisation)
   nlohmann::json retime = nlohmann::json::array();
   nlohmann::json specialization;  // null without variants
+  /// Shape classes: the winner's re-timed geomean over every performance
+  /// case (its search geomean covers its class's cases alone).
+  std::optional<double> winner_all_cases_ms;
+  double minutes = 0;  // wall time of the re-timing and the variants
 };
 
 class Driver final : public propose::EvaluationService {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <set>
 
 #include "model/dispatch.h"
 #include "tune/driver_impl.h"
@@ -26,19 +27,46 @@ double median_of(std::vector<double> v) {
   return v.empty() ? NAN : v[v.size() / 2];
 }
 
-/// The top `top` ok candidates and initial kernels by geomean, then (with
-/// specialisation) each performance case's fastest, so that the per-case
-/// choice is made on the same interleaved measurements.
+/// The performance cases an attempt was timed on, sorted and joined: the
+/// group it is ranked in (one group in a plain run; one per shape class).
+std::string timed_cases_key(const Attempt& a) {
+  std::vector<std::string> names;
+  for (const auto& c : a.result.cases)
+    if (c.role == "performance" && c.latency) names.push_back(c.name);
+  std::sort(names.begin(), names.end());
+  std::string key;
+  for (const auto& n : names) key += n + "\n";
+  return key;
+}
+
+/// The top `top` ok candidates and initial kernels by geomean, in each group
+/// of attempts timed on the same performance cases (so per shape class), then
+/// (with specialisation) each performance case's fastest, so that the
+/// per-case choice is made on the same interleaved measurements. The first
+/// is the best of the largest group.
 std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history, int top, bool specialize,
                                              const std::vector<std::string>& perf_cases) {
-  std::vector<const Attempt*> ranked;
+  std::vector<const Attempt*> all_ok;
   for (const auto& a : history)
     if ((a.kind == "candidate" || a.kind == "initial") && a.result.verdict == model::Verdict::ok && a.result.geomean_ms)
-      ranked.push_back(&a);
-  const std::vector<const Attempt*> all_ok = ranked;
-  std::sort(ranked.begin(), ranked.end(),
-            [](const Attempt* x, const Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
-  if (ranked.size() > static_cast<size_t>(std::max(top, 1))) ranked.resize(static_cast<size_t>(std::max(top, 1)));
+      all_ok.push_back(&a);
+  std::map<std::string, std::vector<const Attempt*>> groups;
+  for (const auto* a : all_ok) groups[timed_cases_key(*a)].push_back(a);
+  std::vector<std::vector<const Attempt*>> ordered;
+  for (auto& [key, g] : groups) {
+    std::stable_sort(g.begin(), g.end(),
+                     [](const Attempt* x, const Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
+    if (g.size() > static_cast<size_t>(std::max(top, 1))) g.resize(static_cast<size_t>(std::max(top, 1)));
+    ordered.push_back(g);
+  }
+  // The group timed on the most cases first (a plain run's only group; with
+  // classes, the initial kernel's, timed on all).
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& x, const auto& y) {
+    return timed_cases_key(*x.front()).size() > timed_cases_key(*y.front()).size();
+  });
+  std::vector<const Attempt*> ranked;
+  for (const auto& g : ordered)
+    for (const auto* a : g) ranked.push_back(a);
   if (specialize && perf_cases.size() > 1)
     for (const auto& name : perf_cases) {
       const Attempt* fastest = nullptr;
@@ -67,7 +95,25 @@ Finalists Driver::choose_finalists() {
   for (size_t i = 0; i < ranked.size(); ++i)
     for (const auto& name : perf_cases) case_ms[i][name] = median_ms(*ranked[i], name);
   std::vector<bool> failed(ranked.size(), false);
-  if (ranked.size() > 1 && o_.retime_rounds > 0 && !util::interrupted()) {
+  // Shape classes: the search timed each candidate on its class's cases; the
+  // re-timing times every finalist on every performance case, screening a
+  // case where a finalist is far slower than the fastest finalist there.
+  bool classed = false;
+  for (const auto* a : ranked) classed = classed || timed_cases_key(*a).size() != timed_cases_key(*ranked.front()).size();
+  std::map<std::string, double> screen;
+  if (classed && o_.screen_factor > 0)
+    for (const auto& name : perf_cases) {
+      double fastest = INFINITY;
+      for (size_t i = 0; i < ranked.size(); ++i) fastest = std::min(fastest, case_ms[i][name]);
+      if (std::isfinite(fastest)) screen[name] = fastest * o_.screen_factor;
+    }
+  auto retime_candidate = [&](const Attempt& a) {
+    spec::Candidate c = candidate_of(a);
+    c.performance_cases.clear();
+    c.screen_ms = screen;
+    return c;
+  };
+  if ((ranked.size() > 1 || classed) && o_.retime_rounds > 0 && !util::interrupted()) {
     if (!o_.quiet)
       std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << o_.retime_rounds << " rounds\n";
     std::vector<std::vector<double>> g(ranked.size());
@@ -88,7 +134,7 @@ Finalists Driver::choose_finalists() {
         if (failed[i]) continue;
         model::Result r;
         try {
-          r = ev_->evaluate(candidate_of(*ranked[i]), false);
+          r = ev_->evaluate(retime_candidate(*ranked[i]), false);
         } catch (const util::Interrupted&) {
           break;  // interrupted() holds: the re-timing is dropped below
         }
@@ -123,8 +169,28 @@ Finalists Driver::choose_finalists() {
         if (!failed[i] && !g[i].empty() && median < best_median) {
           best_median = median;
           f.winner = ranked[i];
+          if (classed) f.winner_all_cases_ms = median;
         }
       }
+    }
+  }
+  if (classed) {
+    // A finalist timed on its class's cases alone, and not re-timed (no
+    // re-timing, or an interrupted one), was never checked on the others:
+    // it cannot be a variant.
+    std::set<std::string> retimed;
+    for (const auto& e : f.retime)
+      if (!e["failed_recheck"].get<bool>() && !e["median_ms"].is_null()) retimed.insert(e["label"].get<std::string>());
+    std::vector<std::string> sorted = perf_cases;
+    std::sort(sorted.begin(), sorted.end());
+    std::string all_cases;
+    for (const auto& n : sorted) all_cases += n + "\n";
+    for (size_t i = 0; i < ranked.size(); ++i)
+      if (!retimed.count(ranked[i]->label) && timed_cases_key(*ranked[i]) != all_cases) failed[i] = true;
+    if (f.winner && failed[static_cast<size_t>(std::find(ranked.begin(), ranked.end(), f.winner) - ranked.begin())]) {
+      f.winner = nullptr;
+      for (size_t i = 0; i < ranked.size() && !f.winner; ++i)
+        if (!failed[i]) f.winner = ranked[i];
     }
   }
   if (!f.winner || !specialize) return f;

@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "agent/agent.h"
+#include "model/shape_classes.h"
+#include "propose/class_search.h"
 #include "propose/search_proposer.h"
 #include "run/interop.h"
 #include "search/strategy.h"
@@ -59,7 +61,31 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   so.strategy = o.strategy;
   so.seed = o.seed;
   if (!o.warm_start.empty()) add_warm_start(o, so);
-  return std::make_unique<propose::SearchProposer>(std::move(so));
+  // Shape classes: the performance cases grouped by size, one search each.
+  std::vector<model::ShapePoint> points;
+  std::vector<std::string> size_names;
+  for (const spec::Case& c : s.cases) {
+    if (c.role != spec::CaseRole::performance) continue;
+    if (points.empty())
+      for (const auto& [k, v] : c.sizes) size_names.push_back(k);
+    model::ShapePoint p{c.name, {}};
+    for (const auto& k : size_names) p.sizes.push_back(c.sizes.count(k) ? c.sizes.at(k) : 1);
+    points.push_back(std::move(p));
+  }
+  const int classes = o.shape_classes < 0 ? model::auto_shape_classes(points.size()) : o.shape_classes;
+  if (classes <= 1 || points.size() < 2) return std::make_unique<propose::SearchProposer>(std::move(so));
+  propose::ClassSearchOptions co;
+  co.search = std::move(so);
+  co.classes = model::group_shape_classes(points, size_names, classes);
+  co.points = std::move(points);
+  co.screen_factor = o.screen_factor;
+  if (!o.quiet) {
+    std::cerr << "kopt: " << co.classes.size() << " shape classes, searched in this order:\n";
+    for (size_t k = 0; k < co.classes.size(); ++k)
+      std::cerr << "kopt:   c" << k + 1 << " (" << co.classes[k].members.size() << " case"
+                << (co.classes[k].members.size() == 1 ? "" : "s") << "): " << co.classes[k].name << "\n";
+  }
+  return std::make_unique<propose::ClassSearchProposer>(std::move(co));
 }
 
 /// The LLM agent (and the hybrid: the agent proposes templates, the search tunes them).

@@ -1,0 +1,261 @@
+// Shape classes: the grouping of performance cases (model/shape_classes.h),
+// and `kopt optimize --shape-classes N` end to end with the fake worker
+// (propose/class_search.h; the finalists' re-timing on every case in
+// tune/finalists.cpp; screening, CaseSpec::screen_ms).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/shape_classes.h"
+#include "temp_dir.h"
+#include "util/fs.h"
+
+namespace {
+
+namespace fsys = std::filesystem;
+using kopt::model::group_shape_classes;
+using kopt::model::ShapePoint;
+using kopt::test::TempDir;
+using nlohmann::json;
+
+std::vector<std::string> names_of(const std::vector<ShapePoint>& p, const kopt::model::ShapeClass& c) {
+  std::vector<std::string> n;
+  for (size_t m : c.members) n.push_back(p[m].name);
+  return n;
+}
+
+// DeepBench-like regimes (M N K): deep-K skinny, skinny N, M = 35, large.
+const std::vector<ShapePoint> kRegimes = {
+    {"deep1", {512, 1, 500000}},  {"deep2", {1024, 4, 500000}}, {"skinny1", {7680, 1, 2560}},
+    {"skinny2", {6144, 2, 2048}}, {"m35a", {35, 700, 2048}},    {"m35b", {35, 1500, 2560}},
+    {"large1", {5124, 1500, 2560}}, {"large2", {7680, 3000, 2560}},
+};
+const std::vector<std::string> kMNK = {"M", "N", "K"};
+
+TEST(ShapeClasses, GroupsTheRegimesOfAGemmSuite) {
+  const auto classes = group_shape_classes(kRegimes, kMNK, 4);
+  ASSERT_EQ(classes.size(), 4u);
+  std::set<std::vector<std::string>> got;
+  for (const auto& c : classes) got.insert(names_of(kRegimes, c));
+  const std::set<std::vector<std::string>> want = {
+      {"deep1", "deep2"}, {"skinny1", "skinny2"}, {"m35a", "m35b"}, {"large1", "large2"}};
+  EXPECT_EQ(got, want);
+  // Names give the spans of the sizes.
+  for (const auto& c : classes)
+    if (names_of(kRegimes, c).front() == "deep1") EXPECT_EQ(c.name, "M 512-1024, N 1-4, K 500000");
+}
+
+TEST(ShapeClasses, EveryCaseInExactlyOneClassAndNeverMoreClassesThanAsked) {
+  for (int k = 1; k <= 10; ++k) {
+    const auto classes = group_shape_classes(kRegimes, kMNK, k);
+    EXPECT_EQ(classes.size(), std::min<size_t>(static_cast<size_t>(k), kRegimes.size())) << k;
+    std::vector<size_t> all;
+    for (const auto& c : classes) all.insert(all.end(), c.members.begin(), c.members.end());
+    std::sort(all.begin(), all.end());
+    std::vector<size_t> want(kRegimes.size());
+    for (size_t i = 0; i < want.size(); ++i) want[i] = i;
+    EXPECT_EQ(all, want) << k;
+  }
+}
+
+TEST(ShapeClasses, OrderStartsWithTheLargestClassThenNearestNeighbours) {
+  std::vector<ShapePoint> p = kRegimes;
+  p.push_back({"large3", {6144, 6000, 2048}});
+  const auto classes = group_shape_classes(p, kMNK, 4);
+  ASSERT_EQ(classes.size(), 4u);
+  EXPECT_EQ(classes.front().members.size(), 3u) << classes.front().name;  // the three large shapes
+  // Each later class is at least as near to one before it as any class after it is.
+  for (size_t i = 1; i + 1 < classes.size(); ++i) {
+    auto nearest = [&](size_t k) {
+      double d = 1e300;
+      for (size_t j = 0; j < i; ++j) d = std::min(d, kopt::model::class_distance(p, classes[k], classes[j]));
+      return d;
+    };
+    for (size_t later = i + 1; later < classes.size(); ++later) EXPECT_LE(nearest(i), nearest(later)) << i;
+  }
+}
+
+TEST(ShapeClasses, DeterministicAndChecksTheSizeCount) {
+  const auto a = group_shape_classes(kRegimes, kMNK, 3), b = group_shape_classes(kRegimes, kMNK, 3);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].members, b[i].members);
+  EXPECT_THROW(group_shape_classes({{"x", {1, 2}}}, kMNK, 2), std::invalid_argument);
+  EXPECT_EQ(kopt::model::auto_shape_classes(5), 0);
+  EXPECT_EQ(kopt::model::auto_shape_classes(6), 3);
+  EXPECT_EQ(kopt::model::auto_shape_classes(75), 8);
+}
+
+// ---------------------------------------------------------------------------
+// End to end with the fake worker on the transpose template (4 performance
+// cases: with 2 classes, 8192x8192, 4096x4096 and 16384x1024 in one, 1024x16384
+// in the other).
+
+const std::string kSpec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
+
+std::string optimize(const TempDir& d, const std::string& extra) {
+  return std::string(KOPT_CLI) + " optimize --spec " + kSpec + " --arch sm_90 --top 2 --retime-rounds 1" +
+         " --results-dir " + (d.path() / "results").string() + " --cache-dir " + (d.path() / "cache").string() +
+         " --worker-command " + KOPT_FAKE_WORKER + " " + extra;
+}
+
+int run(const std::string& cmd, const fsys::path& err) {
+  const int status = std::system((cmd + " >/dev/null 2>" + err.string()).c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+json read_json(const fsys::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+std::set<std::string> timed_performance_cases(const json& attempt) {
+  std::set<std::string> s;
+  for (const auto& c : attempt["cases"])
+    if (c["role"] == "performance" && c.contains("latency")) s.insert(c["name"].get<std::string>());
+  return s;
+}
+
+const std::set<std::string> kAllPerf = {"8192x8192", "16384x1024", "1024x16384", "4096x4096"};
+
+TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=12"), err), 0)
+      << kopt::fs::read_file(err);
+  const std::string log = kopt::fs::read_file(err);
+  EXPECT_NE(log.find("2 shape classes, searched in this order"), std::string::npos) << log;
+  EXPECT_NE(log.find("re-timing"), std::string::npos) << log;
+  const fsys::path r = d.path() / "results" / "run-001";
+  const json s = read_json(r / "summary.json");
+  ASSERT_TRUE(s.contains("shape_classes")) << s.dump(1);
+  const json& classes = s["shape_classes"];
+  ASSERT_EQ(classes.size(), 2u);
+  std::map<std::string, std::set<std::string>> class_cases;  // "c1:" -> cases
+  int64_t total = 0;
+  std::set<std::string> covered;
+  for (const auto& c : classes) {
+    std::set<std::string> cases;
+    for (const auto& n : c["cases"]) cases.insert(n.get<std::string>());
+    class_cases["c" + std::to_string(c["class"].get<int>()) + ":"] = cases;
+    covered.insert(cases.begin(), cases.end());
+    total += c["evaluations"].get<int64_t>();
+    EXPECT_EQ(c["evaluations"], 6) << "the budget split evenly: " << c.dump();
+    EXPECT_TRUE(c.contains("best")) << c.dump();
+  }
+  EXPECT_EQ(total, 12);
+  EXPECT_EQ(covered, kAllPerf);
+  EXPECT_EQ(class_cases["c1:"].size(), 3u) << "the larger class first";
+  // Every candidate timed on its class's cases alone; the initial kernel on all.
+  const json h = read_json(r / "history.json");
+  int candidates = 0;
+  for (const auto& a : h["attempts"]) {
+    if (a["kind"] == "initial") {
+      EXPECT_EQ(timed_performance_cases(a), kAllPerf);
+      continue;
+    }
+    ++candidates;
+    const std::string label = a["label"].get<std::string>();
+    ASSERT_TRUE(class_cases.count(label.substr(0, 3))) << label;
+    EXPECT_EQ(timed_performance_cases(a), class_cases[label.substr(0, 3)]) << label;
+    EXPECT_EQ(a["cases"].size(), 8u + class_cases[label.substr(0, 3)].size())
+        << "every correctness case checked: " << label;
+  }
+  EXPECT_EQ(candidates, 12);
+  // The re-timing timed every finalist on every performance case, and the
+  // winner's geomean is over all of them.
+  ASSERT_GE(s["retime"].size(), 3u) << s["retime"].dump(1);
+  std::set<std::string> finalist_classes;
+  for (const auto& e : s["retime"]) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : e["cases_median_ms"].items()) keys.insert(k);
+    EXPECT_EQ(keys, kAllPerf) << e.dump();
+    finalist_classes.insert(e["label"].get<std::string>().substr(0, 3));
+  }
+  EXPECT_TRUE(finalist_classes.count("c1:") && finalist_classes.count("c2:")) << "each class's best is a finalist";
+  ASSERT_TRUE(s.contains("final_best"));
+  EXPECT_TRUE(s["final_best"].contains("search_geomean_ms")) << s["final_best"].dump();
+  for (const auto& e : s["retime"])
+    if (e["label"] == s["final_best"]["label"]) EXPECT_DOUBLE_EQ(e["median_ms"], s["final_best"]["geomean_ms"]);
+  // Variants come only from finalists re-timed on every case.
+  if (s.contains("specialization"))
+    for (const auto& v : s["specialization"]["variants"]) {
+      bool retimed = false;
+      for (const auto& e : s["retime"]) retimed = retimed || (e["label"] == v["label"] && !e["failed_recheck"]);
+      EXPECT_TRUE(retimed) << v.dump();
+    }
+  // The time split.
+  for (const char* k : {"setup_minutes", "search_minutes", "retime_minutes", "total_minutes"})
+    EXPECT_TRUE(s["time_split"].contains(k)) << k;
+  EXPECT_NE(log.find("wall time"), std::string::npos) << log;
+}
+
+TEST(ShapeClassesE2E, ResumeGoesOnWithTheClassWhereItStopped) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=9"), err), 0)
+      << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  {
+    const json s = read_json(r / "summary.json");
+    EXPECT_EQ(s["shape_classes"][0]["evaluations"], 4);  // 9 / 2
+    EXPECT_EQ(s["shape_classes"][1]["evaluations"], 5);
+  }
+  ASSERT_EQ(run(optimize(d, "--resume " + r.string() + " --shape-classes 2 --screen-factor 0 --budget evals=14"), err),
+            0)
+      << kopt::fs::read_file(err);
+  const json s = read_json(r / "summary.json");
+  int64_t total = 0;
+  for (const auto& c : s["shape_classes"]) total += c["evaluations"].get<int64_t>();
+  EXPECT_EQ(total, 14) << s["shape_classes"].dump(1);
+  // Nothing evaluated twice.
+  const json h = read_json(r / "history.json");
+  std::set<std::string> labels;
+  for (const auto& a : h["attempts"])
+    if (a["kind"] == "candidate") EXPECT_TRUE(labels.insert(a["label"].get<std::string>()).second) << a["label"];
+}
+
+TEST(ShapeClassesE2E, ScreeningStopsTimingFarSlowerCasesAfterOneProbe) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  // The fake latencies lie in [0.5, 1.5) ms: a factor 1.2 screens many cases.
+  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 1.2 --budget evals=16"), err), 0)
+      << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  const json h = read_json(r / "history.json");
+  int screened = 0;
+  for (const auto& a : h["attempts"])
+    for (const auto& c : a["cases"])
+      if (c.value("screened", false)) {
+        ++screened;
+        EXPECT_EQ(c["latency"]["samples"], 1) << "the probe alone: " << c.dump();
+      }
+  EXPECT_GT(screened, 0);
+  const json s = read_json(r / "summary.json");
+  int64_t counted = 0;
+  for (const auto& c : s["shape_classes"]) counted += c["screened_cases"].get<int64_t>();
+  EXPECT_GT(counted, 0) << s["shape_classes"].dump(1);
+  EXPECT_EQ(s["screen_factor"], 1.2);
+}
+
+TEST(ShapeClassesE2E, BadValuesAreUsageErrors) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  for (const char* bad : {"--shape-classes 0", "--shape-classes 65", "--shape-classes many", "--screen-factor -1",
+                          "--screen-factor nan"}) {
+    EXPECT_EQ(run(optimize(d, std::string(bad) + " --budget evals=2"), err), 2) << bad;
+    const std::string e = kopt::fs::read_file(err);
+    EXPECT_NE(e.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos) << bad << ": " << e;
+  }
+  EXPECT_FALSE(fsys::exists(d.path() / "results" / "run-001"));
+}
+
+}  // namespace

@@ -1,0 +1,220 @@
+#include "propose/class_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "util/error.h"
+
+namespace kopt::propose {
+namespace {
+
+/// The performance cases an attempt was timed on, sorted.
+std::vector<std::string> timed_cases(const model::Attempt& a) {
+  std::vector<std::string> names;
+  for (const auto& c : a.result.cases)
+    if (c.role == "performance" && c.latency) names.push_back(c.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+ClassSearchProposer::ClassSearchProposer(ClassSearchOptions options) : o_(std::move(options)) {
+  if (o_.classes.empty()) throw std::logic_error("ClassSearchProposer: no shape class");
+  for (const auto& sc : o_.classes) {
+    ClassState c;
+    for (size_t m : sc.members) c.cases.push_back(o_.points.at(m).name);
+    classes_.push_back(std::move(c));
+  }
+}
+
+std::string ClassSearchProposer::name() const { return strategy_name_; }
+
+void ClassSearchProposer::prepare(const spec::Bindings& device_constants) {
+  constants_ = device_constants;
+  SearchProposerOptions first = o_.search;
+  first.note = nullptr;  // the space is checked here; the seeds are reported when the class starts
+  SearchProposer probe(std::move(first));
+  probe.prepare(device_constants);  // kopt.space.701, kopt.search.801 before anything is written
+  strategy_name_ = probe.name();    // every class's: they search one space
+}
+
+std::vector<std::unique_ptr<search::StopCondition>> ClassSearchProposer::stop_conditions(const Budget& b) {
+  budget_ = b;
+  std::vector<std::unique_ptr<search::StopCondition>> stops;
+  if (b.evaluations > 0) stops.push_back(search::max_evaluations(b.evaluations));
+  if (b.minutes > 0) stops.push_back(search::time_budget(std::chrono::duration<double>(b.minutes * 60)));
+  return stops;
+}
+
+void ClassSearchProposer::start(EvaluationService& service) {
+  service_ = &service;
+  if (strategy_name_.empty()) prepare(service.device_constants());
+}
+
+std::optional<size_t> ClassSearchProposer::class_of(const model::Attempt& a) const {
+  const std::vector<std::string> names = timed_cases(a);
+  for (size_t k = 0; k < classes_.size(); ++k) {
+    std::vector<std::string> mine = classes_[k].cases;
+    std::sort(mine.begin(), mine.end());
+    // Screened cases are timed too (their probe); a failed candidate has no
+    // latencies at all and is placed by its label's prefix instead.
+    if (names == mine) return k;
+    if (names.empty() && a.label.rfind("c" + std::to_string(k + 1) + ":", 0) == 0) return k;
+  }
+  return std::nullopt;
+}
+
+void ClassSearchProposer::learn(ClassState& c, const model::Attempt& a) {
+  c.attempts.push_back(a);
+  ++evaluated_;
+  if (a.result.verdict != model::Verdict::ok || !a.result.geomean_ms) {
+    ++c.since_improvement;
+    return;
+  }
+  for (const auto& cr : a.result.cases) {
+    if (cr.screened) ++c.screened;
+    if (cr.role != "performance" || !cr.latency || cr.screened) continue;
+    auto [it, fresh] = best_case_ms_.emplace(cr.name, cr.latency->median_ms);
+    if (!fresh) it->second = std::min(it->second, cr.latency->median_ms);
+  }
+  if (!c.best_ms || *a.result.geomean_ms < *c.best_ms) {
+    c.best_ms = *a.result.geomean_ms;
+    c.best_label = a.label;
+    c.since_improvement = 0;
+  } else {
+    ++c.since_improvement;
+  }
+}
+
+void ClassSearchProposer::observe_recorded(const model::Attempt& a) {
+  if (std::optional<size_t> k = class_of(a)) learn(classes_[*k], a);
+}
+
+bool ClassSearchProposer::class_over(const ClassState& c) const {
+  if (c.finished) return true;
+  // Proposals still on their way count: the driver compiles ahead.
+  if (c.share > 0 && static_cast<int64_t>(c.attempts.size()) + pending_ >= c.share) return true;
+  if (c.minutes_share > 0 && service_->minutes_elapsed() >= c.minutes_start + c.minutes_share) return true;
+  return budget_.patience > 0 && c.since_improvement >= budget_.patience;
+}
+
+void ClassSearchProposer::begin_class(size_t k) {
+  ClassState& c = classes_[k];
+  const size_t left = classes_.size() - k;
+  if (budget_.evaluations > 0) {
+    const int64_t before = static_cast<int64_t>(c.attempts.size());  // a resumed run's
+    const int64_t remaining = std::max<int64_t>(budget_.evaluations - evaluated_ + before, 0);
+    c.share = std::max<int64_t>(remaining / static_cast<int64_t>(left), 1);
+  }
+  c.minutes_start = service_->minutes_elapsed();
+  if (budget_.minutes > 0)
+    c.minutes_share = std::max((budget_.minutes * o_.search_fraction - c.minutes_start) / static_cast<double>(left),
+                               1e-3);
+  // Warm start: the user's seeds, then the best of the nearest tuned classes.
+  SearchProposerOptions so = o_.search;
+  so.seed = o_.search.seed + k;
+  so.label_prefix = "c" + std::to_string(k + 1) + ":";
+  std::vector<std::pair<double, size_t>> near;
+  for (size_t j = 0; j < k; ++j) near.push_back({model::class_distance(o_.points, o_.classes[k], o_.classes[j]), j});
+  std::sort(near.begin(), near.end());
+  std::set<std::string> names;
+  for (const auto& p : o_.search.params) names.insert(p.name);
+  int used = 0;
+  for (const auto& [d, j] : near) {
+    if (used++ >= o_.neighbours) break;
+    std::vector<const model::Attempt*> ok;
+    for (const auto& a : classes_[j].attempts)
+      if (a.result.verdict == model::Verdict::ok && a.result.geomean_ms) ok.push_back(&a);
+    std::sort(ok.begin(), ok.end(), [](const model::Attempt* x, const model::Attempt* y) {
+      return *x->result.geomean_ms < *y->result.geomean_ms;
+    });
+    for (size_t i = 0; i < ok.size() && static_cast<int>(i) < o_.seeds_per_neighbour; ++i) {
+      Seed s;
+      for (const auto& [name, v] : ok[i]->params)
+        if (names.count(name)) s.config[name] = v;
+      s.origin = "class " + std::to_string(j + 1) + " (" + ok[i]->label + ")";
+      so.seeds.push_back(std::move(s));
+    }
+  }
+  if (!so.seeds.empty() && so.seeds_from.empty()) so.seeds_from = "warm start of class " + std::to_string(k + 1);
+  c.search = std::make_unique<SearchProposer>(std::move(so));
+  c.search->prepare(constants_);
+  c.search->start(*service_);
+  for (const auto& a : c.attempts) c.search->observe_recorded(a);
+  current_ = k;
+}
+
+Proposal ClassSearchProposer::propose() {
+  for (;;) {
+    if (!current_ || class_over(classes_[*current_])) {
+      if (pending_ > 0) return Proposal::wait();  // its results still belong to it
+      if (current_) {
+        ClassState& done = classes_[*current_];
+        done.finished = true;
+        done.minutes_end = service_->minutes_elapsed();
+      }
+      const size_t next = current_ ? *current_ + 1 : 0;
+      if (next >= classes_.size()) return Proposal::done();
+      begin_class(next);
+      continue;
+    }
+    ClassState& c = classes_[*current_];
+    Proposal p = c.search->propose();
+    if (p.kind == Proposal::Kind::done) {
+      c.finished = true;
+      continue;
+    }
+    if (p.kind == Proposal::Kind::wait) return p;
+    p.candidate.performance_cases = c.cases;
+    if (o_.screen_factor > 0)
+      for (const auto& name : c.cases)
+        if (auto it = best_case_ms_.find(name); it != best_case_ms_.end())
+          p.candidate.screen_ms[name] = it->second * o_.screen_factor;
+    ++pending_;
+    return p;
+  }
+}
+
+void ClassSearchProposer::observe(const spec::Candidate& cand, const model::Attempt& a) {
+  --pending_;
+  size_t k = current_.value_or(0);
+  for (size_t j = 0; j < classes_.size(); ++j)
+    if (classes_[j].cases == cand.performance_cases) k = j;
+  ClassState& c = classes_[k];
+  if (c.search) c.search->observe(cand, a);
+  learn(c, a);
+}
+
+std::optional<spec::Candidate> ClassSearchProposer::candidate_for(const model::Attempt& a) const {
+  if (a.kind != "candidate") return std::nullopt;
+  spec::Candidate c = o_.search.base;
+  for (const auto& [k, v] : a.params) c.params[k] = v;
+  c.label = a.label;
+  return c;
+}
+
+nlohmann::json ClassSearchProposer::summary() const {
+  nlohmann::json j = classes_.front().search ? classes_.front().search->summary() : nlohmann::json::object();
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t k = 0; k < classes_.size(); ++k) {
+    const ClassState& c = classes_[k];
+    const double end = c.finished ? c.minutes_end : (service_ && c.search ? service_->minutes_elapsed() : 0);
+    nlohmann::json e{{"class", k + 1},
+                     {"name", o_.classes[k].name},
+                     {"cases", c.cases},
+                     {"evaluations", c.attempts.size()},
+                     {"evaluations_share", c.share},
+                     {"minutes", c.search ? std::max(end - c.minutes_start, 0.0) : 0.0},
+                     {"screened_cases", c.screened}};
+    if (c.best_ms) e["best"] = {{"label", c.best_label}, {"geomean_ms", *c.best_ms}};
+    list.push_back(std::move(e));
+  }
+  j["shape_classes"] = std::move(list);
+  j["screen_factor"] = o_.screen_factor;
+  return j;
+}
+
+}  // namespace kopt::propose

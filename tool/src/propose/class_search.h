@@ -1,0 +1,94 @@
+// The parameter search over shape classes: the performance cases grouped by
+// their sizes (model/shape_classes.h), and one search per class, in turn,
+// each timing only its class's performance cases (every candidate is still
+// checked on every correctness case). The evaluations and minutes budgets are
+// split over the classes as they come (what one class leaves goes to the
+// next), each class after the first starts from the best configurations of
+// its nearest tuned classes, and a candidate far slower on a case than the
+// best known there is screened after one probe launch
+// (spec::Candidate::screen_ms). The run driver then re-times every class's
+// best on every performance case and derives a variant per class and the
+// dispatch between them (tune/finalists.cpp, model/dispatch.h).
+// docs/search.md, "Shape classes", describes it for users.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/shape_classes.h"
+#include "propose/search_proposer.h"
+
+namespace kopt::propose {
+
+struct ClassSearchOptions {
+  /// The search of each class: a copy of this with its own seed
+  /// (search.seed + class index), label prefix ("c2:") and warm start
+  /// (search.seeds, then the neighbours' best).
+  SearchProposerOptions search;
+  std::vector<model::ShapePoint> points;   // the performance cases and their sizes
+  std::vector<model::ShapeClass> classes;  // tuning order (model::group_shape_classes)
+  /// A case's probe slower than this factor times the best median known on
+  /// that case is screened (>= 1; 0: no screening).
+  double screen_factor = 2.0;
+  /// Warm start between classes: the best `seeds_per_neighbour` ok
+  /// configurations of each of the `neighbours` nearest tuned classes.
+  int neighbours = 2, seeds_per_neighbour = 3;
+  /// The share of the minutes budget the classes' searches may use, the
+  /// rest left for the finalists' re-timing (0 < f <= 1).
+  double search_fraction = 0.8;
+};
+
+class ClassSearchProposer final : public Proposer {
+ public:
+  explicit ClassSearchProposer(ClassSearchOptions options);
+
+  /// Prepares the first class's search (the space's errors surface here).
+  void prepare(const spec::Bindings& device_constants) override;
+  std::string name() const override;
+  /// The evaluations and minutes budgets; patience is per class.
+  std::vector<std::unique_ptr<search::StopCondition>> stop_conditions(const Budget& budget) override;
+  void start(EvaluationService& service) override;
+  void observe_recorded(const model::Attempt& attempt) override;
+  Proposal propose() override;
+  void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
+  std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
+  /// The first class's search summary plus "shape_classes": per class its
+  /// name, cases, evaluations, minutes (wall time while it was searched),
+  /// screened cases and its best (label, geomean over its cases);
+  /// "screen_factor".
+  nlohmann::json summary() const override;
+
+  /// The class of an attempt: the one whose performance cases it was timed
+  /// on (nullopt: another set, e.g. the initial kernel's).
+  std::optional<size_t> class_of(const model::Attempt& attempt) const;
+
+ private:
+  struct ClassState {
+    std::vector<std::string> cases;
+    std::unique_ptr<SearchProposer> search;  // from the class's start on
+    std::vector<model::Attempt> attempts;    // recorded and observed, in order
+    int64_t share = 0;                       // evaluations (0: no limit)
+    double minutes_start = 0, minutes_end = 0, minutes_share = 0;
+    int64_t since_improvement = 0, screened = 0;
+    std::optional<double> best_ms;
+    std::string best_label;
+    bool finished = false;
+  };
+  bool class_over(const ClassState& c) const;
+  void begin_class(size_t k);
+  void learn(ClassState& c, const model::Attempt& a);
+
+  ClassSearchOptions o_;
+  std::string strategy_name_;  // set by prepare()
+  spec::Bindings constants_;
+  EvaluationService* service_ = nullptr;
+  Budget budget_;
+  std::vector<ClassState> classes_;
+  std::optional<size_t> current_;
+  int64_t pending_ = 0, evaluated_ = 0;
+  std::map<std::string, double> best_case_ms_;  // per performance case, unscreened ok medians
+};
+
+}  // namespace kopt::propose
