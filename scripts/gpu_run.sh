@@ -9,7 +9,9 @@
 # covers it on the GPU).
 #
 # Usage (from the repository root):
-#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [agent] [kinds]
+#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [agent] [kinds]
+#   (suite: the example's generated kernel, as the example's build compiled it, benchmarked on the
+#   five flagship shapes and on DeepBench's inference-server suite; run after example)
 #   stages to run (default: test optimize bench example)
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 #   SWEEP_MINUTES (env): the time budget of the sweep stage (default 6)
@@ -177,4 +179,20 @@ if [[ " $STAGES " == *" example "* ]]; then
   echo "-- a second build of optimize_sgemm with nothing changed (must not tune again)"
   cmake --build "$EX" --target optimize_sgemm >"$LOGS/example.retune.log" 2>&1
   echo "exit $?"; grep -cE "kopt generate|kopt: " "$LOGS/example.retune.log" | sed 's/^/kopt lines: /'; tail -2 "$LOGS/example.retune.log"
+fi
+
+if [[ " $STAGES " == *" suite "* ]]; then
+  EX="$ROOT/build-example"
+  GEN="$EX/kernel_optimizer/sgemm"
+  if [[ -f $GEN/sgemm.cu ]]; then
+    echo "== suite: the example's kernel against cuBLAS, flagship shapes and DeepBench (bench/run.sh, two runs each)"
+    grep -E "^// (kopt|variant|  )" "$GEN/sgemm.cu" | head -12
+    OUT="$OUT/suite-flagship" bash bench/run.sh "$GEN" >"$LOGS/suite.flagship.log" 2>&1
+    echo "flagship bench exit $?"; grep -E "geomean|ratio|dispatch" "$LOGS/suite.flagship.log" | tail -12
+    OUT="$OUT/suite-deepbench" bash bench/run.sh "$GEN" --shapes-file bench/shapes/deepbench_inference_server_nn.txt \
+      >"$LOGS/suite.deepbench.log" 2>&1
+    echo "deepbench bench exit $?"; grep -E "geomean|class|within|slower" "$LOGS/suite.deepbench.log" | tail -30
+  else
+    echo "== suite: skipped (no generated kernel in $GEN: run the example stage first)"
+  fi
 fi

@@ -111,6 +111,7 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
                    : ms;
       // Screening (CaseSpec::screen_ms): the probe alone when it is over the limit.
       cr.screened = c.screen_ms && t > *c.screen_ms;
+      cr.screen_ms = c.screen_ms;
       cr.latency = kopt::model::latency_stats(cr.screened ? std::vector<double>{t} : std::vector<double>{t, t, t});
       medians.push_back(t);
     }

@@ -339,7 +339,7 @@ TEST(SgemmTemplate, NaiveIsAcceptedAndTimed) {
     for (const auto& c : s.at("cases"))
       if (c.value("role", "correctness") == "performance") perf_cases.push_back(c.at("name"));
   }
-  ASSERT_EQ(perf_cases.size(), 5u) << "templates/sgemm/sgemm.json should have 5 performance cases";
+  ASSERT_GE(perf_cases.size(), 5u) << "templates/sgemm/sgemm.json should have the 5 flagship performance cases";
 
   const fs::path json_out = g_tmp / "template_results.json";
   const std::vector<std::string> argv = {KOPT_CLI,       "evaluate", "--spec",
@@ -426,9 +426,13 @@ TEST(SgemmTemplate, NaiveIsAcceptedAndTimed) {
 TEST(SgemmTemplate, OptimizeEndToEnd) {
   const fs::path spec = fs::path(KOPT_SOURCE_DIR) / "templates/sgemm/sgemm.json";
   const fs::path results = g_tmp / "results";
-  const std::vector<std::string> argv = {KOPT_CLI,  "optimize", "--spec", spec.string(), "--budget", "evals=6",
+  // Two shape classes and a screen factor of 1: every candidate after a
+  // class's first is screened on each case where its probe is slower than
+  // the fastest median so far.
+  const std::vector<std::string> argv = {KOPT_CLI,  "optimize", "--spec", spec.string(), "--budget", "evals=8",
                                          "--top",   "2",        "--retime-rounds", "1", "--results-dir",
-                                         results.string(), "--quiet"};
+                                         results.string(), "--quiet", "--shape-classes", "2", "--screen-factor",
+                                         "1"};
   std::cout << "[ run      ] " << quote_argv(argv) << std::endl;
   const ProcResult p = run_process(argv, kTemplateBound, "optimize");
   std::cout << "[ finished ] " << p.describe() << " in " << std::fixed << std::setprecision(1) << p.seconds << " s"
@@ -452,6 +456,34 @@ TEST(SgemmTemplate, OptimizeEndToEnd) {
   const json r = json::parse(read_file(run / "candidates" / idx / "result.json"));
   EXPECT_EQ(str_field(r, "verdict"), "ok");
   for (const auto& c : r.at("cases")) EXPECT_TRUE(c.value("passed", false)) << c.dump();
+  // Shape classes and screening, as the real worker does them: a case
+  // timed under a limit has its probe alone when the probe was over it,
+  // else the full count of measured launches.
+  ASSERT_TRUE(s.contains("shape_classes") && s["shape_classes"].size() == 2) << s.dump(1);
+  const json h = json::parse(read_file(run / "history.json"));
+  const int iterations = json::parse(read_file(spec)).at("timing").at("iterations").get<int>();
+  int limited = 0, screened = 0;
+  for (const auto& a : h.at("attempts"))
+    for (const auto& c : a.at("cases")) {
+      if (!c.contains("screen_ms") || !c.contains("latency")) continue;
+      ++limited;
+      const json& l = c.at("latency");
+      if (c.value("screened", false)) {
+        ++screened;
+        EXPECT_EQ(l.at("samples").get<int>(), 1) << c.dump();
+        EXPECT_GT(l.at("median_ms").get<double>(), c.at("screen_ms").get<double>()) << c.dump();
+      } else {
+        EXPECT_EQ(l.at("samples").get<int>(), iterations) << c.dump();
+      }
+    }
+  EXPECT_GT(limited, 0) << "no case was timed under a screening limit";
+  // Every finalist re-timed on every performance case.
+  for (const auto& e : s.at("retime"))
+    if (!e.value("failed_recheck", false))
+      EXPECT_EQ(e.at("cases_median_ms").size(), s["shape_classes"][0]["cases"].size() +
+                                                    s["shape_classes"][1]["cases"].size())
+          << e.dump();
+  std::cout << "  " << limited << " cases timed under a screening limit, " << screened << " screened" << std::endl;
   const json& t = s.at("tuner");
   std::cout << "  best " << fb.value("label", "") << ": geomean " << fb["geomean_ms"].get<double>() << " ms, "
             << fb["speedup_vs_initial"].get<double>() << "x the initial kernel, " << fb["ratio_to_cublas"].get<double>()

@@ -288,6 +288,7 @@ void Worker::evaluate(const EvalRequest& rq) {
     collect(rq, c, set, in, rd, "after timing");
     CaseResult& cr = current_case_result(c);
     cr.screened = screened;
+    cr.screen_ms = c.screen_ms;
     cr.latency = latency_stats(samples);
     cr.latency->raw_ms = samples;
     medians.push_back(cr.latency->median_ms);

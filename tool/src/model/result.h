@@ -64,6 +64,8 @@ struct CaseResult {
   /// `latency` then holds the probe alone (samples = 1), a measured time that
   /// says "at least this slow" (docs/search.md, "Screening").
   bool screened = false;
+  /// The screening limit the case was timed under (ms), when one was set.
+  std::optional<double> screen_ms;
 };
 
 struct Result {
