@@ -49,6 +49,11 @@ std::vector<std::unique_ptr<search::StopCondition>> ClassSearchProposer::stop_co
   return stops;
 }
 
+double ClassSearchProposer::minutes() const {
+  if (service_) return service_->minutes_elapsed();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count() / 60.0;
+}
+
 void ClassSearchProposer::start(EvaluationService& service) {
   service_ = &service;
   if (strategy_name_.empty()) prepare(service.device_constants());
@@ -97,7 +102,7 @@ bool ClassSearchProposer::class_over(const ClassState& c) const {
   if (c.finished) return true;
   // Proposals still on their way count: the driver compiles ahead.
   if (c.share > 0 && static_cast<int64_t>(c.attempts.size()) + pending_ >= c.share) return true;
-  if (c.minutes_share > 0 && service_->minutes_elapsed() >= c.minutes_start + c.minutes_share) return true;
+  if (c.minutes_share > 0 && minutes() >= c.minutes_start + c.minutes_share) return true;
   return budget_.patience > 0 && c.since_improvement >= budget_.patience;
 }
 
@@ -109,7 +114,7 @@ void ClassSearchProposer::begin_class(size_t k) {
     const int64_t remaining = std::max<int64_t>(budget_.evaluations - evaluated_ + before, 0);
     c.share = std::max<int64_t>(remaining / static_cast<int64_t>(left), 1);
   }
-  c.minutes_start = service_->minutes_elapsed();
+  c.minutes_start = minutes();
   if (budget_.minutes > 0)
     c.minutes_share = std::max((budget_.minutes * o_.search_fraction - c.minutes_start) / static_cast<double>(left),
                                1e-3);
@@ -142,7 +147,7 @@ void ClassSearchProposer::begin_class(size_t k) {
   if (!so.seeds.empty() && so.seeds_from.empty()) so.seeds_from = "warm start of class " + std::to_string(k + 1);
   c.search = std::make_unique<SearchProposer>(std::move(so));
   c.search->prepare(constants_);
-  c.search->start(*service_);
+  if (service_) c.search->start(*service_);
   for (const auto& a : c.attempts) c.search->observe_recorded(a);
   current_ = k;
 }
@@ -154,7 +159,7 @@ Proposal ClassSearchProposer::propose() {
       if (current_) {
         ClassState& done = classes_[*current_];
         done.finished = true;
-        done.minutes_end = service_->minutes_elapsed();
+        done.minutes_end = minutes();
       }
       const size_t next = current_ ? *current_ + 1 : 0;
       if (next >= classes_.size()) return Proposal::done();
@@ -201,7 +206,7 @@ nlohmann::json ClassSearchProposer::summary() const {
   nlohmann::json list = nlohmann::json::array();
   for (size_t k = 0; k < classes_.size(); ++k) {
     const ClassState& c = classes_[k];
-    const double end = c.finished ? c.minutes_end : (service_ && c.search ? service_->minutes_elapsed() : 0);
+    const double end = c.finished ? c.minutes_end : (c.search ? minutes() : 0);
     nlohmann::json e{{"class", k + 1},
                      {"name", o_.classes[k].name},
                      {"cases", c.cases},

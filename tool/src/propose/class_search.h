@@ -12,6 +12,8 @@
 // docs/search.md, "Shape classes", describes it for users.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,13 +79,16 @@ class ClassSearchProposer final : public Proposer {
     bool finished = false;
   };
   bool class_over(const ClassState& c) const;
+  /// The run's minutes (the service's; without one, a compile-only listing, since construction).
+  double minutes() const;
   void begin_class(size_t k);
   void learn(ClassState& c, const model::Attempt& a);
 
   ClassSearchOptions o_;
   std::string strategy_name_;  // set by prepare()
   spec::Bindings constants_;
-  EvaluationService* service_ = nullptr;
+  EvaluationService* service_ = nullptr;  // null in a compile-only listing (start() is never called)
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   Budget budget_;
   std::vector<ClassState> classes_;
   std::optional<size_t> current_;
