@@ -98,7 +98,7 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
   Result res;
   res.verdict = Verdict::ok;
   res.detail = "fake worker";
-  std::vector<double> medians;
+  std::vector<double> medians, weights;
   for (const auto& c : r.cases) {
     kopt::model::CaseResult cr;
     cr.name = c.name;
@@ -110,10 +110,11 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
                    : ms;
       cr.latency = kopt::model::latency_stats({t, t, t});
       medians.push_back(t);
+      weights.push_back(c.weight);
     }
     res.cases.push_back(cr);
   }
-  res.geomean_ms = medians.empty() ? ms : kopt::model::geomean(medians);
+  res.geomean_ms = medians.empty() ? ms : kopt::model::geomean(medians, weights);  // weighted as the real worker
   res.compile_ms = 0.5;
   return res;
 }

@@ -168,6 +168,7 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
     cs.name = c.name;
     cs.role = c.role;
     cs.sizes = c.sizes;
+    cs.weight = c.weight;
     const spec::Bindings b = spec::bindings_for(c, cand.params);
     for (const spec::Param& p : spec_.signature) {
       ArgSpec a;

@@ -8,6 +8,7 @@
 // answers such a request with an error instead of crashing.
 #include "eval/protocol.h"
 
+#include <cmath>
 #include <exception>
 
 #include "util/error.h"
@@ -225,6 +226,7 @@ json case_to_json(const CaseSpec& c) {
          {"tolerance", std::move(tol)},
          {"golden_npy", c.golden_npy.empty() ? json::object() : json(c.golden_npy)}};
   if (c.reference_launch) j["reference_launch"] = dims_to_json(*c.reference_launch);
+  if (c.weight != 1) j["weight"] = c.weight;
   return j;
 }
 
@@ -245,6 +247,10 @@ CaseSpec case_from_json(const json& j, const std::string& path) {
     c.tolerance[k] = tolerance_from_json(v, path + ".tolerance." + k);
   for (const auto& [k, v] : object_member(j, "golden_npy", path).items())
     c.golden_npy[k] = get_string(v, path + ".golden_npy." + k);
+  if (auto it = j.find("weight"); it != j.end()) {
+    c.weight = dbl(j, "weight", path);
+    if (!std::isfinite(c.weight) || c.weight <= 0) json_io::fail(path + ".weight", "expected a positive finite number");
+  }
   return c;
 }
 

@@ -97,6 +97,7 @@ struct CaseSpec {
   std::optional<LaunchDims> reference_launch;  // reference kernel's launch
   std::map<std::string, spec::Tolerance> tolerance;  // output name -> tolerance
   std::map<std::string, std::string> golden_npy;     // output name -> file (reference kind npy)
+  double weight = 1;  // spec::Case::weight: its share of the result's geomean (performance cases)
 };
 
 struct EvalRequest {
