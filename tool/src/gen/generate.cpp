@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "gen/capture_code.h"
 #include "gen/depfile.h"
 #include "model/dispatch.h"
 #include "run/fingerprint.h"
@@ -53,6 +54,8 @@ void emit(const GenerateOptions& o, const spec::Spec& s, const std::vector<Kerne
   nlohmann::json meta = {{"name", o.name}, {"workload", s.name}, {"source_of_kernel", why},
                          {"variants", labels}, {"generated", now_iso8601_utc()}};
   fs::write_file_atomic(o.out_dir / (o.name + ".json"), dump_json(meta, 2) + "\n");
+  if (!o.cases_out.empty())
+    fs::write_file_atomic(o.cases_out, dump_json(nlohmann::json{{"cases", spec::to_json(s)["cases"]}}, 2) + "\n");
   std::cerr << "kopt generate: " << o.name << ".cu: " << why;
   if (variants.size() > 1) std::cerr << "; " << variants.size() << " shape-specialised variants";
   std::cerr << "\n";
@@ -144,7 +147,7 @@ const std::set<std::string>& reserved_names() {
       // the header's own names
       "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "kEntry", "kVariants",
       "kVariantLabels", "LaunchConfig", "launch_config",
-      "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std",
+      "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
       // C++20 keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
       "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
@@ -273,7 +276,9 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     h << "\n// " << n << " shape-specialised variants: launch_config() picks, for the given sizes, the\n"
       << "// variant tuned on the nearest performance case (distance: sum of squared log size ratios);\n"
       << "// variant 0 is the best single configuration for every case.";
-  h << "\n#pragma once\n\n#include <cmath>\n#include <cstddef>\n\nnamespace kopt_" << name << " {\n\n"
+  h << "\n#pragma once\n\n#include <cmath>\n#include <cstddef>\n";
+  if (!sizes.empty()) h << "\n" << capture_includes();
+  h << "\nnamespace kopt_" << name << " {\n\n"
     << "inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }\n"
     << "inline long long min(long long a, long long b) { return a < b ? a : b; }\n"
     << "template <typename... R>\n"
@@ -367,9 +372,12 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
       << "  }\n  return kopt_best;\n}\n\n";
   }
   }
+  if (!sizes.empty()) h << capture_code(name, sizes);
   h << "/// Grid, block, dynamic shared memory and variant for the given problem sizes.\n"
-    << "inline LaunchConfig launch_config(" << size_params() << ") {\n"
-    << "  return launch_config_variant(select_variant(" << size_args() << ")" << (sizes.empty() ? "" : ", ")
+    << "inline LaunchConfig launch_config(" << size_params() << ") {\n";
+  if (!sizes.empty())
+    h << kCaptureIf << "\n  capture::record({{" << size_args() << "}});  // KOPT_CAPTURE: counts these sizes\n#endif\n";
+  h << "  return launch_config_variant(select_variant(" << size_args() << ")" << (sizes.empty() ? "" : ", ")
     << size_args() << ");\n}\n\n"
     << "}  // namespace kopt_" << name << "\n";
 
@@ -548,8 +556,20 @@ void write_cache(const std::filesystem::path& file, const nlohmann::json& cache)
   fs::write_file_atomic(file, dump_json(cache, 2) + "\n");
 }
 
-int generate(const GenerateOptions& o) {
+int generate(const GenerateOptions& options) {
+  GenerateOptions o = options;
   if (o.name.empty()) throw UsageError("kopt.gen.103", "--name is required");
+  if (!o.cases_from.empty()) {
+    // A capture that does not exist yet (the application has not run with
+    // KOPT_CAPTURE): the spec's cases, until it appears.
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(o.cases_from, ec))) {
+      o.optimize.input_cases = o.cases_from;
+    } else if (!o.optimize.quiet) {
+      std::cerr << "kopt generate: --cases-from " << o.cases_from.string()
+                << " does not exist (yet): using the spec's cases; the build tunes again once it appears\n";
+    }
+  }
   const spec::Spec s = tune::load_spec_with_overrides(o.optimize);
   const std::string hash = run::spec_fingerprint(s);
   const nlohmann::json cache = o.cache_file.empty() ? nlohmann::json{{"format_version", 1}, {"entries", nlohmann::json::array()}}
