@@ -53,6 +53,16 @@ void GenerateCommand::add_options(CLI::App& sub) {
                  "Write a Make-syntax depfile naming every file the run reads (spec, sources and their "
                  "includes, .npy inputs and golden outputs, the cache), for add_custom_command(DEPFILE)")
       ->check(check::not_empty());
+  sub.add_option("--input-cases", t.input_cases,
+                 "JSON file of cases replacing the spec's, or a shape capture (docs/capture.md)")
+      ->check(check::existing_file());
+  sub.add_option("--cases-from", o_.cases_from,
+                 "Like --input-cases, but while the file does not exist the spec's cases are used "
+                 "(optimize_kernel(CASES_FROM))")
+      ->check(check::not_empty());
+  sub.add_option("--cases-out", o_.cases_out,
+                 "Write the cases the kernel was generated for here ({\"cases\": [...]}), for the tests")
+      ->check(check::not_empty());
   sub.add_option("--template", t.template_source, "Tunable template .cu")->check(check::existing_file());
   sub.add_option("--initial-kernel", t.initial_kernel, "Initial kernel .cu")->check(check::existing_file());
   sub.add_option("--reference", t.reference, "Reference kernel .cu")->check(check::existing_file());
@@ -91,6 +101,9 @@ void GenerateCommand::check_arguments() const {
   check_output_dir("--out-dir", o_.out_dir);
   if (!o_.depfile.empty()) check_output_file("--depfile", o_.depfile);
   if (!o_.cache_out.empty()) check_output_file("--cache-out", o_.cache_out);
+  if (!o_.cases_out.empty()) check_output_file("--cases-out", o_.cases_out);
+  if (!o_.cases_from.empty() && !o_.optimize.input_cases.empty())
+    throw UsageError("kopt.cli.027", "--cases-from and --input-cases both give the cases; give one");
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
   if (o_.cache_file.empty()) return;
   const std::filesystem::path& f = o_.cache_file;
