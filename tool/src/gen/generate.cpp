@@ -575,9 +575,15 @@ int generate(const GenerateOptions& options) {
   const nlohmann::json cache = o.cache_file.empty() ? nlohmann::json{{"format_version", 1}, {"entries", nlohmann::json::array()}}
                                                     : read_cache(o.cache_file);
   std::filesystem::create_directories(o.out_dir);
-  if (!o.depfile.empty())
-    fs::write_file_atomic(o.depfile, depfile_text(o.out_dir / (o.name + ".cu"),
-                                                  spec_dependencies(s, o.optimize, o.cache_file)));
+  if (!o.depfile.empty()) {
+    // A --cases-from file is not in the depfile: it may go away, and Make
+    // (CMake's compiler_depend.make keeps every entry it has seen) would then
+    // re-run this on every build. optimize_kernel(CASES_FROM) follows it
+    // with a stamp of its content instead.
+    tune::OptimizeOptions deps = o.optimize;
+    if (!o.cases_from.empty()) deps.input_cases.clear();
+    fs::write_file_atomic(o.depfile, depfile_text(o.out_dir / (o.name + ".cu"), spec_dependencies(s, deps, o.cache_file)));
+  }
   // --cache-out: the committed cache is only read; its updated copy (or a
   // plain copy, when nothing was tuned) goes there, for the benchmark test.
   auto copy_cache = [&]() {
