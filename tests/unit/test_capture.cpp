@@ -534,3 +534,50 @@ TEST(CaptureGenerate, CasesFromFallsBackWhileMissingAndWritesTheCases) {
 }
 
 }  // namespace
+
+namespace {
+
+// kopt generate tuning on a capture (the fake worker as the GPU): the cache
+// entry records the spec's own fingerprint too ("base_spec_hash"), a newer
+// capture replaces that entry instead of adding one, and a build without a
+// GPU whose capture changed uses it (said), not the initial kernel.
+TEST(CaptureGenerate, CacheEntriesOfCapturesReplaceEachOtherAndServeOtherCaptures) {
+  TempDir d;
+  auto capture = [&](const std::string& name, int64_t rows) {
+    json c = {{"kopt_capture", 1}, {"kernel", "transpose"}, {"sizes", {"ROWS", "COLS"}}, {"launches", json::array()}};
+    c["launches"].push_back({{"sizes", {{"ROWS", rows}, {"COLS", 256}}}, {"count", 5}});
+    std::ofstream(d / name) << c.dump();
+    return d / name;
+  };
+  const fsys::path cache = d / "cache.json";
+  auto generate = [&](const fsys::path& cap, const std::string& extra) {
+    return sh(d.path(), std::string(KOPT_CLI) + " generate --spec " + kTranspose + " --name t --out-dir " +
+                            (d / "out").string() + " --cases-from " + cap.string() + " --cache-file " + cache.string() +
+                            " --cache-dir " + (d / "nvrtc").string() + " --budget evals=3 --no-specialize " + extra +
+                            " >/dev/null");
+  };
+  Ran r = generate(capture("a.json", 1024), std::string("--worker-command ") + KOPT_FAKE_WORKER);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json c = read_json(cache);
+  ASSERT_EQ(c["entries"].size(), 1u) << c.dump(1);
+  const std::string base = kopt::run::spec_fingerprint(kopt::spec::load_spec(kTranspose));
+  EXPECT_EQ(c["entries"][0]["base_spec_hash"], base);
+  EXPECT_EQ(c["entries"][0]["spec_hash"], kopt::run::spec_fingerprint(load_with(d / "a.json", kTranspose)));
+  EXPECT_NE(c["entries"][0]["spec_hash"], base);
+  r = generate(capture("b.json", 2048), std::string("--worker-command ") + KOPT_FAKE_WORKER);
+  ASSERT_EQ(r.code, 0) << r.err;
+  c = read_json(cache);
+  ASSERT_EQ(c["entries"].size(), 1u) << "the entry of the earlier capture is replaced: " << c.dump(1);
+  EXPECT_EQ(c["entries"][0]["spec_hash"], kopt::run::spec_fingerprint(load_with(d / "b.json", kTranspose)));
+  // No GPU (--no-tune) and a capture nothing was tuned on: the entry of the
+  // same spec, with a note; no stale-entry warning.
+  r = generate(capture("c.json", 4096), "--no-tune");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("from the tuning cache cache.json, tuned on fake device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tuned on other cases than c.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("stale"), std::string::npos) << r.err;
+  EXPECT_EQ(read_json(d / "out" / "t.json")["source_of_kernel"].get<std::string>().find("initial kernel"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -34,6 +34,7 @@ class GenerateCommand final : public Command {
   gen::GenerateOptions o_;  // defaults in gen/generate.h and tune/driver.h
   Environment env_;         // --device, --cache-dir, --quiet
   Budget budget_;           // --budget
+  std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
 };
 
 void GenerateCommand::add_options(CLI::App& sub) {
@@ -92,6 +93,10 @@ void GenerateCommand::add_options(CLI::App& sub) {
                "One kernel configuration for every shape (no shape-specialised variants)");
   sub.add_flag("--no-tune{false}", o_.tune, "Do not tune even with a GPU; use the cache or the initial kernel");
   env_.add_quiet(sub, "Less progress on stderr");
+  sub.add_option("--worker-command", worker_command_,
+                 "Testing: start this program (space-separated argv) instead of `kopt worker`")
+      ->check(check::not_empty())
+      ->group("Testing");
 }
 
 /// Everything that can be checked before any tuning: a bad argument must
@@ -136,7 +141,7 @@ int GenerateCommand::run() {
   t.device = env_.device;
   t.quiet = env_.quiet;
   t.cache_dir = env_.cache_path();
-  t.worker_argv = env_.worker_argv();
+  t.worker_argv = env_.worker_argv(worker_command_);
   t.agent.kopt_exe = self_exe();
   return gen::generate(o_);
 }

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <optional>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -431,6 +432,7 @@ void check_shapes(const JsonAt& shapes) {
 void check_cache_entry(const JsonAt& e) {
   e.expect_object();
   e.at("spec_hash").string();
+  if (auto v = e.find("base_spec_hash")) v->string();
   const JsonAt gpu = e.at("gpu");
   gpu.expect_object();
   for (const char* k : {"name", "compute_capability"})
@@ -572,6 +574,16 @@ int generate(const GenerateOptions& options) {
   }
   const spec::Spec s = tune::load_spec_with_overrides(o.optimize);
   const std::string hash = run::spec_fingerprint(s);
+  // With --input-cases (a capture), the fingerprint of the spec with its own
+  // cases too: a cache entry tuned on the spec's cases or on an earlier
+  // capture ("base_spec_hash") still serves a build without a GPU.
+  std::string base_hash;
+  if (!o.optimize.input_cases.empty()) {
+    tune::OptimizeOptions plain = o.optimize;
+    plain.input_cases.clear();
+    plain.quiet = true;
+    base_hash = run::spec_fingerprint(tune::load_spec_with_overrides(plain));
+  }
   const nlohmann::json cache = o.cache_file.empty() ? nlohmann::json{{"format_version", 1}, {"entries", nlohmann::json::array()}}
                                                     : read_cache(o.cache_file);
   std::filesystem::create_directories(o.out_dir);
@@ -636,8 +648,11 @@ int generate(const GenerateOptions& options) {
       if (!o.cache_file.empty()) {
         nlohmann::json updated = cache;
         nlohmann::json entries = nlohmann::json::array();
+        // One entry per GPU for this spec and these cases; an entry tuned on
+        // an earlier capture of the same spec is replaced too.
         for (const auto& e : updated["entries"])
-          if (!(e["spec_hash"] == hash && e["gpu"].value("name", "") == device.value("name", "") &&
+          if (!((e["spec_hash"] == hash || (!base_hash.empty() && e.value("base_spec_hash", "") == base_hash)) &&
+                e["gpu"].value("name", "") == device.value("name", "") &&
                 e["gpu"].value("compute_capability", "") == device.value("compute_capability", "")))
             entries.push_back(e);
         nlohmann::json fb = summary.value("final_best", nlohmann::json::object());
@@ -653,6 +668,7 @@ int generate(const GenerateOptions& options) {
                            {"specialization", summary.value("specialization", nlohmann::json())},
                            {"tool_version", KOPT_VERSION},
                            {"created", now_iso8601_utc()}});
+        if (!base_hash.empty()) entries.back()["base_spec_hash"] = base_hash;
         if (variants.size() > 1) {
           nlohmann::json vs = nlohmann::json::array();
           for (const auto& v : variants)
@@ -683,14 +699,30 @@ int generate(const GenerateOptions& options) {
   }
 
   // 2. The tuning cache.
-  std::vector<const nlohmann::json*> matching;
+  std::vector<const nlohmann::json*> matching, other_cases;
   std::vector<std::string> stale;
   for (const auto& e : cache["entries"]) {
-    if (e["spec_hash"] != hash) {
+    const bool same = e["spec_hash"] == hash;
+    const bool other = !same && !base_hash.empty() &&
+                       (e["spec_hash"] == base_hash || e.value("base_spec_hash", "") == base_hash);
+    if (!same && !other) {
       stale.push_back(gpu_label(e["gpu"]));
       continue;
     }
-    if (o.target_gpu.empty() || e["gpu"].value("name", "") == o.target_gpu) matching.push_back(&e);
+    if (o.target_gpu.empty() || e["gpu"].value("name", "") == o.target_gpu) (same ? matching : other_cases).push_back(&e);
+  }
+  // Nothing tuned on these cases: an entry of the same spec tuned on other
+  // cases (the spec's own, or an earlier capture), one per GPU, the capture's first.
+  std::string other_note;
+  if (matching.empty() && !other_cases.empty()) {
+    std::map<std::string, const nlohmann::json*> per_gpu;
+    for (const nlohmann::json* e : other_cases) {
+      const std::string g = gpu_label((*e)["gpu"]);
+      if (!per_gpu.count(g) || e->contains("base_spec_hash")) per_gpu[g] = e;
+    }
+    for (const auto& [g, e] : per_gpu) matching.push_back(e);
+    other_note = "; tuned on other cases than " + o.optimize.input_cases.filename().string() +
+                 " (the spec's or an earlier capture's): re-tune on a GPU for these";
   }
   if (!stale.empty())
     std::cerr << "kopt generate: warning: the tuning cache " << o.cache_file.string() << " holds " << stale.size()
@@ -703,7 +735,7 @@ int generate(const GenerateOptions& options) {
     const std::vector<KernelVariant> variants = cache_variants(e, o.cache_file.string(), &dispatch);
     emit(o, s, variants,
          "from the tuning cache " + o.cache_file.filename().string() + ", tuned on " + gpu_label(e["gpu"]) + " (" +
-             no_gpu_reason + ")",
+             no_gpu_reason + other_note + ")",
          dispatch);
     return 0;
   }

@@ -46,7 +46,8 @@ spec::Spec spec_with_capture(nlohmann::json doc, const OptimizeOptions& o, const
   doc["cases"] = spec::cases_with_capture(base, doc["cases"], capture, where, &use);
   if (!o.quiet) {
     std::cerr << "kopt: " << where << ": " << use.taken << " captured shape" << (use.taken == 1 ? "" : "s")
-              << " of kernel '" << clip(capture.kernel) << "' as performance cases, weighted by their "
+              << " of kernel '" << clip(capture.kernel) << "' as performance case" << (use.taken == 1 ? "" : "s")
+              << ", weighted by their "
               << use.launches_taken << " launches";
     if (use.replaced) std::cerr << ", in place of the spec's " << use.replaced << " performance case" << (use.replaced == 1 ? "" : "s");
     std::cerr << "; the spec's " << use.correctness << " correctness case" << (use.correctness == 1 ? "" : "s") << " kept\n";
