@@ -138,13 +138,17 @@ inline State* state() noexcept {
 /// Whether this process records its launches.
 inline bool enabled() noexcept { return state() != nullptr; }
 
-/// Counts one launch with these sizes (a tuple with a size below 1 is no
-/// shape a workload can have, and is not counted).
-inline void record(const Tuple& t) noexcept {
-  State* s = state();
-  if (!s) return;  // capture off: one load and a branch
+#if defined(__GNUC__) || defined(__clang__)
+#define KOPT_CAPTURE_COLD __attribute__((noinline, cold))
+#else
+#define KOPT_CAPTURE_COLD
+#endif
+
+/// Counts one launch of capture `s` (kept out of line: launch_config() holds
+/// only the check of record()).
+KOPT_CAPTURE_COLD inline void count(State* s, const Tuple& t) noexcept {
   for (long long v : t)
-    if (v < 1) return;
+    if (v < 1) return;  // a tuple with a size below 1 is no shape a workload can have
   try {
     std::lock_guard<std::mutex> lock(s->mu);
     const auto it = s->counts.find(t);
@@ -157,6 +161,11 @@ inline void record(const Tuple& t) noexcept {
     }
   } catch (...) {
   }
+}
+
+/// Counts one launch with these sizes when capture is on.
+inline void record(const Tuple& t) noexcept {
+  if (State* s = state()) count(s, t);  // capture off: the static's guard, a load and a branch
 }
 
 // ---- Reading an existing capture file: a small JSON reader. ----
