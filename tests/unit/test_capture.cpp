@@ -183,6 +183,12 @@ TEST(CaptureHeader, OffWritesNothing) {
   r = sh(d.path(), "KOPT_CAPTURE=" + (d / "x.json").string() + " " + off.string() + " 0 1 10");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(fsys::exists(d / "x.json"));
+  // A system that is not POSIX (as Windows: no __unix__): the header
+  // compiles, capture::flush() too, and nothing is recorded.
+  const fsys::path other = program("-U__unix__ -U__unix -Uunix");
+  r = sh(d.path(), "KOPT_CAPTURE=" + (d / "y.json").string() + " " + other.string() + " 0 1 10 flush");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fsys::exists(d / "y.json"));
 }
 
 TEST(CaptureHeader, KernelVariableFolderAndCompileDefinition) {
