@@ -20,6 +20,7 @@ targets, and gate merges on CTest correctness and benchmark tests.
                     [BUDGET <evals=N,minutes=M,patience=P>]
                     [TARGET <target> | OUTPUT_VARIABLE <var>]
                     [CACHE_FILE <tuning-cache.json> [UPDATE_CACHE]]
+                    [CASES_FROM <capture.json>]
                     [BENCHMARK_TOLERANCE <percent>]
                     [LABELS <label>...]
                     [PROPERTIES <name> <value>...])
@@ -85,6 +86,18 @@ targets, and gate merges on CTest correctness and benchmark tests.
     Default: ``KOPT_UPDATE_CACHE`` (OFF): a build never changes your source
     tree.
 
+  ``CASES_FROM``
+    A shape capture (the file the generated ``<name>_launch.h`` writes when
+    the application runs with ``KOPT_CAPTURE=<file>``; KernelOptimizer's
+    ``docs/capture.md``) or a cases file. Its shapes replace the spec's
+    performance cases, each weighted by how often it ran; the spec's
+    correctness cases stay. The tests ``<name>.correctness`` and
+    ``<name>.benchmark`` run on the same cases. The file may not exist yet:
+    the build then tunes on the spec's cases (and says so), and tunes again
+    once it appears or changes. Relative to ``CMAKE_CURRENT_SOURCE_DIR``;
+    a capture usually lives in the build tree
+    (``${CMAKE_BINARY_DIR}/<name>.capture.json``).
+
   ``BENCHMARK_TOLERANCE``
     The ``<name>.benchmark`` test fails when the kernel is slower than the
     recorded best by more than this many percent. Default: 10.
@@ -137,6 +150,31 @@ targets, and gate merges on CTest correctness and benchmark tests.
 
   then ``cmake --build build --target optimize_sgemm`` and ``ctest``.
 #]=======================================================================]
+
+# `cmake -D_KOPT_CASES_FROM=<file> -D_KOPT_CASES_STAMP=<stamp> -P KernelOptimizer.cmake`:
+# the build step behind CASES_FROM. It writes the SHA-256 of the capture (or
+# "missing") into the stamp, touching it only when that changes, so that the
+# tuning, which depends on the stamp, runs again when the capture appears,
+# changes or goes away, and not otherwise. (The capture is not in kopt
+# generate's depfile: under Make a file that goes away would stay there.)
+function(_kopt_update_cases_stamp from stamp)
+  if(EXISTS "${from}" AND NOT IS_DIRECTORY "${from}")
+    file(SHA256 "${from}" now)
+  else()
+    set(now "missing")
+  endif()
+  set(before "")
+  if(EXISTS "${stamp}")
+    file(READ "${stamp}" before)
+  endif()
+  if(NOT before STREQUAL now)
+    file(WRITE "${stamp}" "${now}")
+  endif()
+endfunction()
+if(CMAKE_SCRIPT_MODE_FILE AND DEFINED _KOPT_CASES_STAMP)
+  _kopt_update_cases_stamp("${_KOPT_CASES_FROM}" "${_KOPT_CASES_STAMP}")
+  return()
+endif()
 
 include_guard(GLOBAL)
 
@@ -231,14 +269,15 @@ function(optimize_kernel)
 
   set(options UPDATE_CACHE)
   set(one_value NAME SPEC TEMPLATE INITIAL_KERNEL REFERENCE STRATEGY SEARCH_STRATEGY BUDGET TARGET
-                OUTPUT_VARIABLE CACHE_FILE BENCHMARK_TOLERANCE)
+                OUTPUT_VARIABLE CACHE_FILE CASES_FROM BENCHMARK_TOLERANCE)
   set(multi_value LABELS PROPERTIES)
   cmake_parse_arguments(PARSE_ARGV 0 arg "${options}" "${one_value}" "${multi_value}")
 
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "optimize_kernel(): unknown arguments '${arg_UNPARSED_ARGUMENTS}'. "
                         "Known keywords: NAME SPEC TEMPLATE INITIAL_KERNEL REFERENCE STRATEGY SEARCH_STRATEGY "
-                        "BUDGET TARGET OUTPUT_VARIABLE CACHE_FILE UPDATE_CACHE BENCHMARK_TOLERANCE LABELS PROPERTIES.")
+                        "BUDGET TARGET OUTPUT_VARIABLE CACHE_FILE UPDATE_CACHE CASES_FROM BENCHMARK_TOLERANCE LABELS "
+                        "PROPERTIES.")
   endif()
   foreach(kw IN LISTS arg_KEYWORDS_MISSING_VALUES)
     message(FATAL_ERROR "optimize_kernel(): the keyword ${kw} needs a value, e.g. ${kw} <value>.")
@@ -432,6 +471,49 @@ function(optimize_kernel)
   if(DEFINED arg_CACHE_FILE AND EXISTS "${arg_CACHE_FILE}")
     list(APPEND depends "${arg_CACHE_FILE}")
   endif()
+  # CASES_FROM: a capture (or cases file) that may not exist yet. The tuning
+  # depends on a stamp that an always-run step keeps at the file's SHA-256 or
+  # "missing" (rewritten only when that changes), and kopt generate
+  # --cases-from falls back to the spec's cases while the file is missing;
+  # the cases it used go to <name>.cases.json, which the tests run on.
+  set(cases_args "")
+  if(DEFINED arg_CASES_FROM)
+    cmake_path(ABSOLUTE_PATH arg_CASES_FROM BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE)
+    if(IS_DIRECTORY "${arg_CASES_FROM}")
+      message(FATAL_ERROR "optimize_kernel(): CASES_FROM '${arg_CASES_FROM}' is a directory; name the capture "
+                          "file (e.g. CASES_FROM \${CMAKE_BINARY_DIR}/${arg_NAME}.capture.json).")
+    endif()
+    if(EXISTS "${arg_CASES_FROM}")
+      file(SIZE "${arg_CASES_FROM}" cases_size)
+      if(cases_size GREATER 67108864)
+        message(FATAL_ERROR "optimize_kernel(): CASES_FROM '${arg_CASES_FROM}' is ${cases_size} bytes; a cases "
+                            "file or capture is at most 64 MiB.")
+      endif()
+      file(READ "${arg_CASES_FROM}" cases_text)
+      string(JSON cases_type ERROR_VARIABLE json_error TYPE "${cases_text}")
+      if(json_error)
+        message(FATAL_ERROR "optimize_kernel(): CASES_FROM '${arg_CASES_FROM}' is not valid JSON: ${json_error}")
+      endif()
+      if(NOT cases_type MATCHES "^(OBJECT|ARRAY)$")
+        message(FATAL_ERROR "optimize_kernel(): CASES_FROM '${arg_CASES_FROM}' is neither a shape capture nor a "
+                            "cases file: its top level is ${cases_type}, not an object or an array.")
+      endif()
+    else()
+      message(STATUS "optimize_kernel(${arg_NAME}): CASES_FROM '${arg_CASES_FROM}' does not exist yet: tuning on "
+                     "the spec's cases; run the application with KOPT_CAPTURE=${arg_CASES_FROM} and the next "
+                     "build tunes on the shapes it launched.")
+    endif()
+    set(cases_stamp "${CMAKE_CURRENT_BINARY_DIR}/kernel_optimizer/${arg_NAME}/${arg_NAME}.cases_from.stamp")
+    set(cases_out "${CMAKE_CURRENT_BINARY_DIR}/kernel_optimizer/${arg_NAME}/${arg_NAME}.cases.json")
+    _kopt_update_cases_stamp("${arg_CASES_FROM}" "${cases_stamp}")
+    add_custom_target(kopt_cases_from_${arg_NAME}
+                      COMMAND "${CMAKE_COMMAND}" "-D_KOPT_CASES_FROM=${arg_CASES_FROM}"
+                              "-D_KOPT_CASES_STAMP=${cases_stamp}" -P "${_KOPT_MODULE_DIR}/KernelOptimizer.cmake"
+                      BYPRODUCTS "${cases_stamp}"
+                      VERBATIM)
+    list(APPEND depends "${cases_stamp}")
+    set(cases_args --input-cases "${cases_out}")
+  endif()
   # Without UPDATE_CACHE the committed cache is only read; the updated one
   # (or a copy) lands in the build tree, where the benchmark test reads it.
   set(byproducts "")
@@ -444,6 +526,10 @@ function(optimize_kernel)
       list(APPEND byproducts "${bench_cache}")
     endif()
   endif()
+  if(DEFINED arg_CASES_FROM)
+    list(APPEND cmd --cases-from "${arg_CASES_FROM}" --cases-out "${cases_out}")
+    list(APPEND byproducts "${cases_out}")
+  endif()
   if(KOPT_TARGET_GPU)
     list(APPEND cmd --target-gpu "${KOPT_TARGET_GPU}")
   endif()
@@ -451,6 +537,11 @@ function(optimize_kernel)
     list(APPEND cmd --require-gpu)
   endif()
 
+  set(cases_note "")
+  if(DEFINED arg_CASES_FROM)
+    cmake_path(GET arg_CASES_FROM FILENAME cases_name)
+    set(cases_note ", on the shapes of ${cases_name} when it exists")
+  endif()
   if(arg_UPDATE_CACHE)
     set(cache_note ", updating ${arg_CACHE_FILE}")
   else()
@@ -465,11 +556,14 @@ function(optimize_kernel)
     COMMAND ${cmd}
     DEPENDS ${depends} kopt::kopt $<TARGET_FILE:kopt::kopt>
     DEPFILE "${out_d}"
-    COMMENT "KernelOptimizer: generating ${arg_NAME} (tuned with ${arg_STRATEGY}, budget ${arg_BUDGET}, on a GPU${cache_note}; else from the tuning cache or the initial kernel)"
+    COMMENT "KernelOptimizer: generating ${arg_NAME} (tuned with ${arg_STRATEGY}, budget ${arg_BUDGET}${cases_note}, on a GPU${cache_note}; else from the tuning cache or the initial kernel)"
     USES_TERMINAL
     VERBATIM)
   set_source_files_properties("${out_cu}" "${out_h}" PROPERTIES GENERATED TRUE)
   add_custom_target(optimize_${arg_NAME} DEPENDS "${out_cu}" "${out_h}")
+  if(DEFINED arg_CASES_FROM)
+    add_dependencies(optimize_${arg_NAME} kopt_cases_from_${arg_NAME})
+  endif()
 
   if(DEFINED arg_TARGET)
     target_sources(${arg_TARGET} PRIVATE "${out_cu}")
@@ -485,9 +579,9 @@ function(optimize_kernel)
   # Each test runs on the GPU CTest gives it under --resource-spec-file
   # (--device-from-ctest), else on GPU 0.
   add_test(NAME ${arg_NAME}.correctness
-           COMMAND kopt::kopt evaluate --spec "${spec_for_tests}" --kernel "${out_cu}" --no-time --quiet
+           COMMAND kopt::kopt evaluate --spec "${spec_for_tests}" ${cases_args} --kernel "${out_cu}" --no-time --quiet
                    --device-from-ctest --cache-dir "${CMAKE_BINARY_DIR}/kernel_optimizer/nvrtc-cache")
-  set(bench_cmd kopt::kopt bench --spec "${spec_for_tests}" --kernel "${out_cu}"
+  set(bench_cmd kopt::kopt bench --spec "${spec_for_tests}" ${cases_args} --kernel "${out_cu}"
                 --tolerance "${arg_BENCHMARK_TOLERANCE}" --device-from-ctest
                 --cache-dir "${CMAKE_BINARY_DIR}/kernel_optimizer/nvrtc-cache"
                 --benchmark_out=${out_dir}/${arg_NAME}.benchmark.json --benchmark_out_format=json)

@@ -9,12 +9,14 @@
 # covers it on the GPU).
 #
 # Usage (from the repository root):
-#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [agent] [kinds]
+#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds]
 #   (suite: the example's generated kernel, as the example's build compiled it, benchmarked on the
 #   five flagship shapes and on DeepBench's inference-server suite; run after example)
 #   stages to run (default: test optimize bench example)
+#   capture: the example's shape-capture loop (docs/capture.md) in build-capture/
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 #   SWEEP_MINUTES (env): the time budget of the sweep stage (default 6)
+#   CAPTURE_BUDGET (env): optimize_sgemm's budget in the capture stage (default evals=16,minutes=1.5)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -23,6 +25,7 @@ LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 STAGES="${*:-test optimize bench example}"
 SWEEP_MINUTES="${SWEEP_MINUTES:-6}"
+CAPTURE_BUDGET="${CAPTURE_BUDGET:-evals=16,minutes=1.5}"
 OPT_BUDGET="${OPT_BUDGET:-evals=40,minutes=4}"
 export PATH="/usr/local/cuda/bin:$PATH"
 BUILD="$ROOT/build-gpu"
@@ -195,4 +198,58 @@ if [[ " $STAGES " == *" suite "* ]]; then
   else
     echo "== suite: skipped (no generated kernel in $GEN: run the example stage first)"
   fi
+fi
+
+if [[ " $STAGES " == *" capture "* ]]; then
+  echo "== capture: matmul records its shapes (KOPT_CAPTURE), optimize_sgemm tunes on them ($CAPTURE_BUDGET), ctest checks them"
+  CX="$ROOT/build-capture"
+  CAP="$CX/sgemm.capture.json"
+  rm -rf "$CX"
+  # Its own build tree, and the committed cache only read (no KOPT_UPDATE_CACHE).
+  cmake -S example_project -B "$CX" -G Ninja -DKernelOptimizer_DIR="$BUILD" -DKOPT_EXAMPLE_BUDGET="$CAPTURE_BUDGET" \
+    >"$LOGS/capture.configure.log" 2>&1 || { tail -20 "$LOGS/capture.configure.log"; exit 1; }
+  grep -F "does not exist yet" "$LOGS/capture.configure.log" | head -2
+  echo "-- 1. first build: no capture yet, tuned on the spec's cases"
+  cmake --build "$CX" >"$LOGS/capture.build1.log" 2>&1
+  echo "build exit $?"; grep -E "kopt generate|kopt: best" "$LOGS/capture.build1.log" | tail -4
+  echo "-- 2. matmul with KOPT_CAPTURE=$CAP"
+  : >"$LOGS/capture.matmul.log"
+  for shape in "4096 1024 512" "4096 1024 512" "4096 1024 512" "128 4096 1024" "1000 1000 17"; do
+    # shellcheck disable=SC2086  # the shape is three arguments
+    KOPT_CAPTURE="$CAP" "$CX/matmul" $shape >>"$LOGS/capture.matmul.log" 2>&1
+    echo "matmul $shape: exit $?"
+  done
+  tail -5 "$LOGS/capture.matmul.log"
+  if [ -f "$CAP" ]; then cp "$CAP" "$OUT/sgemm.capture.json"; cat "$CAP"; else echo "no capture file written"; fi
+  echo "-- 3. optimize_sgemm again: tunes on the captured shapes"
+  cmake --build "$CX" --target optimize_sgemm >"$LOGS/capture.tune.log" 2>&1
+  echo "optimize_sgemm exit $?"
+  grep -E "captured shape|kopt generate|kopt: best|evaluated" "$LOGS/capture.tune.log" | tail -6
+  cp "$CX/kernel_optimizer/sgemm/sgemm.cases.json" "$LOGS/capture.cases.json" 2>/dev/null
+  CRUN="$(ls -d "$CX"/kernel_optimizer/sgemm/runs/run-* 2>/dev/null | tail -1)"
+  if [ -n "$CRUN" ]; then
+    mkdir -p "$LOGS/capture-run"; cp "$CRUN"/*.json "$LOGS/capture-run/" 2>/dev/null
+    python3 - "$CRUN/summary.json" "$CRUN/spec.json" <<'PY' || true
+import json, sys
+s, spec = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+perf = [(c["name"], c.get("weight", 1)) for c in spec["cases"] if c.get("role") == "performance"]
+print("tuned on", len(perf), "performance cases:", perf)
+fb = s.get("final_best", {})
+print("final best:", fb.get("label"), "weighted geomean", fb.get("geomean_ms"), "ms | / cuBLAS", fb.get("ratio_to_cublas"))
+sp = s.get("specialization")
+if sp:
+    print("specialised: weighted geomean", sp.get("geomean_ms"), "ms | single", sp.get("single_geomean_ms"), "ms")
+    for name, c in sp.get("cases", {}).items():
+        print("  ", name, "variant", c.get("variant"), c.get("median_ms"), "ms (single", c.get("single_median_ms"), ")")
+PY
+  fi
+  echo "-- 4. build and ctest: sgemm.correctness and sgemm.benchmark on the captured shapes"
+  cmake --build "$CX" >"$LOGS/capture.build2.log" 2>&1; echo "build exit $?"
+  ctest --test-dir "$CX" --output-on-failure >"$LOGS/capture.ctest.log" 2>&1
+  echo "ctest exit $?"; grep -E "Test +#|tests passed" "$LOGS/capture.ctest.log"
+  ctest --test-dir "$CX" -R 'sgemm\.correctness' -V >"$LOGS/capture.correctness.log" 2>&1
+  echo "sgemm.correctness exit $?; captured cases checked: $(grep -o '"captured_[A-Za-z0-9_]*"' "$LOGS/capture.correctness.log" | sort -u | tr '\n' ' ')"
+  echo "-- 5. optimize_sgemm with nothing changed (must not tune again)"
+  cmake --build "$CX" --target optimize_sgemm >"$LOGS/capture.retune.log" 2>&1
+  echo "exit $?; kopt generate runs: $(grep -c 'KernelOptimizer: generating' "$LOGS/capture.retune.log")"
 fi

@@ -681,6 +681,33 @@ add(
           note="the fixture's cases file is accepted"),
 )
 
+# Shape captures (docs/capture.md) as --input-cases: what a damaged or foreign
+# capture file gives; the first line names the file and the JSON path.
+def capture_case(name, content, first, **kw):
+    return files("capture_" + name, optimize("--input-cases", "{dir}/cap.json"), first,
+                 lambda ctx: ctx.write("cap.json", content), **kw)
+
+
+CAP_HEAD = '{"kopt_capture": 1, "kernel": "tiny", "sizes": ["N"], "launches": '
+add(
+    capture_case("version_2", '{"kopt_capture": 2, "kernel": "tiny", "sizes": ["N"], "launches": []}',
+                 "kopt\\.capture\\.001.*cap\\.json.*kopt_capture"),
+    capture_case("unknown_key", CAP_HEAD + '[], "extra": 1}', "kopt\\.capture\\.002.*cap\\.json.*extra"),
+    capture_case("other_sizes", '{"kopt_capture": 1, "kernel": "sgemm", "sizes": ["M", "N", "K"], "launches": '
+                 '[{"sizes": {"M": 1, "N": 2, "K": 3}, "count": 1}]}', "kopt\\.capture\\.003.*cap\\.json.*sizes"),
+    capture_case("launch_missing_size", '{"kopt_capture": 1, "kernel": "tiny", "sizes": ["N", "L"], "launches": '
+                 '[{"sizes": {"N": 1}, "count": 1}]}', "kopt\\.capture\\.004.*cap\\.json.*launches\\[0\\]\\.sizes"),
+    capture_case("no_launches", CAP_HEAD + '[]}', "kopt\\.capture\\.005.*cap\\.json.*launches"),
+    capture_case("count_zero", CAP_HEAD + '[{"sizes": {"N": 5}, "count": 0}]}', "cap\\.json.*launches\\[0\\]\\.count"),
+    capture_case("count_quoted", CAP_HEAD + '[{"sizes": {"N": 5}, "count": "7"}]}', "cap\\.json.*count.*without quotes"),
+    capture_case("size_negative", CAP_HEAD + '[{"sizes": {"N": -5}, "count": 1}]}', "cap\\.json.*launches\\[0\\]\\.sizes\\.N"),
+    capture_case("size_huge", CAP_HEAD + '[{"sizes": {"N": 9000000000000000000}, "count": 1}]}',
+                 "cap\\.json.*captured shape does not fit", note="a shape the spec cannot run names the capture"),
+    capture_case("truncated", CAP_HEAD + '[{"sizes": {"N": 5}, "cou', "cap\\.json"),
+    capture_case("control_valid", CAP_HEAD + '[{"sizes": {"N": 5}, "count": 3}, {"sizes": {"N": 70}, "count": 1}]}',
+                 None, exit=0, note="a capture is accepted: its shapes become the performance cases"),
+)
+
 
 # --------------------------------------------------------------------------
 # Command-line options of every subcommand

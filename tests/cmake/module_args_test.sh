@@ -112,6 +112,25 @@ expect_error override_no_entry "optimize_kernel(NAME k SPEC $S INITIAL_KERNEL $T
   "INITIAL_KERNEL file '$T/no_entry.cu' has no '// kopt:entry NAME' line"
 expect_error cache_directory "optimize_kernel(NAME k SPEC $S CACHE_FILE $T/a_folder)" "CACHE_FILE '$T/a_folder' is a directory"
 
+echo "== CASES_FROM"
+echo '{"kopt_capture": 1, "kernel": "k", "sizes": ["N"], "launches": [{"sizes": {"N": 5}, "count": 2}]}' >"$T/capture.json"
+echo '{"kopt_capture": 1,' >"$T/broken_capture.json"
+echo '"just a string"' >"$T/string_capture.json"
+expect_error cases_from_directory "optimize_kernel(NAME k SPEC $S CASES_FROM $T/a_folder)" \
+  "CASES_FROM '$T/a_folder' is a directory"
+expect_error cases_from_not_json "optimize_kernel(NAME k SPEC $S CASES_FROM $T/broken_capture.json)" \
+  "CASES_FROM '$T/broken_capture.json' is not valid JSON"
+expect_error cases_from_scalar "optimize_kernel(NAME k SPEC $S CASES_FROM $T/string_capture.json)" \
+  "its top level is STRING, not an object or an array"
+expect_error cases_from_empty "optimize_kernel(NAME k SPEC $S CASES_FROM \"\")" "the keyword CASES_FROM has an empty value"
+expect_ok cases_from_present "optimize_kernel(NAME k SPEC $S CASES_FROM $T/capture.json)"
+# A capture that does not exist yet configures, and says what happens.
+expect_ok cases_from_missing "optimize_kernel(NAME k SPEC $S CASES_FROM not_yet.json)"
+tr -s ' \n' '  ' <"$T/case-cases_from_missing/log" | grep -qF \
+  "CASES_FROM '$T/case-cases_from_missing/not_yet.json' does not exist yet: tuning on the spec's cases" \
+  || { cat "$T/case-cases_from_missing/log"; fail "cases_from_missing: no message"; }
+echo "  cases_from_missing: says so: ok"
+
 echo "== good calls configure"
 expect_ok good_budgets "optimize_kernel(NAME a SPEC $S BUDGET evals=10,minutes=2)
 optimize_kernel(NAME b SPEC $S BUDGET 200)
@@ -177,6 +196,16 @@ optimize_kernel(NAME rw SPEC $S CACHE_FILE $T/cache.json UPDATE_CACHE)"
   OPENAI_API_KEY= cmake -S "$T/case-cache" -B "$T/case-cache/b2" -G Ninja -DKOPT_UPDATE_CACHE=ON >/dev/null
   grep -E -- "--name ro .*--cache-out" "$T/case-cache/b2/build.ninja" >/dev/null && fail "cache: KOPT_UPDATE_CACHE=ON ignored"
   echo "  UPDATE_CACHE / KOPT_UPDATE_CACHE: ok"
+
+  expect_ninja cases "enable_testing()
+optimize_kernel(NAME c SPEC $S CASES_FROM $T/capture.json)"
+  grep -E -- "--name c .*--cases-from $T/capture.json --cases-out $T/case-cases/b/kernel_optimizer/c/c.cases.json" \
+    "$NINJA" >/dev/null || fail "cases: kopt generate lacks --cases-from/--cases-out"
+  has cases "kernel_optimizer/c/c.cases_from.stamp"
+  grep -F -- "\"--input-cases\" \"$T/case-cases/b/kernel_optimizer/c/c.cases.json\"" "$T/case-cases/b/CTestTestfile.cmake" \
+    >/dev/null || fail "cases: the tests do not run on the generated cases"
+  [ "$(grep -c -- '--input-cases' "$T/case-cases/b/CTestTestfile.cmake")" -eq 2 ] || fail "cases: not both tests"
+  echo "  CASES_FROM: --cases-from, --cases-out, the stamp, the tests' --input-cases: ok"
 else
   echo "  (ninja not found: the build-command checks are skipped)"
 fi

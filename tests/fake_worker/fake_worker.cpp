@@ -99,7 +99,7 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
   Result res;
   res.verdict = Verdict::ok;
   res.detail = "fake worker";
-  std::vector<double> medians;
+  std::vector<double> medians, weights;
   for (const auto& c : r.cases) {
     kopt::model::CaseResult cr;
     cr.name = c.name;
@@ -114,10 +114,11 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
       cr.screen_ms = c.screen_ms;
       cr.latency = kopt::model::latency_stats(cr.screened ? std::vector<double>{t} : std::vector<double>{t, t, t});
       medians.push_back(t);
+      weights.push_back(c.weight);
     }
     res.cases.push_back(cr);
   }
-  res.geomean_ms = medians.empty() ? ms : kopt::model::geomean(medians);
+  res.geomean_ms = medians.empty() ? ms : kopt::model::geomean(medians, weights);  // weighted as the real worker
   res.compile_ms = 0.5;
   return res;
 }

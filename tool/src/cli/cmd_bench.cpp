@@ -21,6 +21,7 @@
 #include "eval/evaluator.h"
 #include "gen/generate.h"
 #include "run/fingerprint.h"
+#include "tune/driver.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -44,6 +45,7 @@ class BenchCommand final : public Command {
   std::vector<std::string> benchmark_args() const;
 
   std::string spec_, kernel_;      // --spec, --kernel (required)
+  std::string input_cases_;        // --input-cases: cases or a shape capture replacing the spec's
   std::string cache_file_;         // --cache-file: the tuning cache holding the recorded best
   double recorded_ms_ = 0;         // --recorded-ms: explicit recorded best geomean (overrides the cache)
   double tolerance_percent_ = 10;  // --tolerance: allowed slowdown
@@ -55,6 +57,9 @@ class BenchCommand final : public Command {
 void BenchCommand::add_options(CLI::App& sub) {
   sub.add_option("--spec", spec_, "Workload spec (JSON)")->required()->check(check::existing_file());
   sub.add_option("--kernel", kernel_, "Kernel .cu (with kopt: annotations)")->required()->check(check::existing_file());
+  sub.add_option("--input-cases", input_cases_,
+                 "JSON file of cases replacing the spec's, or a shape capture (docs/capture.md)")
+      ->check(check::existing_file());
   sub.add_option("--cache-file", cache_file_, "Tuning cache holding the recorded best (a missing file: none)")
       ->check(check::not_empty());
   sub.add_option("--recorded-ms", recorded_ms_, "Recorded best geomean in ms (instead of the cache)")
@@ -159,7 +164,10 @@ int BenchCommand::run() {
   // exit is 77 (skipped), which must never hide a broken command line.
   check_benchmark_flags();
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
-  const spec::Spec s = spec::load_spec(spec_);
+  tune::OptimizeOptions so;
+  so.spec = spec_;
+  so.input_cases = input_cases_;
+  const spec::Spec s = tune::load_spec_with_overrides(so);
   spec::Candidate c = eval::candidate_from_file(kernel_);
   if (c.entry.empty())
     throw UsageError("kopt.cli.015", "--kernel " + clip(kernel_) +

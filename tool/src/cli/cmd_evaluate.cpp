@@ -142,6 +142,7 @@ class EvaluateCommand final : public Command {
   nlohmann::json compile_only(const cuda::CompileResult& cr, const std::string& tag, Outcome& out) const;
 
   std::string spec_;                  // --spec (required)
+  std::string input_cases_;           // --input-cases: cases or a shape capture replacing the spec's
   std::vector<std::string> kernels_;  // --kernel (default: the spec's initial kernel)
   std::string entry_;                 // --entry
   std::string params_;                // --params NAME=VALUE,...
@@ -167,6 +168,9 @@ void EvaluateCommand::add_options(CLI::App& sub) {
   env_.add_arch(sub, "Compile for this architecture (e.g. sm_90) instead of the device's");
   sub.add_option("--json", json_out_, "Also write the results to this file")->check(check::not_empty());
   env_.add_cache_dir(sub);
+  sub.add_option("--input-cases", input_cases_,
+                 "JSON file of cases replacing the spec's, or a shape capture (docs/capture.md)")
+      ->check(check::existing_file());
   sub.add_option("--cases", cases_, "Only these cases (names)")->delimiter(',')->check(check::not_empty());
   env_.add_device(sub)->capture_default_str();
   env_.add_device_from_ctest(sub);
@@ -343,7 +347,11 @@ int EvaluateCommand::run() {
   tty_ = ::isatty(2);
   if (!json_out_.empty()) check_output_file("--json", json_out_);
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
-  const spec::Spec spec = spec::load_spec(spec_);
+  tune::OptimizeOptions so;
+  so.spec = spec_;
+  so.input_cases = input_cases_;
+  so.quiet = env_.quiet;
+  const spec::Spec spec = tune::load_spec_with_overrides(so);
   check_arguments(spec);
   const Candidates candidates = collect(spec);
   env_.resolve_device("evaluate");

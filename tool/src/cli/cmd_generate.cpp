@@ -34,6 +34,7 @@ class GenerateCommand final : public Command {
   gen::GenerateOptions o_;  // defaults in gen/generate.h and tune/driver.h
   Environment env_;         // --device, --cache-dir, --quiet
   Budget budget_;           // --budget
+  std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
 };
 
 void GenerateCommand::add_options(CLI::App& sub) {
@@ -52,6 +53,16 @@ void GenerateCommand::add_options(CLI::App& sub) {
   sub.add_option("--depfile", o_.depfile,
                  "Write a Make-syntax depfile naming every file the run reads (spec, sources and their "
                  "includes, .npy inputs and golden outputs, the cache), for add_custom_command(DEPFILE)")
+      ->check(check::not_empty());
+  sub.add_option("--input-cases", t.input_cases,
+                 "JSON file of cases replacing the spec's, or a shape capture (docs/capture.md)")
+      ->check(check::existing_file());
+  sub.add_option("--cases-from", o_.cases_from,
+                 "Like --input-cases, but while the file does not exist the spec's cases are used "
+                 "(optimize_kernel(CASES_FROM))")
+      ->check(check::not_empty());
+  sub.add_option("--cases-out", o_.cases_out,
+                 "Write the cases the kernel was generated for here ({\"cases\": [...]}), for the tests")
       ->check(check::not_empty());
   sub.add_option("--template", t.template_source, "Tunable template .cu")->check(check::existing_file());
   sub.add_option("--initial-kernel", t.initial_kernel, "Initial kernel .cu")->check(check::existing_file());
@@ -82,6 +93,10 @@ void GenerateCommand::add_options(CLI::App& sub) {
                "One kernel configuration for every shape (no shape-specialised variants)");
   sub.add_flag("--no-tune{false}", o_.tune, "Do not tune even with a GPU; use the cache or the initial kernel");
   env_.add_quiet(sub, "Less progress on stderr");
+  sub.add_option("--worker-command", worker_command_,
+                 "Testing: start this program (space-separated argv) instead of `kopt worker`")
+      ->check(check::not_empty())
+      ->group("Testing");
 }
 
 /// Everything that can be checked before any tuning: a bad argument must
@@ -91,6 +106,9 @@ void GenerateCommand::check_arguments() const {
   check_output_dir("--out-dir", o_.out_dir);
   if (!o_.depfile.empty()) check_output_file("--depfile", o_.depfile);
   if (!o_.cache_out.empty()) check_output_file("--cache-out", o_.cache_out);
+  if (!o_.cases_out.empty()) check_output_file("--cases-out", o_.cases_out);
+  if (!o_.cases_from.empty() && !o_.optimize.input_cases.empty())
+    throw UsageError("kopt.cli.027", "--cases-from and --input-cases both give the cases; give one");
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
   if (o_.cache_file.empty()) return;
   const std::filesystem::path& f = o_.cache_file;
@@ -123,7 +141,7 @@ int GenerateCommand::run() {
   t.device = env_.device;
   t.quiet = env_.quiet;
   t.cache_dir = env_.cache_path();
-  t.worker_argv = env_.worker_argv();
+  t.worker_argv = env_.worker_argv(worker_command_);
   t.agent.kopt_exe = self_exe();
   return gen::generate(o_);
 }

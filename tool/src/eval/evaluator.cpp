@@ -174,6 +174,7 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
     if (auto it = cand.screen_ms.find(c.name); it != cand.screen_ms.end() && c.role == spec::CaseRole::performance)
       cs.screen_ms = it->second;
     cs.sizes = c.sizes;
+    cs.weight = c.weight;
     const spec::Bindings b = spec::bindings_for(c, cand.params);
     for (const spec::Param& p : spec_.signature) {
       ArgSpec a;

@@ -227,6 +227,7 @@ json case_to_json(const CaseSpec& c) {
          {"golden_npy", c.golden_npy.empty() ? json::object() : json(c.golden_npy)}};
   if (c.reference_launch) j["reference_launch"] = dims_to_json(*c.reference_launch);
   if (c.screen_ms) j["screen_ms"] = *c.screen_ms;
+  if (c.weight != 1) j["weight"] = c.weight;
   return j;
 }
 
@@ -251,6 +252,10 @@ CaseSpec case_from_json(const json& j, const std::string& path) {
     c.screen_ms = get_double(*it, path + ".screen_ms");
     if (!(*c.screen_ms > 0) || !std::isfinite(*c.screen_ms))
       fail(path + ".screen_ms", "expected a positive number of milliseconds");
+  }
+  if (auto it = j.find("weight"); it != j.end()) {
+    c.weight = dbl(j, "weight", path);
+    if (!std::isfinite(c.weight) || c.weight <= 0) json_io::fail(path + ".weight", "expected a positive finite number");
   }
   return c;
 }

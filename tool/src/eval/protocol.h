@@ -101,6 +101,7 @@ struct CaseSpec {
   /// with events) comes first, and when it takes longer than this (ms) the
   /// case is not timed further (CaseResult::screened).
   std::optional<double> screen_ms;
+  double weight = 1;  // spec::Case::weight: its share of the result's geomean (performance cases)
 };
 
 struct EvalRequest {

@@ -267,7 +267,7 @@ void Worker::evaluate(const EvalRequest& rq) {
   if (!rq.time) return;
   const auto t_timing = Clock::now();
 
-  std::vector<double> medians, ref_medians;
+  std::vector<double> medians, ref_medians, weights;  // weights: each case's (spec::Case::weight)
   for (const auto& c : rq.cases) {
     if (c.role != spec::CaseRole::performance) continue;
     progress(rq.id, c.name, "time");
@@ -292,6 +292,7 @@ void Worker::evaluate(const EvalRequest& rq) {
     cr.latency = latency_stats(samples);
     cr.latency->raw_ms = samples;
     medians.push_back(cr.latency->median_ms);
+    weights.push_back(c.weight);
     if (rq.time_reference && ref) {
       // The reference on plain buffers of its own, same inputs.
       std::vector<DeviceMemory> mem;
@@ -313,9 +314,9 @@ void Worker::evaluate(const EvalRequest& rq) {
     }
   }
   result_.timing_ms = ms_since(t_timing);
-  if (!medians.empty()) result_.geomean_ms = geomean(medians);
+  if (!medians.empty()) result_.geomean_ms = geomean(medians, weights);
   if (!ref_medians.empty() && ref_medians.size() == medians.size()) {
-    result_.reference_geomean_ms = geomean(ref_medians);
+    result_.reference_geomean_ms = geomean(ref_medians, weights);
     result_.speedup = *result_.reference_geomean_ms / *result_.geomean_ms;
   }
 }

@@ -4,10 +4,12 @@
 #include <ctime>
 #include <optional>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "gen/capture_code.h"
 #include "gen/depfile.h"
 #include "model/dispatch.h"
 #include "run/fingerprint.h"
@@ -53,6 +55,8 @@ void emit(const GenerateOptions& o, const spec::Spec& s, const std::vector<Kerne
   nlohmann::json meta = {{"name", o.name}, {"workload", s.name}, {"source_of_kernel", why},
                          {"variants", labels}, {"generated", now_iso8601_utc()}};
   fs::write_file_atomic(o.out_dir / (o.name + ".json"), dump_json(meta, 2) + "\n");
+  if (!o.cases_out.empty())
+    fs::write_file_atomic(o.cases_out, dump_json(nlohmann::json{{"cases", spec::to_json(s)["cases"]}}, 2) + "\n");
   std::cerr << "kopt generate: " << o.name << ".cu: " << why;
   if (variants.size() > 1) std::cerr << "; " << variants.size() << " shape-specialised variants";
   std::cerr << "\n";
@@ -144,7 +148,7 @@ const std::set<std::string>& reserved_names() {
       // the header's own names
       "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "kEntry", "kVariants",
       "kVariantLabels", "LaunchConfig", "launch_config",
-      "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std",
+      "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
       // C++20 keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
       "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
@@ -273,7 +277,9 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     h << "\n// " << n << " shape-specialised variants: launch_config() picks, for the given sizes, the\n"
       << "// variant tuned on the nearest performance case (distance: sum of squared log size ratios);\n"
       << "// variant 0 is the best single configuration for every case.";
-  h << "\n#pragma once\n\n#include <cmath>\n#include <cstddef>\n\nnamespace kopt_" << name << " {\n\n"
+  h << "\n#pragma once\n\n#include <cmath>\n#include <cstddef>\n";
+  if (!sizes.empty()) h << "\n" << capture_includes();
+  h << "\nnamespace kopt_" << name << " {\n\n"
     << "inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }\n"
     << "inline long long min(long long a, long long b) { return a < b ? a : b; }\n"
     << "template <typename... R>\n"
@@ -367,9 +373,12 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
       << "  }\n  return kopt_best;\n}\n\n";
   }
   }
+  if (!sizes.empty()) h << capture_code(name, sizes);
   h << "/// Grid, block, dynamic shared memory and variant for the given problem sizes.\n"
-    << "inline LaunchConfig launch_config(" << size_params() << ") {\n"
-    << "  return launch_config_variant(select_variant(" << size_args() << ")" << (sizes.empty() ? "" : ", ")
+    << "inline LaunchConfig launch_config(" << size_params() << ") {\n";
+  if (!sizes.empty())
+    h << kCaptureIf << "\n  capture::record({{" << size_args() << "}});  // KOPT_CAPTURE: counts these sizes\n#endif\n";
+  h << "  return launch_config_variant(select_variant(" << size_args() << ")" << (sizes.empty() ? "" : ", ")
     << size_args() << ");\n}\n\n"
     << "}  // namespace kopt_" << name << "\n";
 
@@ -423,6 +432,7 @@ void check_shapes(const JsonAt& shapes) {
 void check_cache_entry(const JsonAt& e) {
   e.expect_object();
   e.at("spec_hash").string();
+  if (auto v = e.find("base_spec_hash")) v->string();
   const JsonAt gpu = e.at("gpu");
   gpu.expect_object();
   for (const char* k : {"name", "compute_capability"})
@@ -548,16 +558,44 @@ void write_cache(const std::filesystem::path& file, const nlohmann::json& cache)
   fs::write_file_atomic(file, dump_json(cache, 2) + "\n");
 }
 
-int generate(const GenerateOptions& o) {
+int generate(const GenerateOptions& options) {
+  GenerateOptions o = options;
   if (o.name.empty()) throw UsageError("kopt.gen.103", "--name is required");
+  if (!o.cases_from.empty()) {
+    // A capture that does not exist yet (the application has not run with
+    // KOPT_CAPTURE): the spec's cases, until it appears.
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(o.cases_from, ec))) {
+      o.optimize.input_cases = o.cases_from;
+    } else if (!o.optimize.quiet) {
+      std::cerr << "kopt generate: --cases-from " << o.cases_from.string()
+                << " does not exist (yet): using the spec's cases; the build tunes again once it appears\n";
+    }
+  }
   const spec::Spec s = tune::load_spec_with_overrides(o.optimize);
   const std::string hash = run::spec_fingerprint(s);
+  // With --input-cases (a capture), the fingerprint of the spec with its own
+  // cases too: a cache entry tuned on the spec's cases or on an earlier
+  // capture ("base_spec_hash") still serves a build without a GPU.
+  std::string base_hash;
+  if (!o.optimize.input_cases.empty()) {
+    tune::OptimizeOptions plain = o.optimize;
+    plain.input_cases.clear();
+    plain.quiet = true;
+    base_hash = run::spec_fingerprint(tune::load_spec_with_overrides(plain));
+  }
   const nlohmann::json cache = o.cache_file.empty() ? nlohmann::json{{"format_version", 1}, {"entries", nlohmann::json::array()}}
                                                     : read_cache(o.cache_file);
   std::filesystem::create_directories(o.out_dir);
-  if (!o.depfile.empty())
-    fs::write_file_atomic(o.depfile, depfile_text(o.out_dir / (o.name + ".cu"),
-                                                  spec_dependencies(s, o.optimize, o.cache_file)));
+  if (!o.depfile.empty()) {
+    // A --cases-from file is not in the depfile: it may go away, and Make
+    // (CMake's compiler_depend.make keeps every entry it has seen) would then
+    // re-run this on every build. optimize_kernel(CASES_FROM) follows it
+    // with a stamp of its content instead.
+    tune::OptimizeOptions deps = o.optimize;
+    if (!o.cases_from.empty()) deps.input_cases.clear();
+    fs::write_file_atomic(o.depfile, depfile_text(o.out_dir / (o.name + ".cu"), spec_dependencies(s, deps, o.cache_file)));
+  }
   // --cache-out: the committed cache is only read; its updated copy (or a
   // plain copy, when nothing was tuned) goes there, for the benchmark test.
   auto copy_cache = [&]() {
@@ -610,8 +648,11 @@ int generate(const GenerateOptions& o) {
       if (!o.cache_file.empty()) {
         nlohmann::json updated = cache;
         nlohmann::json entries = nlohmann::json::array();
+        // One entry per GPU for this spec and these cases; an entry tuned on
+        // an earlier capture of the same spec is replaced too.
         for (const auto& e : updated["entries"])
-          if (!(e["spec_hash"] == hash && e["gpu"].value("name", "") == device.value("name", "") &&
+          if (!((e["spec_hash"] == hash || (!base_hash.empty() && e.value("base_spec_hash", "") == base_hash)) &&
+                e["gpu"].value("name", "") == device.value("name", "") &&
                 e["gpu"].value("compute_capability", "") == device.value("compute_capability", "")))
             entries.push_back(e);
         nlohmann::json fb = summary.value("final_best", nlohmann::json::object());
@@ -627,6 +668,7 @@ int generate(const GenerateOptions& o) {
                            {"specialization", summary.value("specialization", nlohmann::json())},
                            {"tool_version", KOPT_VERSION},
                            {"created", now_iso8601_utc()}});
+        if (!base_hash.empty()) entries.back()["base_spec_hash"] = base_hash;
         if (variants.size() > 1) {
           nlohmann::json vs = nlohmann::json::array();
           for (const auto& v : variants)
@@ -657,14 +699,30 @@ int generate(const GenerateOptions& o) {
   }
 
   // 2. The tuning cache.
-  std::vector<const nlohmann::json*> matching;
+  std::vector<const nlohmann::json*> matching, other_cases;
   std::vector<std::string> stale;
   for (const auto& e : cache["entries"]) {
-    if (e["spec_hash"] != hash) {
+    const bool same = e["spec_hash"] == hash;
+    const bool other = !same && !base_hash.empty() &&
+                       (e["spec_hash"] == base_hash || e.value("base_spec_hash", "") == base_hash);
+    if (!same && !other) {
       stale.push_back(gpu_label(e["gpu"]));
       continue;
     }
-    if (o.target_gpu.empty() || e["gpu"].value("name", "") == o.target_gpu) matching.push_back(&e);
+    if (o.target_gpu.empty() || e["gpu"].value("name", "") == o.target_gpu) (same ? matching : other_cases).push_back(&e);
+  }
+  // Nothing tuned on these cases: an entry of the same spec tuned on other
+  // cases (the spec's own, or an earlier capture), one per GPU, the capture's first.
+  std::string other_note;
+  if (matching.empty() && !other_cases.empty()) {
+    std::map<std::string, const nlohmann::json*> per_gpu;
+    for (const nlohmann::json* e : other_cases) {
+      const std::string g = gpu_label((*e)["gpu"]);
+      if (!per_gpu.count(g) || e->contains("base_spec_hash")) per_gpu[g] = e;
+    }
+    for (const auto& [g, e] : per_gpu) matching.push_back(e);
+    other_note = "; tuned on other cases than " + o.optimize.input_cases.filename().string() +
+                 " (the spec's or an earlier capture's): re-tune on a GPU for these";
   }
   if (!stale.empty())
     std::cerr << "kopt generate: warning: the tuning cache " << o.cache_file.string() << " holds " << stale.size()
@@ -677,7 +735,7 @@ int generate(const GenerateOptions& o) {
     const std::vector<KernelVariant> variants = cache_variants(e, o.cache_file.string(), &dispatch);
     emit(o, s, variants,
          "from the tuning cache " + o.cache_file.filename().string() + ", tuned on " + gpu_label(e["gpu"]) + " (" +
-             no_gpu_reason + ")",
+             no_gpu_reason + other_note + ")",
          dispatch);
     return 0;
   }

@@ -42,6 +42,14 @@ struct GenerateOptions {
   bool require_gpu = false;            // fail instead of falling back (KOPT_REQUIRE_GPU)
   bool tune = true;                    // false: never run the search, use the cache or the initial kernel
   std::filesystem::path from_run;      // a finished run folder to take the kernel (and variants) from
+  /// --cases-from: a cases file or shape capture (docs/capture.md) used as
+  /// --input-cases when it exists; while it does not, the spec's own cases
+  /// are used and generate says so (optimize_kernel(CASES_FROM)).
+  std::filesystem::path cases_from;
+  /// --cases-out: the cases the kernel was generated for ({"cases": [...]},
+  /// weights included), written with the outputs: the --input-cases of the
+  /// tests that optimize_kernel() registers.
+  std::filesystem::path cases_out;
 };
 
 /// Returns the exit code (0 ok; 2 bad input; 3 tuning failed; 77 no GPU with

@@ -81,6 +81,26 @@ double geomean(const std::vector<double>& values) {
   return std::exp(log_sum / static_cast<double>(values.size()));
 }
 
+double geomean(const std::vector<double>& values, const std::vector<double>& weights) {
+  if (values.size() != weights.size())
+    throw std::invalid_argument("geomean: " + std::to_string(values.size()) + " values but " +
+                                std::to_string(weights.size()) + " weights");
+  if (values.empty()) return 0.0;
+  double log_sum = 0, weight_sum = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i], w = weights[i];
+    if (!std::isfinite(v) || v <= 0)
+      throw std::invalid_argument("geomean: value " + std::to_string(v) + " is not a positive finite number");
+    if (!std::isfinite(w) || w <= 0)
+      throw std::invalid_argument("geomean: weight " + std::to_string(w) + " is not a positive finite number");
+    log_sum += w * std::log(v);
+    weight_sum += w;
+  }
+  if (!std::isfinite(weight_sum) || !std::isfinite(log_sum))
+    throw std::invalid_argument("geomean: the weights' sum is not finite");
+  return std::exp(log_sum / weight_sum);
+}
+
 // ---------------------------------------------------------------------------
 // JSON helpers
 

@@ -49,6 +49,11 @@ LatencyStats latency_stats(std::vector<double> samples_ms);
 /// Geometric mean of positive values; 0 for an empty list.
 /// Throws std::invalid_argument if any value is <= 0 or not finite.
 double geomean(const std::vector<double>& values);
+/// Weighted geometric mean exp(sum w log v / sum w) of positive values with
+/// positive finite weights (one per value); 0 for an empty list. Equal
+/// weights give geomean(values). Throws std::invalid_argument if a value or
+/// weight is not positive and finite, or the sizes differ.
+double geomean(const std::vector<double>& values, const std::vector<double>& weights);
 
 struct CaseResult {
   std::string name;

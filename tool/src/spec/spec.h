@@ -103,6 +103,10 @@ struct Case {
   std::map<std::string, int64_t> sizes;  // e.g. {"M":4096,"N":2048,"K":1024}
   CaseRole role = CaseRole::correctness;
   std::map<std::string, Generator> input_overrides;  // buffer name -> generator
+  /// How much this case counts in the geometric mean of the performance
+  /// cases (exp(sum w log t / sum w)); > 0, default 1. A shape captured from
+  /// the application (spec/capture.h) weighs as often as it ran.
+  double weight = 1;
 };
 
 /// Grid, block and dynamic shared memory, as expressions of the case's sizes

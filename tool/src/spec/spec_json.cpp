@@ -72,6 +72,9 @@ json param_json(const Param& p) {
 json case_json(const Case& c) {
   json j = {{"name", c.name}, {"role", case_role_name(c.role)}, {"sizes", json::object()}};
   for (const auto& [n, v] : c.sizes) j["sizes"][n] = v;
+  // Written only when it is not the default, so that the fingerprint of a
+  // spec without weights (and the tuning caches keyed on it) stays the same.
+  if (c.weight != 1) j["weight"] = c.weight;
   if (!c.input_overrides.empty()) {
     j["inputs"] = json::object();
     for (const auto& [n, g] : c.input_overrides) j["inputs"][n] = g.to_json();
@@ -170,7 +173,7 @@ bool operator==(const Param& a, const Param& b) {
 
 bool operator==(const Case& a, const Case& b) {
   return a.name == b.name && a.sizes == b.sizes && a.role == b.role &&
-         a.input_overrides == b.input_overrides;
+         a.input_overrides == b.input_overrides && a.weight == b.weight;
 }
 
 bool operator==(const Launch& a, const Launch& b) {

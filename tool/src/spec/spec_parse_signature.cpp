@@ -190,7 +190,7 @@ std::vector<Case> parse_cases(const Ctx& ctx, const json& j, const std::string& 
     const std::string p = child(path, i);
     const json& e = j[i];
     expect_object(ctx, e, p);
-    check_keys(ctx, e, p, {"name", "role", "sizes", "inputs"});
+    check_keys(ctx, e, p, {"name", "role", "sizes", "inputs", "weight"});
     Case c;
     c.name = get_string(ctx, need(ctx, e, "name", p), child(p, "name"));
     check_file_safe(ctx, c.name, child(p, "name"), "case name");
@@ -204,6 +204,12 @@ std::vector<Case> parse_cases(const Ctx& ctx, const json& j, const std::string& 
                               {"performance", CaseRole::performance}});
     }
     if (const json* v = opt(e, "sizes")) c.sizes = parse_sizes(ctx, *v, child(p, "sizes"));
+    if (const json* v = opt(e, "weight")) {
+      c.weight = get_finite(ctx, *v, child(p, "weight"));
+      if (!(c.weight > 0) || c.weight > 1e30)
+        ctx.fail("kopt.spec.119", child(p, "weight"),
+                 "expected a number greater than 0 and at most 1e30, got " + shown(v->dump()));
+    }
     if (const json* v = opt(e, "inputs")) {
       const std::string ip = child(p, "inputs");
       expect_object(ctx, *v, ip);

@@ -239,7 +239,7 @@ Finalists Driver::choose_finalists() {
   }
   for (size_t i : pool) f.variants.push_back(ranked[i]);
   nlohmann::json chosen = nlohmann::json::object(), latency = nlohmann::json::object();
-  std::vector<double> single, special;
+  std::vector<double> single, special, weights;  // weights: spec::Case::weight
   for (size_t c = 0; c < perf_cases.size(); ++c) {
     const std::string& name = perf_cases[c];
     const int v = tree.select(samples[c].sizes);
@@ -252,6 +252,7 @@ Finalists Driver::choose_finalists() {
     latency[name] = row;
     single.push_back(case_ms[w][name]);
     special.push_back(ms);
+    weights.push_back(sc ? sc->weight : 1.0);
   }
   nlohmann::json vs = nlohmann::json::array();
   for (size_t v = 0; v < f.variants.size(); ++v)
@@ -263,8 +264,8 @@ Finalists Driver::choose_finalists() {
   f.specialization = {{"threshold", o_.specialize_threshold}, {"variants", vs}, {"cases", chosen},
                       {"latency_ms", latency}, {"dispatch", tree.to_json()}};
   if (finite) {
-    f.specialization["single_geomean_ms"] = model::geomean(single);
-    f.specialization["geomean_ms"] = model::geomean(special);
+    f.specialization["single_geomean_ms"] = model::geomean(single, weights);
+    f.specialization["geomean_ms"] = model::geomean(special, weights);
   }
   return f;
 }

@@ -8,12 +8,14 @@
 #include "run/fingerprint.h"
 #include "search/device_constants.h"
 #include "spec/annotations.h"
+#include "spec/capture.h"
 #include "spec/kernel_file.h"
 #include "tune/driver_impl.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/json_read.h"
+#include "util/text.h"
 #include "util/thread_pool.h"
 
 namespace kopt::tune {
@@ -29,6 +31,43 @@ unsigned compile_threads(int requested) {
   const unsigned hw = std::thread::hardware_concurrency();
   return hw > 2 ? hw - 1 : 1;
 }
+
+namespace {
+
+/// The spec with its performance cases replaced by the shapes of a capture
+/// (spec/capture.h): the spec's own cases are checked first, so that their
+/// errors name the spec; a captured shape that the spec cannot run (a buffer
+/// too large, a launch out of range) names the capture file.
+spec::Spec spec_with_capture(nlohmann::json doc, const OptimizeOptions& o, const nlohmann::json& capture_doc,
+                             const std::string& where) {
+  const spec::Spec base = spec::parse_spec(doc, o.spec);
+  const spec::Capture capture = spec::parse_capture(capture_doc, where);
+  spec::CaptureUse use;
+  doc["cases"] = spec::cases_with_capture(base, doc["cases"], capture, where, &use);
+  if (!o.quiet) {
+    std::cerr << "kopt: " << where << ": " << use.taken << " captured shape" << (use.taken == 1 ? "" : "s")
+              << " of kernel '" << clip(capture.kernel) << "' as performance case" << (use.taken == 1 ? "" : "s")
+              << ", weighted by their "
+              << use.launches_taken << " launches";
+    if (use.replaced) std::cerr << ", in place of the spec's " << use.replaced << " performance case" << (use.replaced == 1 ? "" : "s");
+    std::cerr << "; the spec's " << use.correctness << " correctness case" << (use.correctness == 1 ? "" : "s") << " kept\n";
+    if (use.taken < use.shapes)
+      std::cerr << "kopt: " << where << ": the capture holds " << use.shapes << " distinct shapes; only the "
+                << use.taken << " most frequent are tuned on (" << fmt(100.0 * static_cast<double>(use.launches_taken) /
+                                                                     static_cast<double>(use.launches), 3)
+                << "% of the " << use.launches << " launches)\n";
+  }
+  try {
+    return spec::parse_spec(doc, o.spec);
+  } catch (const SpecError& e) {
+    std::string msg = e.what();
+    const std::string prefix = "[" + e.id() + "] ";
+    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+    throw SpecError(e.id(), where + ": a captured shape does not fit the spec: " + msg);
+  }
+}
+
+}  // namespace
 
 spec::Spec load_spec_with_overrides(const OptimizeOptions& o) {
   nlohmann::json doc = parse_json_file(o.spec, "spec");
@@ -57,6 +96,7 @@ spec::Spec load_spec_with_overrides(const OptimizeOptions& o) {
   if (!o.input_cases.empty()) {
     const std::string where = fs::display(o.input_cases);
     const nlohmann::json cases = parse_json_file(o.input_cases, "input cases file");
+    if (spec::is_capture(cases)) return spec_with_capture(doc, o, cases, where);
     const bool wrapped = cases.is_object() && cases.contains("cases");
     if (cases.is_object()) {
       for (const auto& [key, value] : cases.items()) {
