@@ -190,9 +190,9 @@ if [[ " $STAGES " == *" suite "* ]]; then
   if [[ -f $GEN/sgemm.cu ]]; then
     echo "== suite: the example's kernel against cuBLAS, flagship shapes and DeepBench (bench/run.sh, two runs each)"
     grep -E "^// (kopt|variant|  )" "$GEN/sgemm.cu" | head -12
-    OUT="$OUT/suite-flagship" bash bench/run.sh "$GEN" >"$LOGS/suite.flagship.log" 2>&1
+    OUT="$LOGS/suite-flagship" bash bench/run.sh "$GEN" >"$LOGS/suite.flagship.log" 2>&1
     echo "flagship bench exit $?"; grep -E "geomean|ratio|dispatch" "$LOGS/suite.flagship.log" | tail -12
-    OUT="$OUT/suite-deepbench" bash bench/run.sh "$GEN" --shapes-file bench/shapes/deepbench_inference_server_nn.txt \
+    OUT="$LOGS/suite-deepbench" bash bench/run.sh "$GEN" --shapes-file bench/shapes/deepbench_inference_server_nn.txt \
       >"$LOGS/suite.deepbench.log" 2>&1
     echo "deepbench bench exit $?"; grep -E "geomean|class|within|slower" "$LOGS/suite.deepbench.log" | tail -30
   else
