@@ -174,10 +174,7 @@ Proposal ClassSearchProposer::propose() {
     }
     if (p.kind == Proposal::Kind::wait) return p;
     p.candidate.performance_cases = c.cases;
-    if (o_.screen_factor > 0)
-      for (const auto& name : c.cases)
-        if (auto it = best_case_ms_.find(name); it != best_case_ms_.end())
-          p.candidate.screen_ms[name] = it->second * o_.screen_factor;
+    before_start(p.candidate);
     ++pending_;
     return p;
   }
@@ -191,6 +188,12 @@ void ClassSearchProposer::observe(const spec::Candidate& cand, const model::Atte
   ClassState& c = classes_[k];
   if (c.search) c.search->observe(cand, a);
   learn(c, a);
+}
+
+void ClassSearchProposer::before_start(spec::Candidate& cand) {
+  if (o_.screen_factor <= 0) return;
+  for (const auto& name : cand.performance_cases)
+    if (auto it = best_case_ms_.find(name); it != best_case_ms_.end()) cand.screen_ms[name] = it->second * o_.screen_factor;
 }
 
 std::optional<spec::Candidate> ClassSearchProposer::candidate_for(const model::Attempt& a) const {

@@ -55,6 +55,8 @@ class ClassSearchProposer final : public Proposer {
   void observe_recorded(const model::Attempt& attempt) override;
   Proposal propose() override;
   void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
+  /// Sets the screening limits from the fastest medians known now.
+  void before_start(spec::Candidate& candidate) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
   /// The first class's search summary plus "shape_classes": per class its
   /// name, cases, evaluations, minutes (wall time while it was searched),

@@ -154,6 +154,13 @@ class Proposer {
   /// a proposed candidate has not been observed yet.
   virtual Proposal propose() = 0;
 
+  /// A candidate propose() returned is about to go to a worker (it may have
+  /// waited in the compile-ahead queue while other results came in): the
+  /// proposer may update what it derived from results, such as screening
+  /// limits (spec::Candidate::screen_ms). Its parameters and source must
+  /// not change: they were compiled.
+  virtual void before_start(spec::Candidate& candidate) { (void)candidate; }
+
   /// The recorded result of a candidate propose() returned: in proposal order
   /// with one worker, in the order results arrive with several (--devices).
   virtual void observe(const spec::Candidate& candidate, const model::Attempt& attempt) = 0;

@@ -144,6 +144,7 @@ class Pipeline {
       stats_.host_gap_ms += ms_between(*idle_since_[slot], now);
       idle_since_[slot].reset();
     }
+    proposer_.before_start(r.candidate);  // screening limits from the results that came in meanwhile
     pool_->start(slot, r.candidate, r.compiled, false);
     running[slot] = std::move(r);
   }
