@@ -10,8 +10,10 @@
 #
 # Usage (from the repository root):
 #   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds]
-#   (suite: the example's generated kernel, as the example's build compiled it, benchmarked on the
-#   five flagship shapes and on DeepBench's inference-server suite; run after example)
+#   classes: kopt optimize on templates/sgemm/application_shapes.json (17 shapes, 8 shape classes,
+#   budget $CLASSES_BUDGET, default evals=1000,minutes=6), then kopt generate from the run
+#   suite: a generated kernel (the classes stage's, else the example's) benchmarked against cuBLAS
+#   on the five flagship shapes and on DeepBench's inference-server suite; run after either
 #   stages to run (default: test optimize bench example)
 #   capture: the example's shape-capture loop (docs/capture.md) in build-capture/
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
@@ -27,6 +29,7 @@ STAGES="${*:-test optimize bench example}"
 SWEEP_MINUTES="${SWEEP_MINUTES:-6}"
 CAPTURE_BUDGET="${CAPTURE_BUDGET:-evals=16,minutes=1.5}"
 OPT_BUDGET="${OPT_BUDGET:-evals=40,minutes=4}"
+CLASSES_BUDGET="${CLASSES_BUDGET:-evals=1000,minutes=6}"
 export PATH="/usr/local/cuda/bin:$PATH"
 BUILD="$ROOT/build-gpu"
 K="$BUILD/tool/kopt"
@@ -184,11 +187,27 @@ if [[ " $STAGES " == *" example "* ]]; then
   echo "exit $?"; grep -cE "kopt generate|kopt: " "$LOGS/example.retune.log" | sed 's/^/kopt lines: /'; tail -2 "$LOGS/example.retune.log"
 fi
 
+if [[ " $STAGES " == *" classes "* ]]; then
+  echo "== classes: kopt optimize over templates/sgemm/application_shapes.json in shape classes (budget $CLASSES_BUDGET)"
+  rm -rf "$ROOT/results-classes" "$ROOT/gen-classes"
+  SHAPES=templates/sgemm/application_shapes.json
+  "$K" optimize --spec templates/sgemm/sgemm.json --input-cases "$SHAPES" --budget "$CLASSES_BUDGET" \
+       --results-dir "$ROOT/results-classes" --cache-dir "$BUILD/kcache" >"$LOGS/classes.summary.json" 2>"$LOGS/classes.err"
+  echo "optimize exit $?"; grep -E "shape classes|kopt:   c|wall time|kopt: best|evaluated" "$LOGS/classes.err"
+  CR="$(ls -d "$ROOT"/results-classes/run-* 2>/dev/null | head -1)"
+  if [ -n "$CR" ]; then
+    mkdir -p "$LOGS/classes-run" && cp "$CR"/summary.json "$CR"/history.json "$LOGS/classes-run/"
+    "$K" generate --spec templates/sgemm/sgemm.json --input-cases "$SHAPES" --name sgemm --out-dir "$ROOT/gen-classes" \
+      --from-run "$CR" >"$LOGS/classes.generate.log" 2>&1
+    echo "generate exit $?"
+  fi
+fi
+
 if [[ " $STAGES " == *" suite "* ]]; then
-  EX="$ROOT/build-example"
-  GEN="$EX/kernel_optimizer/sgemm"
+  GEN="$ROOT/gen-classes"
+  [[ -f $GEN/sgemm.cu ]] || GEN="$ROOT/build-example/kernel_optimizer/sgemm"
   if [[ -f $GEN/sgemm.cu ]]; then
-    echo "== suite: the example's kernel against cuBLAS, flagship shapes and DeepBench (bench/run.sh, two runs each)"
+    echo "== suite: $GEN against cuBLAS, flagship shapes and DeepBench (bench/run.sh, two runs each)"
     grep -E "^// (kopt|variant|  )" "$GEN/sgemm.cu" | head -12
     OUT="$LOGS/suite-flagship" bash bench/run.sh "$GEN" >"$LOGS/suite.flagship.log" 2>&1
     echo "flagship bench exit $?"; grep -E "geomean|ratio|dispatch" "$LOGS/suite.flagship.log" | tail -12
@@ -196,7 +215,7 @@ if [[ " $STAGES " == *" suite "* ]]; then
       >"$LOGS/suite.deepbench.log" 2>&1
     echo "deepbench bench exit $?"; grep -E "geomean|class|within|slower" "$LOGS/suite.deepbench.log" | tail -30
   else
-    echo "== suite: skipped (no generated kernel in $GEN: run the example stage first)"
+    echo "== suite: skipped (no generated kernel in $GEN: run the classes or example stage first)"
   fi
 fi
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: build kopt, then the example project's optimization of its
 # SGEMM kernel (configure, `--target optimize_sgemm`, build, run).
-#  - With a GPU: tunes the kernel (the example's budget, evals=1000,minutes=6: 6 minutes), writes the
+#  - With a GPU: tunes the kernel (the example's budget, evals=60), writes the
 #    updated tuning cache to build-example/kernel_optimizer/sgemm/ (the
 #    committed example_project/sgemm.tuning.json is only read), builds
 #    `matmul` with the tuned kernel and runs it.
