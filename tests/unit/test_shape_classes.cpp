@@ -246,11 +246,79 @@ TEST(ShapeClassesE2E, ScreeningStopsTimingFarSlowerCasesAfterOneProbe) {
   EXPECT_EQ(s["screen_factor"], 1.2);
 }
 
+/// The transpose template's folder copied into `d`, its spec without the
+/// initial kernel (so nothing but the classes' candidates is ever ok).
+std::string spec_without_initial(const TempDir& d) {
+  const fsys::path dir = d.path() / "transpose";
+  fsys::copy(fsys::path(KOPT_SOURCE_DIR) / "templates" / "transpose", dir, fsys::copy_options::recursive);
+  json s = read_json(dir / "transpose.json");
+  s.erase("initial");
+  std::ofstream(dir / "transpose.json") << s.dump(1);
+  return (dir / "transpose.json").string();
+}
+
+std::string optimize_spec(const TempDir& d, const std::string& spec, const std::string& extra) {
+  return std::string(KOPT_CLI) + " optimize --spec " + spec + " --arch sm_90 --top 2" + " --results-dir " +
+         (d.path() / "results").string() + " --cache-dir " + (d.path() / "cache").string() + " --worker-command " +
+         KOPT_FAKE_WORKER + " " + extra;
+}
+
+TEST(ShapeClassesE2E, WithoutAnInitialKernelTheWinnerIsStillReTimedOnEveryCase) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  // One evaluation: only the first class has an ok candidate.
+  ASSERT_EQ(run(optimize_spec(d, spec_without_initial(d), "--shape-classes 2 --budget evals=1 --retime-rounds 2"),
+                err),
+            0)
+      << kopt::fs::read_file(err);
+  const json s = read_json(d.path() / "results" / "run-001" / "summary.json");
+  ASSERT_EQ(s["retime"].size(), 1u) << s.dump(1);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : s["retime"][0]["cases_median_ms"].items()) keys.insert(k);
+  EXPECT_EQ(keys, kAllPerf);
+  EXPECT_TRUE(s["final_best"].contains("search_geomean_ms")) << s["final_best"].dump();
+  EXPECT_DOUBLE_EQ(s["final_best"]["geomean_ms"].get<double>(), s["retime"][0]["median_ms"].get<double>());
+}
+
+TEST(ShapeClassesE2E, RetimeRoundsZeroStillChecksTheFinalistsOnEveryCase) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize_spec(d, kSpec, "--shape-classes 2 --budget evals=8 --retime-rounds 0"), err), 0)
+      << kopt::fs::read_file(err);
+  EXPECT_NE(kopt::fs::read_file(err).find("although --retime-rounds is 0"), std::string::npos);
+  const json s = read_json(d.path() / "results" / "run-001" / "summary.json");
+  ASSERT_GE(s["retime"].size(), 2u) << s.dump(1);
+  // The winner is a class candidate (the fake latencies make one beat the
+  // initial kernel), re-timed on every case, not the initial kernel by default.
+  EXPECT_EQ(s["final_best"]["label"].get<std::string>().rfind("c", 0), 0u) << s["final_best"].dump();
+  EXPECT_TRUE(s["final_best"].contains("search_geomean_ms"));
+}
+
+TEST(ShapeClassesE2E, AClassWhoseMinutesRunOutLeavesItsQueueToTheNext) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  // 100 ms per evaluation, about 30 candidates compiled ahead: without the
+  // withdrawal the first class would spend the later classes' minutes.
+  ASSERT_EQ(run("KOPT_FAKE_EVAL_MS=100 " +
+                    optimize_spec(d, kSpec, "--shape-classes 4 --budget minutes=0.2 --compile-threads 8 --retime-rounds 1"),
+                err),
+            0)
+      << kopt::fs::read_file(err);
+  const json s = read_json(d.path() / "results" / "run-001" / "summary.json");
+  int64_t withdrawn = 0;
+  for (const auto& c : s["shape_classes"]) {
+    EXPECT_GE(c["evaluations"].get<int64_t>(), 1) << c.dump();
+    withdrawn += c["withdrawn"].get<int64_t>();
+  }
+  EXPECT_GT(withdrawn, 0) << s["shape_classes"].dump(1);
+  EXPECT_EQ(s["tuner"]["withdrawn_before_evaluation"].get<int64_t>(), withdrawn);
+}
+
 TEST(ShapeClassesE2E, BadValuesAreUsageErrors) {
   TempDir d;
   const fsys::path err = d.path() / "err";
   for (const char* bad : {"--shape-classes 0", "--shape-classes 65", "--shape-classes many", "--screen-factor -1",
-                          "--screen-factor nan"}) {
+                          "--screen-factor nan", "--screen-factor 0.5"}) {
     EXPECT_EQ(run(optimize(d, std::string(bad) + " --budget evals=2"), err), 2) << bad;
     const std::string e = kopt::fs::read_file(err);
     EXPECT_NE(e.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos) << bad << ": " << e;

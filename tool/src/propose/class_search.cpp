@@ -98,12 +98,19 @@ void ClassSearchProposer::observe_recorded(const model::Attempt& a) {
   if (std::optional<size_t> k = class_of(a)) learn(classes_[*k], a);
 }
 
-bool ClassSearchProposer::class_over(const ClassState& c) const {
-  if (c.finished) return true;
-  // Proposals still on their way count: the driver compiles ahead.
-  if (c.share > 0 && static_cast<int64_t>(c.attempts.size()) + pending_ >= c.share) return true;
+bool ClassSearchProposer::out_of_time(const ClassState& c) const {
   if (c.minutes_share > 0 && minutes() >= c.minutes_start + c.minutes_share) return true;
   return budget_.patience > 0 && c.since_improvement >= budget_.patience;
+}
+
+bool ClassSearchProposer::class_over(ClassState& c) {
+  if (c.finished) return true;
+  // Over by time or patience for good: what is still queued is withdrawn
+  // (before_start), so a later improvement among it cannot reopen the class.
+  if (out_of_time(c)) c.finished = true;
+  if (c.finished) return true;
+  // Proposals still on their way count: the driver compiles ahead.
+  return c.share > 0 && static_cast<int64_t>(c.attempts.size()) + pending_ >= c.share;
 }
 
 void ClassSearchProposer::begin_class(size_t k) {
@@ -174,7 +181,6 @@ Proposal ClassSearchProposer::propose() {
     }
     if (p.kind == Proposal::Kind::wait) return p;
     p.candidate.performance_cases = c.cases;
-    before_start(p.candidate);
     ++pending_;
     return p;
   }
@@ -190,10 +196,24 @@ void ClassSearchProposer::observe(const spec::Candidate& cand, const model::Atte
   learn(c, a);
 }
 
-void ClassSearchProposer::before_start(spec::Candidate& cand) {
-  if (o_.screen_factor <= 0) return;
-  for (const auto& name : cand.performance_cases)
-    if (auto it = best_case_ms_.find(name); it != best_case_ms_.end()) cand.screen_ms[name] = it->second * o_.screen_factor;
+void ClassSearchProposer::finish() {
+  if (current_ && classes_[*current_].minutes_end == 0) classes_[*current_].minutes_end = minutes();
+}
+
+bool ClassSearchProposer::before_start(spec::Candidate& cand) {
+  for (auto& c : classes_)
+    if (c.cases == cand.performance_cases && (c.finished || out_of_time(c))) {
+      // Its class's time (or patience) ran out while it waited in the queue.
+      c.finished = true;
+      --pending_;
+      ++c.withdrawn;
+      return false;
+    }
+  if (o_.screen_factor > 0)
+    for (const auto& name : cand.performance_cases)
+      if (auto it = best_case_ms_.find(name); it != best_case_ms_.end())
+        cand.screen_ms[name] = it->second * o_.screen_factor;
+  return true;
 }
 
 std::optional<spec::Candidate> ClassSearchProposer::candidate_for(const model::Attempt& a) const {
@@ -209,14 +229,15 @@ nlohmann::json ClassSearchProposer::summary() const {
   nlohmann::json list = nlohmann::json::array();
   for (size_t k = 0; k < classes_.size(); ++k) {
     const ClassState& c = classes_[k];
-    const double end = c.finished ? c.minutes_end : (c.search ? minutes() : 0);
+    const double end = c.minutes_end > 0 ? c.minutes_end : (c.search ? minutes() : 0);
     nlohmann::json e{{"class", k + 1},
                      {"name", o_.classes[k].name},
                      {"cases", c.cases},
                      {"evaluations", c.attempts.size()},
                      {"evaluations_share", c.share},
                      {"minutes", c.search ? std::max(end - c.minutes_start, 0.0) : 0.0},
-                     {"screened_cases", c.screened}};
+                     {"screened_cases", c.screened},
+                     {"withdrawn", c.withdrawn}};
     if (c.best_ms) e["best"] = {{"label", c.best_label}, {"geomean_ms", *c.best_ms}};
     list.push_back(std::move(e));
   }

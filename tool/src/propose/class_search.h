@@ -55,9 +55,12 @@ class ClassSearchProposer final : public Proposer {
   void observe_recorded(const model::Attempt& attempt) override;
   Proposal propose() override;
   void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
-  /// Sets the screening limits from the fastest medians known now.
-  void before_start(spec::Candidate& candidate) override;
+  /// Sets the screening limits from the fastest medians known now;
+  /// withdraws a candidate whose class's time or patience ran out.
+  bool before_start(spec::Candidate& candidate) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
+  /// Ends the current class's clock (its minutes in the summary).
+  void finish() override;
   /// The first class's search summary plus "shape_classes": per class its
   /// name, cases, evaluations, minutes (wall time while it was searched),
   /// screened cases and its best (label, geomean over its cases);
@@ -75,12 +78,14 @@ class ClassSearchProposer final : public Proposer {
     std::vector<model::Attempt> attempts;    // recorded and observed, in order
     int64_t share = 0;                       // evaluations (0: no limit)
     double minutes_start = 0, minutes_end = 0, minutes_share = 0;
-    int64_t since_improvement = 0, screened = 0;
+    int64_t since_improvement = 0, screened = 0, withdrawn = 0;
     std::optional<double> best_ms;
     std::string best_label;
     bool finished = false;
   };
-  bool class_over(const ClassState& c) const;
+  /// Over for good: its minutes share or its patience ran out (marks it finished).
+  bool class_over(ClassState& c);
+  bool out_of_time(const ClassState& c) const;
   /// The run's minutes (the service's; without one, a compile-only listing, since construction).
   double minutes() const;
   void begin_class(size_t k);

@@ -158,8 +158,12 @@ class Proposer {
   /// waited in the compile-ahead queue while other results came in): the
   /// proposer may update what it derived from results, such as screening
   /// limits (spec::Candidate::screen_ms). Its parameters and source must
-  /// not change: they were compiled.
-  virtual void before_start(spec::Candidate& candidate) { (void)candidate; }
+  /// not change: they were compiled. Returning false withdraws it: it is not
+  /// evaluated, recorded or observed (a shape class whose time is up).
+  virtual bool before_start(spec::Candidate& candidate) {
+    (void)candidate;
+    return true;
+  }
 
   /// The recorded result of a candidate propose() returned: in proposal order
   /// with one worker, in the order results arrive with several (--devices).

@@ -44,6 +44,7 @@ struct PipelineStats {
   double gpu_measured_ms = 0;        // time in measured launches (performance cases)
   std::vector<double> compile_ms;    // compiles that missed the cache
   int cache_hits = 0, compiles = 0, compiles_ready = 0;
+  int withdrawn = 0;  // compiled, then withdrawn by the proposer before the GPU (Proposer::before_start)
   double compile_wait_ms = 0;
   double check_ms = 0, timing_ms = 0;  // worker wall time checking / in the timed loops
   double host_gap_ms = 0, worker_other_ms = 0;

@@ -62,7 +62,8 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
   // The group timed on the most cases first (a plain run's only group; with
   // classes, the initial kernel's, timed on all).
   std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& x, const auto& y) {
-    return timed_cases_key(*x.front()).size() > timed_cases_key(*y.front()).size();
+    const std::string kx = timed_cases_key(*x.front()), ky = timed_cases_key(*y.front());
+    return std::count(kx.begin(), kx.end(), '\n') > std::count(ky.begin(), ky.end(), '\n');
   });
   std::vector<const Attempt*> ranked;
   for (const auto& g : ordered)
@@ -98,8 +99,14 @@ Finalists Driver::choose_finalists() {
   // Shape classes: the search timed each candidate on its class's cases; the
   // re-timing times every finalist on every performance case, screening a
   // case where a finalist is far slower than the fastest finalist there.
+  std::string all_cases;  // the key of an attempt timed on every performance case
+  {
+    std::vector<std::string> sorted = perf_cases;
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& n : sorted) all_cases += n + "\n";
+  }
   bool classed = false;
-  for (const auto* a : ranked) classed = classed || timed_cases_key(*a).size() != timed_cases_key(*ranked.front()).size();
+  for (const auto* a : ranked) classed = classed || timed_cases_key(*a) != all_cases;
   std::map<std::string, double> screen;
   if (classed && o_.screen_factor > 0)
     for (const auto& name : perf_cases) {
@@ -113,19 +120,25 @@ Finalists Driver::choose_finalists() {
     c.screen_ms = screen;
     return c;
   };
-  if ((ranked.size() > 1 || classed) && o_.retime_rounds > 0 && !util::interrupted()) {
+  // Shape classes need the re-timing: without it no finalist is checked on
+  // the other classes' cases. --retime-rounds 0 means one round there.
+  const int rounds = classed ? std::max(o_.retime_rounds, 1) : o_.retime_rounds;
+  if (classed && o_.retime_rounds == 0 && !o_.quiet)
+    std::cerr << "kopt: shape classes: the finalists are re-timed once on every performance case although "
+                 "--retime-rounds is 0 (the search timed each on its class's cases alone)\n";
+  if ((ranked.size() > 1 || classed) && rounds > 0 && !util::interrupted()) {
     if (!o_.quiet)
-      std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << o_.retime_rounds << " rounds\n";
+      std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << rounds << " rounds\n";
     std::vector<std::vector<double>> g(ranked.size());
     std::vector<std::map<std::string, std::vector<double>>> per_case(ranked.size());
     // The re-timing is part of the minutes budget: the first round always
     // runs (there is no winner without one); a later round only when the time
     // left holds another round as long as the last one.
     double last_round_min = 0;
-    for (int round = 0; round < o_.retime_rounds && !util::interrupted(); ++round) {
+    for (int round = 0; round < rounds && !util::interrupted(); ++round) {
       if (round > 0 && o_.max_minutes > 0 && minutes_elapsed() + last_round_min > o_.max_minutes) {
         if (!o_.quiet)
-          std::cerr << "kopt: re-timing stopped after " << round << " of " << o_.retime_rounds
+          std::cerr << "kopt: re-timing stopped after " << round << " of " << rounds
                     << " rounds: the minutes budget is spent\n";
         break;
       }
@@ -151,7 +164,10 @@ Finalists Driver::choose_finalists() {
     if (util::interrupted()) {
       // SIGINT/SIGTERM: an incomplete re-timing says nothing; the search's own measurements decide.
       std::fill(failed.begin(), failed.end(), false);
-      std::cerr << "kopt: interrupted: the final re-timing is dropped; the search's own timings choose the best\n";
+      std::cerr << (classed ? "kopt: interrupted: the final re-timing is dropped; of the candidates timed on every "
+                              "performance case (the initial kernel), the search's own timings choose the best\n"
+                            : "kopt: interrupted: the final re-timing is dropped; the search's own timings choose the "
+                              "best\n");
     } else {
       double best_median = INFINITY;
       f.winner = nullptr;  // only a candidate that passed its re-checks can win
@@ -181,10 +197,6 @@ Finalists Driver::choose_finalists() {
     std::set<std::string> retimed;
     for (const auto& e : f.retime)
       if (!e["failed_recheck"].get<bool>() && !e["median_ms"].is_null()) retimed.insert(e["label"].get<std::string>());
-    std::vector<std::string> sorted = perf_cases;
-    std::sort(sorted.begin(), sorted.end());
-    std::string all_cases;
-    for (const auto& n : sorted) all_cases += n + "\n";
     for (size_t i = 0; i < ranked.size(); ++i)
       if (!retimed.count(ranked[i]->label) && timed_cases_key(*ranked[i]) != all_cases) failed[i] = true;
     if (f.winner && failed[static_cast<size_t>(std::find(ranked.begin(), ranked.end(), f.winner) - ranked.begin())]) {

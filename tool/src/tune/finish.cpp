@@ -34,6 +34,7 @@ nlohmann::json PipelineStats::to_json() const {
           // Compiles finished before the GPU loop asked for them, and the time
           // it waited for the others: the overlap of compilation with evaluation.
           {"compiles_ready_when_needed", compiles_ready},
+          {"withdrawn_before_evaluation", withdrawn},
           {"compile_wait_ms", compile_wait_ms},
           // Worker wall time checking and in the timed loops, summed.
           {"worker_check_ms", check_ms},

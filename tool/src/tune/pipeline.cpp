@@ -121,6 +121,12 @@ class Pipeline {
                   const std::function<model::Result(const cuda::CompileResult&)>& compile_only_result) {
     Queued job = std::move(queued_.front());
     queued_.pop_front();
+    // The proposer may withdraw it (a shape class whose time is up) before
+    // its compile is waited for; the compile still lands in the cache.
+    if (job.retries == 0 && !proposer_.before_start(job.candidate)) {
+      ++stats_.withdrawn;
+      return;
+    }
     const auto t_wait = Clock::now();
     if (job.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) ++stats_.compiles_ready;
     cuda::CompileResult compiled = job.compiled.get();
@@ -144,7 +150,6 @@ class Pipeline {
       stats_.host_gap_ms += ms_between(*idle_since_[slot], now);
       idle_since_[slot].reset();
     }
-    proposer_.before_start(r.candidate);  // screening limits from the results that came in meanwhile
     pool_->start(slot, r.candidate, r.compiled, false);
     running[slot] = std::move(r);
   }
