@@ -314,6 +314,24 @@ TEST(ShapeClassesE2E, AClassWhoseMinutesRunOutLeavesItsQueueToTheNext) {
   EXPECT_EQ(s["tuner"]["withdrawn_before_evaluation"].get<int64_t>(), withdrawn);
 }
 
+TEST(ShapeClassesE2E, AClassWhoseSpaceIsExhaustedStillEvaluatesWhatItQueued) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  // A budget larger than the space: each class evaluates every valid
+  // configuration; an exhausted search never withdraws anything (only a
+  // class's minutes or patience do).
+  ASSERT_EQ(run(optimize_spec(d, kSpec, "--shape-classes 2 --strategy exhaustive --budget evals=1000 --compile-threads 8"),
+                err),
+            0)
+      << kopt::fs::read_file(err);
+  const json s = read_json(d.path() / "results" / "run-001" / "summary.json");
+  ASSERT_TRUE(s["valid_configurations"].is_number()) << s.dump(1);
+  for (const auto& c : s["shape_classes"]) {
+    EXPECT_EQ(c["evaluations"], s["valid_configurations"]) << c.dump();
+    EXPECT_EQ(c["withdrawn"], 0) << c.dump();
+  }
+}
+
 TEST(ShapeClassesE2E, BadValuesAreUsageErrors) {
   TempDir d;
   const fsys::path err = d.path() / "err";

@@ -104,11 +104,11 @@ bool ClassSearchProposer::out_of_time(const ClassState& c) const {
 }
 
 bool ClassSearchProposer::class_over(ClassState& c) {
-  if (c.finished) return true;
+  if (c.finished || c.exhausted || c.stopped) return true;
   // Over by time or patience for good: what is still queued is withdrawn
   // (before_start), so a later improvement among it cannot reopen the class.
-  if (out_of_time(c)) c.finished = true;
-  if (c.finished) return true;
+  if (out_of_time(c)) c.stopped = true;
+  if (c.stopped) return true;
   // Proposals still on their way count: the driver compiles ahead.
   return c.share > 0 && static_cast<int64_t>(c.attempts.size()) + pending_ >= c.share;
 }
@@ -175,8 +175,8 @@ Proposal ClassSearchProposer::propose() {
     }
     ClassState& c = classes_[*current_];
     Proposal p = c.search->propose();
-    if (p.kind == Proposal::Kind::done) {
-      c.finished = true;
+    if (p.kind == Proposal::Kind::done) {  // its space is exhausted: what is queued still runs
+      c.exhausted = true;
       continue;
     }
     if (p.kind == Proposal::Kind::wait) return p;
@@ -202,9 +202,9 @@ void ClassSearchProposer::finish() {
 
 bool ClassSearchProposer::before_start(spec::Candidate& cand) {
   for (auto& c : classes_)
-    if (c.cases == cand.performance_cases && (c.finished || out_of_time(c))) {
+    if (c.cases == cand.performance_cases && (c.stopped || out_of_time(c))) {
       // Its class's time (or patience) ran out while it waited in the queue.
-      c.finished = true;
+      c.stopped = true;
       --pending_;
       ++c.withdrawn;
       return false;

@@ -81,7 +81,9 @@ class ClassSearchProposer final : public Proposer {
     int64_t since_improvement = 0, screened = 0, withdrawn = 0;
     std::optional<double> best_ms;
     std::string best_label;
-    bool finished = false;
+    bool exhausted = false;  // its search has nothing more to propose
+    bool stopped = false;    // its minutes or patience ran out: what it has queued is withdrawn
+    bool finished = false;   // the next class has started (or the run ended)
   };
   /// Over for good: its minutes share or its patience ran out (marks it finished).
   bool class_over(ClassState& c);
