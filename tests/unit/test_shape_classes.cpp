@@ -209,10 +209,14 @@ TEST(ShapeClassesE2E, ResumeGoesOnWithTheClassWhereItStopped) {
     EXPECT_EQ(s["shape_classes"][0]["evaluations"], 4);  // 9 / 2
     EXPECT_EQ(s["shape_classes"][1]["evaluations"], 5);
   }
-  ASSERT_EQ(run(optimize(d, "--resume " + r.string() + " --shape-classes 2 --screen-factor 0 --budget evals=14"), err),
-            0)
-      << kopt::fs::read_file(err);
+  // Neither --shape-classes nor --screen-factor: both come from the run
+  // (4 cases alone would mean no classes).
+  ASSERT_EQ(run(optimize(d, "--resume " + r.string() + " --budget evals=14"), err), 0) << kopt::fs::read_file(err);
+  const std::string log = kopt::fs::read_file(err);
+  EXPECT_NE(log.find("shape classes 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("screen factor 0"), std::string::npos) << log;
   const json s = read_json(r / "summary.json");
+  EXPECT_EQ(s["screen_factor"], 0.0);
   int64_t total = 0;
   for (const auto& c : s["shape_classes"]) total += c["evaluations"].get<int64_t>();
   EXPECT_EQ(total, 14) << s["shape_classes"].dump(1);

@@ -60,6 +60,7 @@ class OptimizeCommand final : public Command {
   CLI::Option* device_opt_ = nullptr;
   // Given on the command line or not (--resume takes the run's own otherwise).
   CLI::Option *strategy_opt_ = nullptr, *seed_opt_ = nullptr, *budget_opt_ = nullptr, *max_iter_opt_ = nullptr;
+  CLI::Option *shape_classes_opt_ = nullptr, *screen_factor_opt_ = nullptr;
 };
 
 /// What is tuned: the spec, the files overriding its own, the description.
@@ -128,13 +129,13 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "Fraction a variant must beat the single best by on its case")
       ->check(check::finite(0, true, 1, false))
       ->capture_default_str();
-  sub.add_option("--shape-classes", shape_classes_,
+  shape_classes_opt_ = sub.add_option("--shape-classes", shape_classes_,
                  "Group the performance cases by size into this many shape classes and search each in turn "
                  "with its share of the budget: auto (one class per two cases from 6 cases on, at most 8), off, "
                  "or 1-64 (docs/search.md)")
       ->check(check::shape_classes())
       ->capture_default_str();
-  sub.add_option("--screen-factor", o_.screen_factor,
+  screen_factor_opt_ = sub.add_option("--screen-factor", o_.screen_factor,
                  "With shape classes: a case whose probe launch is slower than this times the best known there is "
                  "not timed further (0: off)")
       ->check(CLI::Validator(
@@ -199,18 +200,44 @@ void OptimizeCommand::apply_resume_defaults() {
     o_.seed = info.seed;
     taken.push_back("seed " + std::to_string(info.seed));
   }
-  if (budget_opt_->count() == 0 && max_iter_opt_->count() == 0) {
-    nlohmann::json b = info.budget;
+  // The last session's summary.json: its budget, and its shape classes.
+  nlohmann::json last = nlohmann::json::object();
+  {
     const std::filesystem::path summary = std::filesystem::path(resume_) / "summary.json";
     std::error_code ec;
     if (std::filesystem::is_regular_file(summary, ec)) {
       try {
         const nlohmann::json s = nlohmann::json::parse(fs::read_file(summary));
-        if (s.is_object() && s.contains("budget") && s["budget"].is_object()) b = s["budget"];
+        if (s.is_object()) last = s;
       } catch (const std::exception&) {
         // a damaged summary.json is rewritten by this run; run.json's budget serves
       }
     }
+  }
+  // Shape classes: the same grouping as the last session (a summary without
+  // "shape_classes" is a run without them), so each class goes on where it
+  // stopped; a session killed before its first summary leaves the default.
+  if (shape_classes_opt_->count() == 0 && last.contains("strategy")) {
+    if (last.contains("shape_classes") && last["shape_classes"].is_array() && !last["shape_classes"].empty() &&
+        last["shape_classes"].size() <= 64) {
+      shape_classes_ = std::to_string(last["shape_classes"].size());
+      taken.push_back("shape classes " + shape_classes_);
+    } else if (!last.contains("shape_classes")) {
+      shape_classes_ = "off";
+    }
+  }
+  if (screen_factor_opt_->count() == 0 && last.contains("screen_factor") && last["screen_factor"].is_number()) {
+    const double f = last["screen_factor"].get<double>();
+    if (f == 0 || (f >= 1 && f <= 1000)) {
+      o_.screen_factor = f;
+      std::ostringstream text;
+      text << "screen factor " << f;
+      taken.push_back(text.str());
+    }
+  }
+  if (budget_opt_->count() == 0 && max_iter_opt_->count() == 0) {
+    nlohmann::json b = info.budget;
+    if (last.contains("budget") && last["budget"].is_object()) b = last["budget"];
     auto integer = [&](const char* k) -> int64_t {
       return b.is_object() && b.contains(k) && b[k].is_number_integer() && b[k].get<int64_t>() > 0
                  ? b[k].get<int64_t>()

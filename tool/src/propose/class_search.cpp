@@ -60,14 +60,16 @@ void ClassSearchProposer::start(EvaluationService& service) {
 }
 
 std::optional<size_t> ClassSearchProposer::class_of(const model::Attempt& a) const {
+  // By its label's prefix ("c2:"): also a candidate that failed part-way
+  // through timing, with latencies for some of its cases only.
+  for (size_t k = 0; k < classes_.size(); ++k)
+    if (a.label.rfind("c" + std::to_string(k + 1) + ":", 0) == 0) return k;
+  // Else by the cases it was timed on (screened ones count: their probe).
   const std::vector<std::string> names = timed_cases(a);
   for (size_t k = 0; k < classes_.size(); ++k) {
     std::vector<std::string> mine = classes_[k].cases;
     std::sort(mine.begin(), mine.end());
-    // Screened cases are timed too (their probe); a failed candidate has no
-    // latencies at all and is placed by its label's prefix instead.
     if (names == mine) return k;
-    if (names.empty() && a.label.rfind("c" + std::to_string(k + 1) + ":", 0) == 0) return k;
   }
   return std::nullopt;
 }
@@ -168,7 +170,15 @@ Proposal ClassSearchProposer::propose() {
         done.finished = true;
         done.minutes_end = minutes();
       }
-      const size_t next = current_ ? *current_ + 1 : 0;
+      size_t next = current_ ? *current_ + 1 : 0;
+      // A resumed run: a class with a later class's attempts recorded was
+      // over in an earlier session (its minutes share would start afresh).
+      while (next + 1 < classes_.size()) {
+        bool later = false;
+        for (size_t j = next + 1; j < classes_.size(); ++j) later = later || !classes_[j].attempts.empty();
+        if (!later) break;
+        classes_[next++].finished = true;
+      }
       if (next >= classes_.size()) return Proposal::done();
       begin_class(next);
       continue;
