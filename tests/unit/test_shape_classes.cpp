@@ -133,6 +133,8 @@ TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
       << kopt::fs::read_file(err);
   const std::string log = kopt::fs::read_file(err);
   EXPECT_NE(log.find("2 shape classes, searched in this order"), std::string::npos) << log;
+  // The progress line speaks of the class being searched, its geomeans being over its cases.
+  EXPECT_NE(log.find("] class 2/2 best "), std::string::npos) << log;
   EXPECT_NE(log.find("re-timing"), std::string::npos) << log;
   const fsys::path r = d.path() / "results" / "run-001";
   const json s = read_json(r / "summary.json");

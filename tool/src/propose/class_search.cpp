@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <iomanip>
+#include <sstream>
 
 #include "util/error.h"
 
@@ -204,6 +206,16 @@ void ClassSearchProposer::observe(const spec::Candidate& cand, const model::Atte
   ClassState& c = classes_[k];
   if (c.search) c.search->observe(cand, a);
   learn(c, a);
+}
+
+std::string ClassSearchProposer::progress() const {
+  if (!current_) return {};
+  const ClassState& c = classes_[*current_];
+  std::ostringstream line;
+  line << std::setprecision(4) << "class " << *current_ + 1 << "/" << classes_.size();
+  if (c.best_ms) line << " best " << *c.best_ms << " ms";
+  line << " (" << c.attempts.size() << (c.share > 0 ? "/" + std::to_string(c.share) : "") << ")";
+  return line.str();
 }
 
 void ClassSearchProposer::finish() {

@@ -59,6 +59,8 @@ class ClassSearchProposer final : public Proposer {
   /// withdraws a candidate whose class's time or patience ran out.
   bool before_start(spec::Candidate& candidate) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
+  /// "class 3/8 best 0.123 ms" (over the class's cases) for the progress line.
+  std::string progress() const override;
   /// Ends the current class's clock (its minutes in the summary).
   void finish() override;
   /// The first class's search summary plus "shape_classes": per class its

@@ -179,6 +179,10 @@ class Proposer {
   /// from the recorded source and its kopt: annotations.
   virtual std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const = 0;
 
+  /// What the progress line says of the search instead of the run's best
+  /// (empty: the best geomean and its ratios), e.g. the current shape class.
+  virtual std::string progress() const { return {}; }
+
   /// Keys this proposer adds to summary.json (they win over the driver's).
   virtual nlohmann::json summary() const { return nlohmann::json::object(); }
 

@@ -315,7 +315,9 @@ void Driver::run_pipeline() {
     const double mins = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
     std::ostringstream line;
     line << "[" << stats_.evaluated << (o_.max_evaluations > 0 ? "/" + std::to_string(o_.max_evaluations) : "") << "] ";
-    if (best && best->result.geomean_ms) {
+    if (const std::string p = proposer_.progress(); !p.empty()) {
+      line << p;  // shape classes: the geomeans are over one class's cases, the ratios to all cases' meaningless
+    } else if (best && best->result.geomean_ms) {
       line << "best " << fmt(*best->result.geomean_ms) << " ms";
       if (reference_geomean_) line << " (" << fmt(*reference_geomean_ / *best->result.geomean_ms, 3) << "x ref";
       if (cublas_geomean_) line << ", " << fmt(*cublas_geomean_ / *best->result.geomean_ms, 3) << "x cuBLAS";
