@@ -1,5 +1,6 @@
 #include "model/attempt.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kopt::model {
@@ -27,6 +28,14 @@ std::optional<double> case_median_ms(const Attempt& a, const std::string& case_n
     if (c.name == case_name && c.latency && std::isfinite(c.latency->median_ms) && c.latency->median_ms > 0)
       return c.latency->median_ms;
   return std::nullopt;
+}
+
+std::vector<std::string> timed_performance_cases(const Attempt& a) {
+  std::vector<std::string> names;
+  for (const CaseResult& c : a.result.cases)
+    if (c.role == "performance" && c.latency) names.push_back(c.name);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 json latency_json(const LatencyStats& s) {

@@ -36,6 +36,11 @@ struct Attempt {
 /// is finite and positive.
 std::optional<double> case_median_ms(const Attempt& a, const std::string& case_name);
 
+/// The performance cases `a` was timed on (screened ones too: their probe),
+/// sorted by name. With shape classes a candidate is timed on its class's
+/// cases alone (propose/class_search.h); the initial kernel on all.
+std::vector<std::string> timed_performance_cases(const Attempt& a);
+
 /// Result::to_json, optionally without the compile log and the raw samples:
 /// history.json (rewritten at every attempt) takes the short form, each
 /// candidate's result.json the full one.

@@ -10,18 +10,6 @@
 #include "util/error.h"
 
 namespace kopt::propose {
-namespace {
-
-/// The performance cases an attempt was timed on, sorted.
-std::vector<std::string> timed_cases(const model::Attempt& a) {
-  std::vector<std::string> names;
-  for (const auto& c : a.result.cases)
-    if (c.role == "performance" && c.latency) names.push_back(c.name);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-}  // namespace
 
 ClassSearchProposer::ClassSearchProposer(ClassSearchOptions options) : o_(std::move(options)) {
   if (o_.classes.empty()) throw std::logic_error("ClassSearchProposer: no shape class");
@@ -67,7 +55,7 @@ std::optional<size_t> ClassSearchProposer::class_of(const model::Attempt& a) con
   for (size_t k = 0; k < classes_.size(); ++k)
     if (a.label.rfind("c" + std::to_string(k + 1) + ":", 0) == 0) return k;
   // Else by the cases it was timed on (screened ones count: their probe).
-  const std::vector<std::string> names = timed_cases(a);
+  const std::vector<std::string> names = model::timed_performance_cases(a);
   for (size_t k = 0; k < classes_.size(); ++k) {
     std::vector<std::string> mine = classes_[k].cases;
     std::sort(mine.begin(), mine.end());
@@ -200,10 +188,8 @@ Proposal ClassSearchProposer::propose() {
 
 void ClassSearchProposer::observe(const spec::Candidate& cand, const model::Attempt& a) {
   --pending_;
-  size_t k = current_.value_or(0);
-  for (size_t j = 0; j < classes_.size(); ++j)
-    if (classes_[j].cases == cand.performance_cases) k = j;
-  ClassState& c = classes_[k];
+  ClassState* proposed_by = class_proposing(cand);
+  ClassState& c = proposed_by ? *proposed_by : classes_[current_.value_or(0)];
   if (c.search) c.search->observe(cand, a);
   learn(c, a);
 }
@@ -222,15 +208,20 @@ void ClassSearchProposer::finish() {
   if (current_ && classes_[*current_].minutes_end == 0) classes_[*current_].minutes_end = minutes();
 }
 
-bool ClassSearchProposer::before_start(spec::Candidate& cand) {
+ClassSearchProposer::ClassState* ClassSearchProposer::class_proposing(const spec::Candidate& cand) {
   for (auto& c : classes_)
-    if (c.cases == cand.performance_cases && (c.stopped || out_of_time(c))) {
-      // Its class's time (or patience) ran out while it waited in the queue.
-      c.stopped = true;
-      --pending_;
-      ++c.withdrawn;
-      return false;
-    }
+    if (c.cases == cand.performance_cases) return &c;
+  return nullptr;
+}
+
+bool ClassSearchProposer::before_start(spec::Candidate& cand) {
+  if (ClassState* c = class_proposing(cand); c && (c->stopped || out_of_time(*c))) {
+    // Its class's time (or patience) ran out while it waited in the queue.
+    c->stopped = true;
+    --pending_;
+    ++c->withdrawn;
+    return false;
+  }
   if (o_.screen_factor > 0)
     for (const auto& name : cand.performance_cases)
       if (auto it = best_case_ms_.find(name); it != best_case_ms_.end())

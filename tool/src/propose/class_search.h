@@ -90,6 +90,8 @@ class ClassSearchProposer final : public Proposer {
   /// Over for good: its minutes share or its patience ran out (marks it finished).
   bool class_over(ClassState& c);
   bool out_of_time(const ClassState& c) const;
+  /// The class that proposed `candidate` (by the cases it is timed on).
+  ClassState* class_proposing(const spec::Candidate& candidate);
   /// The run's minutes (the service's; without one, a compile-only listing, since construction).
   double minutes() const;
   void begin_class(size_t k);

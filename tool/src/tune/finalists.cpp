@@ -27,17 +27,17 @@ double median_of(std::vector<double> v) {
   return v.empty() ? NAN : v[v.size() / 2];
 }
 
-/// The performance cases an attempt was timed on, sorted and joined: the
-/// group it is ranked in (one group in a plain run; one per shape class).
-std::string timed_cases_key(const Attempt& a) {
-  std::vector<std::string> names;
-  for (const auto& c : a.result.cases)
-    if (c.role == "performance" && c.latency) names.push_back(c.name);
+/// Case names sorted and joined: a set of cases as a map key.
+std::string cases_key(std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   std::string key;
   for (const auto& n : names) key += n + "\n";
   return key;
 }
+
+/// The performance cases an attempt was timed on, as a key: the group it is
+/// ranked in (one group in a plain run; one per shape class).
+std::string timed_cases_key(const Attempt& a) { return cases_key(model::timed_performance_cases(a)); }
 
 /// The top `top` ok candidates and initial kernels by geomean, in each group
 /// of attempts timed on the same performance cases (so per shape class), then
@@ -99,12 +99,7 @@ Finalists Driver::choose_finalists() {
   // Shape classes: the search timed each candidate on its class's cases; the
   // re-timing times every finalist on every performance case, screening a
   // case where a finalist is far slower than the fastest finalist there.
-  std::string all_cases;  // the key of an attempt timed on every performance case
-  {
-    std::vector<std::string> sorted = perf_cases;
-    std::sort(sorted.begin(), sorted.end());
-    for (const auto& n : sorted) all_cases += n + "\n";
-  }
+  const std::string all_cases = cases_key(perf_cases);  // the key of an attempt timed on every performance case
   bool classed = false;
   for (const auto* a : ranked) classed = classed || timed_cases_key(*a) != all_cases;
   std::map<std::string, double> screen;
