@@ -13,7 +13,6 @@
 #include "eval/evaluator_pool.h"
 #include "run/store.h"
 #include "tune/driver.h"
-#include "util/text.h"
 #include "tune/proposers.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -138,13 +137,7 @@ void OptimizeCommand::add_search(CLI::App& sub) {
   screen_factor_opt_ = sub.add_option("--screen-factor", o_.screen_factor,
                  "With shape classes: a case whose probe launch is slower than this times the best known there is "
                  "not timed further (0: off)")
-      ->check(CLI::Validator(
-          [](std::string& t) -> std::string {
-            const std::optional<double> x = parse_finite(t);
-            if (x && (*x == 0 || (*x >= 1 && *x <= 1000))) return {};
-            return "expected 0 (off) or a factor from 1 to 1000, got " + quote(t);
-          },
-          ""))
+      ->check(check::screen_factor())
       ->capture_default_str();
   sub.add_option("--compile-threads", o_.compile_threads,
                  "NVRTC threads (default: hardware threads - 1); more than 4x the hardware threads is lowered to "

@@ -205,6 +205,16 @@ CLI::Validator shape_classes() {
       "");
 }
 
+CLI::Validator screen_factor() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        const std::optional<double> x = parse_finite(t);
+        if (x && (*x == 0 || (*x >= 1 && *x <= 1000))) return {};
+        return "expected 0 (off) or a factor from 1 to 1000" + got(t);
+      },
+      "");
+}
+
 CLI::Validator arch() {
   return CLI::Validator(
       [](std::string& t) -> std::string {

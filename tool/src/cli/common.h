@@ -64,6 +64,8 @@ CLI::Validator existing_dir();
 CLI::Validator one_of(std::vector<std::string> names);
 /// --shape-classes: "auto", "off" or a whole number from 1 to 64.
 CLI::Validator shape_classes();
+/// --screen-factor: 0 (off) or a finite factor from 1 to 1000.
+CLI::Validator screen_factor();
 /// A real GPU architecture NVRTC can compile for: sm_XY with XY one of
 /// cuda::supported_archs(), optionally with the a/f suffix (sm_90a).
 CLI::Validator arch();
