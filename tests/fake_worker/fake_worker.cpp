@@ -113,6 +113,7 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
       cr.screened = c.screen_ms && t > *c.screen_ms;
       cr.screen_ms = c.screen_ms;
       cr.latency = kopt::model::latency_stats(cr.screened ? std::vector<double>{t} : std::vector<double>{t, t, t});
+      cr.blocks_per_sm = 2;  // as cuOccupancyMaxActiveBlocksPerMultiprocessor would say
       medians.push_back(t);
       weights.push_back(c.weight);
     }

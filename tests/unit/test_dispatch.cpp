@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model/dispatch.h"
+#include "spec/launch.h"
 #include "util/error.h"
 
 namespace {
@@ -133,6 +134,148 @@ TEST(Dispatch, RecordedH200SweepOfTheSgemmKinds) {
   EXPECT_EQ(t.select({4096, 2048, 1024}), 0);
   std::cout << "tree: " << t.nodes.size() << " nodes, " << within_noise << " of 80 shapes within 3% of the fastest, "
             << "worst " << worst << "\n";
+}
+
+// The model guard on a real run and on shapes it never saw. The tree and its
+// guard are grown on what kopt measured on the 17 tuned shapes of
+// templates/sgemm/application_shapes.json (11 variants, one H200), the
+// launches from templates/sgemm/sgemm.json's template launch; they are then
+// judged on the benchmark's timings of every variant on the 75 DeepBench
+// shapes, none of them tuned on (tests/data/dispatch/h200_classes.json). The
+// tree alone ran 23 of them more than 5% slower than variant 0 there (up to
+// 4.7x: a 48-block grid on 512x1500x2816); with the guard, none.
+class RecordedClassRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ifstream f(std::string(KOPT_SOURCE_DIR) + "/tests/data/dispatch/h200_classes.json");
+    ASSERT_TRUE(f) << "tests/data/dispatch/h200_classes.json";
+    d_ = json::parse(f);
+    std::ifstream t(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
+    ASSERT_TRUE(t) << "templates/sgemm/sgemm.json";
+    const json l = json::parse(t)["template"]["launch"];
+    for (int i = 0; i < 3; ++i) {
+      const json& g = l["grid"][static_cast<size_t>(i)];
+      launch_.grid[i] = g.is_string() ? kopt::spec::Expr::parse(g) : kopt::spec::Expr::constant(g.get<int64_t>());
+    }
+    ASSERT_TRUE(l.contains("block_work")) << "the SGEMM template's launch has no block_work";
+    launch_.block_work = kopt::spec::Expr::parse(l["block_work"].get<std::string>());
+    for (const auto& v : d_["variants"]) {
+      std::map<std::string, int64_t> p;
+      std::stringstream ss(v["label"].get<std::string>().substr(v["label"].get<std::string>().find(':') + 1));
+      for (std::string kv; std::getline(ss, kv, ',');) p[kv.substr(0, kv.find('='))] = std::stoll(kv.substr(kv.find('=') + 1));
+      params_.push_back(p);
+      blocks_per_sm_.push_back(v["blocks_per_sm"].get<int>());
+    }
+    tuned_ = samples(d_["tuned"]);
+    held_out_ = samples(d_["held_out"]);
+  }
+  std::vector<DispatchSample> samples(const json& rows) const {
+    std::vector<DispatchSample> out;
+    for (const auto& c : rows) {
+      DispatchSample s{c["case"], {c["M"], c["N"], c["K"]}, {}};
+      for (const auto& v : c["variant_ms"]) s.ms.push_back(v.is_null() ? NAN : v.get<double>());
+      kopt::spec::Case sc;
+      sc.name = s.name;
+      sc.sizes = {{"M", s.sizes[0]}, {"N", s.sizes[1]}, {"K", s.sizes[2]}};
+      for (const auto& p : params_) {
+        const kopt::spec::LaunchDims ld = kopt::spec::resolve_launch(launch_, sc, p);
+        s.blocks.push_back(ld.grid[0] * ld.grid[1] * ld.grid[2]);
+        s.block_work.push_back(static_cast<double>(ld.block_work.value()));
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  json d_;
+  kopt::spec::Launch launch_;
+  std::vector<std::map<std::string, int64_t>> params_;
+  std::vector<int> blocks_per_sm_;
+  std::vector<DispatchSample> tuned_, held_out_;
+};
+
+struct Judged {
+  int slower_than_v0 = 0, within_5pct = 0;
+  double geomean_vs_fastest = 0;  // geomean of fastest / dispatched
+  std::string worst;
+};
+
+Judged judge(const DispatchTree& t, const std::vector<DispatchSample>& shapes, bool guarded) {
+  Judged j;
+  double log_sum = 0, worst = 0;
+  for (const auto& s : shapes) {
+    const int v = guarded ? t.select_guarded(s) : t.select(s.sizes);
+    double best = INFINITY;
+    for (double x : s.ms)
+      if (std::isfinite(x)) best = std::min(best, x);
+    const double mine = std::isfinite(s.ms[static_cast<size_t>(v)]) ? s.ms[static_cast<size_t>(v)] : INFINITY;
+    const double vs0 = mine / s.ms[0];
+    if (vs0 > 1.05) {
+      ++j.slower_than_v0;
+      if (vs0 > worst) {
+        worst = vs0;
+        j.worst = s.name + " (variant " + std::to_string(v) + ", " + std::to_string(vs0) + "x variant 0)";
+      }
+    }
+    j.within_5pct += mine <= 1.05 * best;
+    log_sum += std::log(best / mine);
+  }
+  j.geomean_vs_fastest = std::exp(log_sum / static_cast<double>(shapes.size()));
+  return j;
+}
+
+TEST_F(RecordedClassRun, OffTheTunedShapesTheGuardedDispatchIsNeverSlowerThanVariantZero) {
+  ASSERT_EQ(tuned_.size(), 17u);
+  ASSERT_EQ(held_out_.size(), 75u);
+  const int variants = static_cast<int>(params_.size());
+  DispatchTree t = derive_dispatch(kMNK, tuned_, variants, 0.03);
+  t.model = kopt::model::derive_dispatch_model(t, tuned_, blocks_per_sm_, d_["sm_count"].get<int>());
+  ASSERT_TRUE(t.model.has_value());
+  ASSERT_TRUE(t.model->margin.has_value()) << "no margin passed the leave-one-out check";
+  EXPECT_GE(*t.model->margin, 0.0);
+  EXPECT_LE(*t.model->margin, 3.0);
+
+  // On the tuned shapes the guard changes nothing: each runs the tree's
+  // variant, within the noise of its fastest.
+  for (const auto& s : tuned_) EXPECT_EQ(t.select_guarded(s), t.select(s.sizes)) << s.name;
+
+  const Judged tree = judge(t, held_out_, false), guarded = judge(t, held_out_, true);
+  // The tree alone is the measured failure the guard exists for.
+  EXPECT_GE(tree.slower_than_v0, 10) << tree.worst;
+  EXPECT_EQ(guarded.slower_than_v0, 0) << guarded.worst;
+  EXPECT_GT(guarded.geomean_vs_fastest, tree.geomean_vs_fastest);
+  EXPECT_GE(guarded.within_5pct, tree.within_5pct);
+  std::cout << "held-out DeepBench shapes: tree alone " << tree.slower_than_v0 << " of 75 more than 5% slower than "
+            << "variant 0 (worst " << tree.worst << "), " << tree.within_5pct << " within 5% of the fastest, geomean "
+            << "fastest/dispatched " << tree.geomean_vs_fastest << "; guarded (margin " << *t.model->margin << ") "
+            << guarded.slower_than_v0 << ", " << guarded.within_5pct << ", " << guarded.geomean_vs_fastest << "\n";
+}
+
+TEST_F(RecordedClassRun, TheModelRoundTripsThroughJsonAndMalformedOnesAreNamed) {
+  const int variants = static_cast<int>(params_.size());
+  DispatchTree t = derive_dispatch(kMNK, tuned_, variants, 0.03);
+  t.model = kopt::model::derive_dispatch_model(t, tuned_, blocks_per_sm_, 132);
+  ASSERT_TRUE(t.model.has_value());
+  const DispatchTree back = DispatchTree::from_json(t.to_json(), "summary.json", variants);
+  ASSERT_TRUE(back.model.has_value());
+  EXPECT_EQ(back.model->blocks_per_sm, t.model->blocks_per_sm);
+  EXPECT_EQ(back.model->tuned, t.model->tuned);
+  EXPECT_EQ(back.model->margin, t.model->margin);
+  for (const auto& s : held_out_) EXPECT_EQ(back.select_guarded(s), t.select_guarded(s)) << s.name;
+
+  json bad = t.to_json();
+  bad["model"]["blocks_per_sm"].erase(0);
+  try {
+    DispatchTree::from_json(bad, "summary.json", variants);
+    FAIL() << "a model with too few blocks_per_sm entries was accepted";
+  } catch (const kopt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("$.model.blocks_per_sm"), std::string::npos) << e.what();
+  }
+  // Without occupancy, or without launches, there is no model.
+  std::vector<int> none(blocks_per_sm_.size(), 0);
+  EXPECT_FALSE(kopt::model::derive_dispatch_model(t, tuned_, none, 132).has_value());
+  std::vector<DispatchSample> bare = tuned_;
+  for (auto& s : bare) s.blocks.clear();
+  EXPECT_FALSE(kopt::model::derive_dispatch_model(t, bare, blocks_per_sm_, 132).has_value());
 }
 
 }  // namespace

@@ -143,6 +143,74 @@ TEST(GenerateHeader, MeasuredDispatchIsTheTreesOwnIfs) {
   fsys::remove_all(d);
 }
 
+// With the model guard (model/dispatch.h), select_variant() asks the tree,
+// then, off the tuned shapes, the wave model: predicted from each variant's
+// grid, its block_work (the SGEMM template's expression with the variant's
+// parameters) and its occupancy. The tree's sizes come in another order
+// (K, M, N) than the header's (M, N, K).
+TEST(GenerateHeader, TheModelGuardDecidesOffTheTunedShapes) {
+  const fsys::path d = temp_dir("guard");
+  const kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
+  auto kernel = [](int tile) {
+    const std::string t = std::to_string(tile);
+    return "// kopt:entry sgemm\n// kopt:param KIND=0\n// kopt:param BM=" + t + "\n// kopt:param BN=" + t +
+           "\n// kopt:param TM=8\n// kopt:param TN=8\n// kopt:param SPLITK=1\n"
+           "// kopt:grid ceil_div(N, BN) * SPLITK, ceil_div(M, BM), 1\n// kopt:block 256, 1, 1\n"
+           "extern \"C\" __global__ void sgemm() {}\n";
+  };
+  const std::vector<kopt::gen::KernelVariant> vs = {{kernel(64), "v0.cu", "", {}}, {kernel(256), "v1.cu", "", {}}};
+  // Tuned: variant 1 (256x256 tiles) wins on 4096^3, variant 0 on 256x256x4096.
+  kopt::model::DispatchTree t = kopt::model::derive_dispatch(
+      {"K", "M", "N"}, {{"big", {4096, 4096, 4096}, {2.0, 1.0}}, {"small", {4096, 256, 256}, {1.0, 2.0}}}, 2, 0.03);
+  ASSERT_EQ(t.select({4096, 2048, 256}), 1);  // the tree alone: M > 1024 takes the big tiles
+  kopt::model::DispatchModel m;
+  m.sm_count = 132;
+  m.blocks_per_sm = {4, 1};
+  m.ms_per_work = {8e-9, 1e-9};  // per multiply-add of a block's tile: the big tiles 8x cheaper
+  m.margin = 0.5;
+  m.tuned = {{4096, 4096, 4096}, {4096, 256, 256}};
+  t.model = m;
+  const std::string h = kopt::gen::launch_header("k", vs, s, &t);
+  EXPECT_NE(h.find("inline int measured_variant(long long M, long long N, long long K)"), std::string::npos) << h;
+  EXPECT_NE(h.find("constexpr double kMargin = 0.5;"), std::string::npos) << h;
+  EXPECT_NE(h.find("if (t[0] == K && t[1] == M && t[2] == N) return true;"), std::string::npos) << h;
+  EXPECT_NE(h.find("return static_cast<double>((KIND == 0) * BM * BN * ceil_div(K, SPLITK)"), std::string::npos) << h;
+  std::ofstream(d / "k_launch.h") << h;
+  // 2048x256x4096: variant 1 would run 8 blocks where variant 0 runs 128 (both one wave), so
+  // it is predicted 2x slower and variant 0 runs. 8192^2 x 4096: 8 waves of big tiles against
+  // 32 of small ones: predicted 2x faster, more than the margin, so variant 1 runs.
+  std::ofstream(d / "use.cpp") << "#include \"k_launch.h\"\nint main() {\n"
+                               << "  using kopt_k::launch_config;\n"
+                               << "  return launch_config(4096, 4096, 4096).variant == 1 &&\n"
+                               << "         launch_config(256, 256, 4096).variant == 0 &&\n"
+                               << "         kopt_k::measured_variant(2048, 256, 4096) == 1 &&\n"
+                               << "         launch_config(2048, 256, 4096).variant == 0 &&\n"
+                               << "         launch_config(8192, 8192, 4096).variant == 1 ? 0 : 1;\n}\n";
+  const std::string cmd = "c++ -std=c++17 -Wall -Werror -o " + (d / "use").string() + " -I" + d.string() + " " +
+                          (d / "use.cpp").string() + " && " + (d / "use").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << h;
+  // The same answers from the model in kopt (what the dispatch check and the reports use).
+  auto sample = [&](int64_t M, int64_t N, int64_t K) {
+    kopt::model::DispatchSample x{"q", {K, M, N}, {1.0, 1.0}};
+    for (int tile : {64, 256}) {
+      x.blocks.push_back(((N + tile - 1) / tile) * ((M + tile - 1) / tile));
+      x.block_work.push_back(static_cast<double>(tile) * tile * K);
+    }
+    return x;
+  };
+  EXPECT_EQ(t.select_guarded(sample(2048, 256, 4096)), 0);
+  EXPECT_EQ(t.select_guarded(sample(8192, 8192, 4096)), 1);
+  EXPECT_EQ(t.select_guarded(sample(4096, 4096, 4096)), 1);
+  // No margin: off the tuned shapes, variant 0.
+  t.model->margin.reset();
+  const std::string h0 = kopt::gen::launch_header("k", vs, s, &t);
+  EXPECT_NE(h0.find("No margin passed the leave-one-out check"), std::string::npos) << h0;
+  expect_header_compiles(d, h0,
+                         "  return kopt_k::launch_config(8192, 8192, 4096).variant == 0 &&\n"
+                         "         kopt_k::launch_config(4096, 4096, 4096).variant == 1 ? 0 : 1;");
+  fsys::remove_all(d);
+}
+
 TEST(GenerateHeader, DocumentsTheOrderOfLaunchConfigsArguments) {
   const kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
   const std::string kernel =

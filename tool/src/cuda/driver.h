@@ -44,6 +44,7 @@ namespace kopt::cuda {
   X(cuFuncGetAttribute)                                                \
   X(cuFuncSetAttribute)                                                \
   X(cuLaunchKernel)                                                    \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                       \
   X(cuMemAlloc)                                                        \
   X(cuMemFree)                                                         \
   X(cuMemcpyHtoD)                                                      \

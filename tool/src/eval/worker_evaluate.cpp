@@ -291,6 +291,14 @@ void Worker::evaluate(const EvalRequest& rq) {
     cr.screen_ms = c.screen_ms;
     cr.latency = latency_stats(samples);
     cr.latency->raw_ms = samples;
+    {
+      int blocks = 0;
+      const int64_t threads = c.launch.block[0] * c.launch.block[1] * c.launch.block[2];
+      if (driver_->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, cand.fn, static_cast<int>(threads),
+                                                               static_cast<size_t>(c.launch.shared_bytes)) ==
+          CUDA_SUCCESS)
+        cr.blocks_per_sm = blocks;
+    }
     medians.push_back(cr.latency->median_ms);
     weights.push_back(c.weight);
     if (rq.time_reference && ref) {

@@ -206,6 +206,73 @@ void check_launch_names(const spec::Annotations& a, const KernelVariant& v, cons
   if (a.shared_bytes) check("shared", *a.shared_bytes);
 }
 
+/// The model guard of the measured dispatch (model/dispatch.h, DispatchModel)
+/// as C++: its constants, the predicted latency, and select_variant(), which
+/// asks measured_variant() (the tree) first. `order` is the model's size order.
+std::string model_guard_cpp(const model::DispatchModel& m, const std::vector<std::string>& order, size_t n,
+                            const std::string& size_params, const std::string& size_args) {
+  std::ostringstream h;
+  h.precision(17);
+  h << "/// The model guard (docs/dispatch.md, \"The model guard\"). Off the tuned shapes, a variant\n"
+    << "/// other than 0 runs only where a wave model predicts it faster than variant 0 by kMargin:\n"
+    << "/// predicted ms = kMsPerWork[v] * waves * block_work, waves = ceil(blocks / (kBlocksPerSm[v] *\n"
+    << "/// kSmCount)). kMsPerWork is fitted on the tuned shapes' measured medians, kBlocksPerSm is\n"
+    << "/// the measured occupancy, and kMargin the smallest with which leave-one-out over the tuned\n"
+    << "/// shapes never ran a variant slower than variant 0.\n"
+    << "namespace dispatch_model {\n"
+    << "constexpr int kSmCount = " << m.sm_count << ";  // SMs of the GPU the variants were timed on\n"
+    << "constexpr int kBlocksPerSm[" << n << "] = {";
+  for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << m.blocks_per_sm[v];
+  h << "};\nconstexpr double kMsPerWork[" << n << "] = {";
+  for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << (std::isfinite(m.ms_per_work[v]) ? m.ms_per_work[v] : 1e300);
+  h << "};\n";
+  if (m.margin)
+    h << "constexpr double kMargin = " << [&] {
+      std::ostringstream o;  // the margin is a multiple of 0.1: no 17-digit noise
+      o << std::round(*m.margin * 1000) / 1000;
+      return o.str();
+    }() << ";\n";
+  else
+    h << "// No margin passed the leave-one-out check: off the tuned shapes, variant 0 runs.\n";
+  h << "constexpr long long kTuned[][" << std::max<size_t>(order.size(), 1) << "] = {";
+  for (size_t t = 0; t < m.tuned.size(); ++t) {
+    h << (t ? ", " : "") << "{";
+    for (size_t d = 0; d < m.tuned[t].size(); ++d) h << (d ? ", " : "") << m.tuned[t][d];
+    h << "}";
+  }
+  h << "};  // the tuned shapes (" ;
+  for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
+  h << ")\n\n/// Whether the sizes are those of a tuned shape (there the measured tree alone decides).\n"
+    << "inline bool tuned(" << size_params << ") {\n"
+    << "  for (const auto& t : kTuned)\n    if (";
+  for (size_t d = 0; d < order.size(); ++d) h << (d ? " && " : "") << "t[" << d << "] == " << order[d];
+  h << ") return true;\n  return false;\n}\n\n";
+  if (m.margin) {
+    h << "/// Predicted latency (ms) of variant v for the given sizes.\n"
+      << "inline double predicted_ms(int v, " << size_params << ") {\n"
+      << "  double work = 0;\n  switch (v) {\n";
+    for (size_t v = 0; v < n; ++v)
+      h << "    case " << v << ": work = variant" << v << "::block_work(" << size_args << "); break;\n";
+    h << "    default: return 1e300;\n  }\n"
+      << "  const LaunchConfig c = launch_config_variant(v, " << size_args << ");\n"
+      << "  const double blocks = static_cast<double>(c.grid[0]) * c.grid[1] * c.grid[2];\n"
+      << "  const double per_wave = static_cast<double>(kBlocksPerSm[v]) * kSmCount;\n"
+      << "  return kMsPerWork[v] * std::ceil((blocks > 1 ? blocks : 1.0) / per_wave) * work;\n}\n";
+  }
+  h << "}  // namespace dispatch_model\n\n"
+    << "/// The variant for the given sizes: measured_variant() on the tuned shapes; elsewhere its pick\n"
+    << "/// only where the model guard agrees, else variant 0.\n"
+    << "inline int select_variant(" << size_params << ") {\n"
+    << "  const int v = measured_variant(" << size_args << ");\n"
+    << "  if (v == 0 || dispatch_model::tuned(" << size_args << ")) return v;\n";
+  if (m.margin)
+    h << "  return dispatch_model::predicted_ms(v, " << size_args << ") * (1 + dispatch_model::kMargin) <=\n"
+      << "                 dispatch_model::predicted_ms(0, " << size_args << ")\n             ? v\n             : 0;\n}\n\n";
+  else
+    h << "  return 0;\n}\n\n";
+  return h.str();
+}
+
 std::string c_string(const std::string& text) {
   std::string out = "\"";
   for (char ch : text) {
@@ -247,6 +314,18 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
                                             ", but there are " + std::to_string(n) + "; re-tune to record a new one");
   } else {
     dispatch = nullptr;
+  }
+  // The model guard needs one block's work per variant: the template's
+  // block_work expression in terms of the sizes and each variant's parameters.
+  const spec::Expr* block_work = nullptr;
+  if (dispatch && dispatch->model && spec.template_kernel && spec.template_kernel->launch &&
+      !spec.template_kernel->launch->block_work.empty()) {
+    block_work = &spec.template_kernel->launch->block_work;
+    for (const auto& a : ann)
+      for (const std::string& nm : block_work->names())
+        if (std::find(sizes.begin(), sizes.end(), nm) == sizes.end() && !a.params.count(nm)) block_work = nullptr;
+    for (const auto& d : dispatch->sizes)
+      if (std::find(sizes.begin(), sizes.end(), d) == sizes.end()) block_work = nullptr;
   }
   auto size_params = [&] {
     std::string p;
@@ -322,7 +401,14 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     for (int d = 0; d < 3; ++d) h << "  kopt_c.grid[" << d << "] = static_cast<unsigned>(" << (*a.grid)[d].text() << ");\n";
     for (int d = 0; d < 3; ++d) h << "  kopt_c.block[" << d << "] = static_cast<unsigned>(" << (*a.block)[d].text() << ");\n";
     h << "  kopt_c.shared_bytes = static_cast<std::size_t>(" << (a.shared_bytes ? a.shared_bytes->text() : "0") << ");\n"
-      << "  kopt_c.variant = " << i << ";\n  return kopt_c;\n}\n}  // namespace variant" << i << "\n\n";
+      << "  kopt_c.variant = " << i << ";\n  return kopt_c;\n}\n";
+    if (block_work) {
+      h << "/// One block's work (the template's block_work), for the dispatch model.\n"
+        << "inline double block_work(" << size_params() << ") {\n";
+      for (const auto& s : sizes) h << "  (void)" << s << ";\n";
+      h << "  return static_cast<double>(" << block_work->text() << ");\n}\n";
+    }
+    h << "}  // namespace variant" << i << "\n\n";
   }
   h << "/// Grid, block and dynamic shared memory of variant `v` for the given sizes.\n"
     << "inline LaunchConfig launch_config_variant(int kopt_v" << (sizes.empty() ? "" : ", ") << size_params()
@@ -344,9 +430,10 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
       << dispatch->noise * 100 << "% of its fastest\n"
       << "/// where a few questions can say so, and a leaf never takes a variant that was measured\n"
       << "/// slower than variant 0 on one of its shapes (docs/dispatch.md).\n"
-      << "inline int select_variant(" << size_params() << ") {\n";
+      << "inline int " << (block_work ? "measured_variant(" : "select_variant(") << size_params() << ") {\n";
     for (const auto& sz : sizes) h << "  (void)" << sz << ";\n";
     h << dispatch->to_cpp(2) << "}\n\n";
+    if (block_work) h << model_guard_cpp(*dispatch->model, dispatch->sizes, n, size_params(), size_args());
   } else {
   h << "/// The variant for the given sizes: the one tuned on the nearest tuned shape.\n"
     << "inline int select_variant(" << size_params() << ") {\n";

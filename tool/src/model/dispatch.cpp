@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -157,7 +158,97 @@ void compact(const DispatchTree& in, int id, DispatchTree& out) {
   compact(in, n.right, out);
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double waves(int64_t blocks, int blocks_per_sm, int sm_count) {
+  const int64_t per_wave = static_cast<int64_t>(std::max(blocks_per_sm, 1)) * std::max(sm_count, 1);
+  return static_cast<double>((std::max<int64_t>(blocks, 1) + per_wave - 1) / per_wave);
+}
+
+bool has_launches(const DispatchSample& s) {
+  return s.blocks.size() == s.ms.size() && s.block_work.size() == s.ms.size();
+}
+
+/// ms_per_work per variant, fitted on `samples` except `skip` (SIZE_MAX: none):
+/// the median of ms / (waves * block_work) over the shapes where the variant
+/// was timed; INFINITY where it never was (never predicted fast).
+std::vector<double> fit_ms_per_work(const std::vector<DispatchSample>& samples, const std::vector<int>& blocks_per_sm,
+                                    int sm_count, size_t skip) {
+  std::vector<double> out(blocks_per_sm.size(), INFINITY);
+  for (size_t v = 0; v < out.size(); ++v) {
+    std::vector<double> r;
+    for (size_t s = 0; s < samples.size(); ++s) {
+      if (s == skip) continue;
+      const double ms = samples[s].ms[v];
+      const double work = waves(samples[s].blocks[v], blocks_per_sm[v], sm_count) * samples[s].block_work[v];
+      if (std::isfinite(ms) && ms > 0 && work > 0) r.push_back(ms / work);
+    }
+    if (!r.empty()) out[v] = median(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
+
+double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work) const {
+  const auto i = static_cast<size_t>(v);
+  return ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work;
+}
+
+bool DispatchModel::allows(int v, const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
+                           const std::vector<double>& block_work) const {
+  if (v == 0) return true;
+  if (std::find(tuned.begin(), tuned.end(), sizes) != tuned.end()) return true;
+  if (!margin) return false;
+  const auto i = static_cast<size_t>(v);
+  if (i >= blocks.size() || i >= block_work.size() || blocks.empty() || block_work.empty()) return true;
+  return predicted_ms(v, blocks[i], block_work[i]) * (1.0 + *margin) <= predicted_ms(0, blocks[0], block_work[0]);
+}
+
+nlohmann::json DispatchModel::to_json() const {
+  nlohmann::json ms = nlohmann::json::array();
+  for (double x : ms_per_work) ms.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+  return {{"sm_count", sm_count},
+          {"blocks_per_sm", blocks_per_sm},
+          {"ms_per_work", ms},
+          {"margin", margin ? nlohmann::json(*margin) : nlohmann::json(nullptr)},
+          {"tuned", tuned}};
+}
+
+DispatchModel DispatchModel::from_json(const JsonAt& at, int variant_count, size_t size_count) {
+  at.expect_object();
+  DispatchModel m;
+  m.sm_count = static_cast<int>(at.at("sm_count").integer(1, 1 << 20));
+  const JsonAt bps = at.at("blocks_per_sm"), ms = at.at("ms_per_work");
+  if (bps.size() != static_cast<size_t>(variant_count)) bps.fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
+  if (ms.size() != static_cast<size_t>(variant_count)) ms.fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
+  for (size_t v = 0; v < bps.size(); ++v) m.blocks_per_sm.push_back(static_cast<int>(bps.at(v).integer(1, 1 << 20)));
+  for (size_t v = 0; v < ms.size(); ++v) {
+    const JsonAt x = ms.at(v);
+    m.ms_per_work.push_back(x.value().is_null() ? INFINITY : x.number(0));
+  }
+  if (auto mg = at.find("margin"); mg && !mg->value().is_null()) m.margin = mg->number(0, 1e6);
+  const JsonAt tuned = at.at("tuned");
+  for (size_t i = 0; i < tuned.size(); ++i) {
+    const JsonAt row = tuned.at(i);
+    if (row.size() != size_count) row.fail("expected " + std::to_string(size_count) + " sizes");
+    std::vector<int64_t> sz;
+    for (size_t d = 0; d < row.size(); ++d) sz.push_back(row.at(d).integer());
+    m.tuned.push_back(std::move(sz));
+  }
+  return m;
+}
+
+int DispatchTree::select_guarded(const DispatchSample& s) const {
+  const int v = select(s.sizes);
+  if (!model || !has_launches(s)) return v;
+  return model->allows(v, s.sizes, s.blocks, s.block_work) ? v : 0;
+}
 
 int DispatchTree::select(const std::vector<int64_t>& values) const {
   if (nodes.empty()) return 0;
@@ -205,7 +296,9 @@ nlohmann::json DispatchTree::to_json() const {
     else
       ns.push_back({{"dim", n.dim}, {"threshold", n.threshold}, {"left", n.left}, {"right", n.right}});
   }
-  return {{"sizes", sizes}, {"noise", noise}, {"nodes", ns}};
+  nlohmann::json j = {{"sizes", sizes}, {"noise", noise}, {"nodes", ns}};
+  if (model) j["model"] = model->to_json();
+  return j;
 }
 
 DispatchTree DispatchTree::from_json(const nlohmann::json& j, const std::string& where, int variant_count) {
@@ -237,6 +330,7 @@ DispatchTree DispatchTree::from_json(const JsonAt& at, int variant_count) {
     }
     t.nodes.push_back(d);
   }
+  if (auto m = at.find("model")) t.model = DispatchModel::from_json(*m, variant_count, t.sizes.size());
   return t;
 }
 
@@ -271,12 +365,62 @@ DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::v
   return out;
 }
 
+std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
+                                                   const std::vector<int>& blocks_per_sm, int sm_count, int max_depth) {
+  const size_t variants = blocks_per_sm.size();
+  if (samples.size() < 3 || variants < 2 || sm_count <= 0) return std::nullopt;
+  for (int b : blocks_per_sm)
+    if (b <= 0) return std::nullopt;
+  for (const auto& s : samples)
+    if (s.ms.size() != variants || !has_launches(s)) return std::nullopt;
+  DispatchModel m;
+  m.sm_count = sm_count;
+  m.blocks_per_sm = blocks_per_sm;
+  m.ms_per_work = fit_ms_per_work(samples, blocks_per_sm, sm_count, SIZE_MAX);
+  for (const auto& s : samples) m.tuned.push_back(s.sizes);
+  // Leave-one-out: per left-out shape, the tree's pick and the two predictions
+  // from the tree and the model grown without it.
+  struct Held {
+    int pick;
+    double pred_pick, pred_0, ms_pick, ms_0;
+  };
+  std::vector<Held> held;
+  for (size_t k = 0; k < samples.size(); ++k) {
+    const DispatchSample& s = samples[k];
+    std::vector<DispatchSample> rest;
+    for (size_t i = 0; i < samples.size(); ++i)
+      if (i != k) rest.push_back(samples[i]);
+    const DispatchTree t = derive_dispatch(tree.sizes, rest, static_cast<int>(variants), tree.noise, max_depth);
+    const int pick = t.select(s.sizes);
+    if (pick == 0 || !(std::isfinite(s.ms[0]) && s.ms[0] > 0)) continue;  // nothing to guard, or no variant 0 to compare
+    DispatchModel mk = m;
+    mk.ms_per_work = fit_ms_per_work(samples, blocks_per_sm, sm_count, k);
+    const auto p = static_cast<size_t>(pick);
+    held.push_back({pick, mk.predicted_ms(pick, s.blocks[p], s.block_work[p]),
+                    mk.predicted_ms(0, s.blocks[0], s.block_work[0]), s.ms[p], s.ms[0]});
+  }
+  for (int step = 0; step <= 30; ++step) {
+    const double margin = 0.1 * step;
+    bool ok = true;
+    for (const Held& h : held) {
+      const bool runs = h.pred_pick * (1.0 + margin) <= h.pred_0;
+      const bool slower = !(std::isfinite(h.ms_pick) && h.ms_pick <= h.ms_0 * (1.0 + tree.noise));
+      if (runs && slower) ok = false;
+    }
+    if (ok) {
+      m.margin = margin;
+      break;
+    }
+  }
+  return m;
+}
+
 std::vector<DispatchCheck> check_dispatch(const DispatchTree& tree, const std::vector<DispatchSample>& samples) {
   std::vector<DispatchCheck> out;
   for (const auto& s : samples) {
     DispatchCheck c;
     c.name = s.name;
-    c.chosen = tree.select(s.sizes);
+    c.chosen = tree.select_guarded(s);
     double best = INFINITY;
     for (size_t v = 0; v < s.ms.size(); ++v)
       if (std::isfinite(s.ms[v]) && s.ms[v] > 0 && s.ms[v] < best) {

@@ -20,9 +20,24 @@
 // measurement around them says otherwise. Thresholds lie at the geometric
 // mean of the two neighbouring tuned values (sizes scale multiplicatively),
 // rounded down.
+//
+// The model guard. A tree grown on a few tuned shapes has no evidence about
+// the shapes between them: a question such as "K <= 1752" may have been
+// asked where every tuned shape was large, and a variant with large tiles
+// then runs on a small output with a grid of a few dozen blocks. So off the
+// tuned shapes, a variant other than 0 runs only where a wave model,
+// calibrated on the same measurements, predicts it faster than variant 0 by
+// a margin (DispatchModel). The model counts waves: a variant's time on a
+// shape is predicted as ms_per_work[v] * ceil(blocks / (blocks_per_sm[v] *
+// sm_count)) * block_work, the launch's grid size and one block's work from
+// the template's expressions (spec::Launch::block_work). The margin is the
+// smallest on a grid of 0, 0.1, ..., 3 with which leave-one-out over the
+// tuned shapes (tree and model grown without the shape left out) never runs
+// a variant slower than variant 0 by more than the noise on it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +56,33 @@ struct DispatchSample {
   std::string name;             // the performance case, for messages and reports
   std::vector<int64_t> sizes;   // size values, in the order of DispatchTree::sizes
   std::vector<double> ms;       // ms[v]: variant v's median latency
+  /// For the model guard (may be empty: no model): per variant, the blocks of
+  /// its launch on this shape (grid x * y * z) and one block's work
+  /// (spec::Launch::block_work, any unit).
+  std::vector<int64_t> blocks;
+  std::vector<double> block_work;
+};
+
+/// The wave model that guards the tree off the tuned shapes (see the top of
+/// this file). Indexed by variant.
+struct DispatchModel {
+  int sm_count = 0;                  // SMs of the GPU it was measured on
+  std::vector<int> blocks_per_sm;    // occupancy of each variant's launch (blocks on one SM at once)
+  std::vector<double> ms_per_work;   // fitted: median over the tuned shapes of ms / (waves * block_work)
+  /// A variant v other than 0 runs off the tuned shapes only where
+  /// predicted_ms(v) * (1 + margin) <= predicted_ms(0). Unset: no margin up to 3
+  /// passed the leave-one-out check, and variant 0 runs off the tuned shapes.
+  std::optional<double> margin;
+  std::vector<std::vector<int64_t>> tuned;  // the tuned shapes' sizes (the tree alone decides there)
+
+  /// Predicted latency (ms) of variant v with `blocks` blocks of `block_work` each.
+  double predicted_ms(int v, int64_t blocks, double block_work) const;
+  /// Whether variant `v` (the tree's pick) may run on a shape with these
+  /// sizes and, per variant, these launches' blocks and block work.
+  bool allows(int v, const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
+              const std::vector<double>& block_work) const;
+  nlohmann::json to_json() const;
+  static DispatchModel from_json(const JsonAt& at, int variant_count, size_t size_count);
 };
 
 /// A node of the tree. Leaf: dim == -1, `variant` is the answer. Inner node:
@@ -57,6 +99,11 @@ struct DispatchTree {
   std::vector<std::string> sizes;   // size names, e.g. {"M", "N", "K"}
   std::vector<DispatchNode> nodes;  // nodes[0] is the root; a single leaf when one variant serves all
   double noise = 0.03;              // the fraction within which two latencies count as equal
+  std::optional<DispatchModel> model;  // the guard off the tuned shapes, when it could be derived
+
+  /// The tree's variant, then the model's guard: the variant for a sample
+  /// whose `blocks` and `block_work` are given (else the tree alone).
+  int select_guarded(const DispatchSample& s) const;
 
   /// The variant for `sizes` (in the order of this->sizes). 0 for an empty tree.
   int select(const std::vector<int64_t>& sizes) const;
@@ -82,6 +129,15 @@ struct DispatchTree {
 DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::vector<DispatchSample>& samples,
                              int variant_count, double noise, int max_depth = 8);
 
+/// The model guard for `tree`, grown on `samples` (which must all carry
+/// blocks and block_work for every variant) with `blocks_per_sm` per variant
+/// on a GPU of `sm_count` SMs. Nullopt when a sample lacks them, a variant
+/// has no occupancy, or there are fewer than 3 samples. `max_depth` as for
+/// derive_dispatch (the leave-one-out trees are grown the same way).
+std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
+                                                   const std::vector<int>& blocks_per_sm, int sm_count,
+                                                   int max_depth = 8);
+
 /// For a report or a test: per sample, the variant the tree picks and its
 /// latency over the fastest one's (1.0 = the fastest).
 struct DispatchCheck {
@@ -89,6 +145,8 @@ struct DispatchCheck {
   int chosen = 0, fastest = 0;
   double slowdown = 1.0;
 };
+/// Uses select_guarded (the model guard where the tree has one and the sample
+/// carries launches).
 std::vector<DispatchCheck> check_dispatch(const DispatchTree& tree, const std::vector<DispatchSample>& samples);
 
 }  // namespace kopt::model

@@ -238,6 +238,7 @@ json Result::to_json() const {
     if (c.reference_latency) jc["reference_latency"] = latency_to_json(*c.reference_latency);
     if (c.screened) jc["screened"] = true;
     if (c.screen_ms) jc["screen_ms"] = from_double(*c.screen_ms);
+    if (c.blocks_per_sm) jc["blocks_per_sm"] = *c.blocks_per_sm;
     cs.push_back(std::move(jc));
   }
   j["cases"] = std::move(cs);
@@ -280,6 +281,8 @@ Result Result::from_json(const json& j) {
       read_opt(jc, "worst_output", p, &c.worst_output, get_string);
       read_opt(jc, "screened", p, &c.screened, get_bool);
       if (auto sm = jc.find("screen_ms"); sm != jc.end() && !sm->is_null()) c.screen_ms = get_double(*sm, p + ".screen_ms");
+      if (auto bs = jc.find("blocks_per_sm"); bs != jc.end() && !bs->is_null())
+        c.blocks_per_sm = get_int32(*bs, p + ".blocks_per_sm");
       if (auto lt = jc.find("latency"); lt != jc.end() && !lt->is_null())
         c.latency = latency_from_json(*lt, p + ".latency");
       if (auto lt = jc.find("reference_latency"); lt != jc.end() && !lt->is_null())

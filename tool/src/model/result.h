@@ -71,6 +71,11 @@ struct CaseResult {
   bool screened = false;
   /// The screening limit the case was timed under (ms), when one was set.
   std::optional<double> screen_ms;
+  /// Occupancy of the timed launch: thread blocks of this kernel that fit on one SM at once with
+  /// the case's block size and dynamic shared memory
+  /// (cuOccupancyMaxActiveBlocksPerMultiprocessor). Timed cases only; the dispatch model's
+  /// waves are counted with it (model/dispatch.h, DispatchModel).
+  std::optional<int> blocks_per_sm;
 };
 
 struct Result {

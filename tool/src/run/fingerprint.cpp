@@ -42,6 +42,13 @@ nlohmann::json portable_spec_json(const spec::Spec& s) {
   return j;
 }
 
-std::string spec_fingerprint(const spec::Spec& s) { return RunStore::hash_spec(portable_spec_json(s)); }
+std::string spec_fingerprint(const spec::Spec& s) {
+  nlohmann::json j = portable_spec_json(s);
+  // block_work changes no measurement, only how the dispatch model reads
+  // them (docs/dispatch.md): the same workload with or without it.
+  if (auto t = j.find("template"); t != j.end() && t->is_object())
+    if (auto l = t->find("launch"); l != t->end() && l->is_object()) l->erase("block_work");
+  return RunStore::hash_spec(j);
+}
 
 }  // namespace kopt::run

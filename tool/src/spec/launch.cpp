@@ -21,6 +21,7 @@ LaunchDims resolve_launch(const Launch& l, const Case& c,
     d.block[i] = ev(l.block[i], "block");
   }
   d.shared_bytes = ev(l.shared_bytes, "shared_bytes");
+  if (!l.block_work.empty()) d.block_work = ev(l.block_work, "block_work");
   return d;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "spec/spec.h"
@@ -14,6 +15,7 @@ struct LaunchDims {
   std::array<int64_t, 3> grid{1, 1, 1};
   std::array<int64_t, 3> block{1, 1, 1};
   int64_t shared_bytes = 0;  // dynamic shared memory, bytes
+  std::optional<int64_t> block_work;  // Launch::block_work's value, when the launch has one
 };
 
 /// Evaluates grid/block/shared expressions with the case's sizes and

@@ -115,6 +115,10 @@ struct Launch {
   Expr grid[3];
   Expr block[3];
   Expr shared_bytes;  // dynamic shared memory in bytes
+  /// Optional ("block_work"; empty when absent): the work one thread block does, in any unit
+  /// proportional to its run time when the GPU is busy (SGEMM: the multiply-adds of its tile,
+  /// BM * BN * K / SPLITK). It lets the dispatch model count waves (docs/dispatch.md).
+  Expr block_work;
 };
 
 /// A kernel given as CUDA C++ source: file, entry point, launch, options.

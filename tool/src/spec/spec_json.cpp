@@ -26,6 +26,7 @@ json launch_json(const Launch& l) {
   j["grid"] = json::array({expr_json(l.grid[0]), expr_json(l.grid[1]), expr_json(l.grid[2])});
   j["block"] = json::array({expr_json(l.block[0]), expr_json(l.block[1]), expr_json(l.block[2])});
   j["shared_bytes"] = expr_json(l.shared_bytes);
+  if (!l.block_work.empty()) j["block_work"] = expr_json(l.block_work);
   return j;
 }
 
@@ -180,7 +181,7 @@ bool operator==(const Launch& a, const Launch& b) {
   for (int i = 0; i < 3; ++i) {
     if (a.grid[i] != b.grid[i] || a.block[i] != b.block[i]) return false;
   }
-  return a.shared_bytes == b.shared_bytes;
+  return a.shared_bytes == b.shared_bytes && a.block_work == b.block_work;
 }
 
 bool operator==(const KernelSource& a, const KernelSource& b) {

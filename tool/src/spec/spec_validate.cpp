@@ -261,6 +261,7 @@ class Validator {
                                            "'; expected >= 0");
       }
     }
+    if (!l.block_work.empty()) check_names(l.block_work, child(path, "block_work"));
   }
 
   void check_launches(bool launch_given) {

@@ -17,6 +17,7 @@
 
 #include "eval/evaluator.h"
 #include "eval/evaluator_pool.h"
+#include "model/dispatch.h"
 #include "propose/proposer.h"
 #include "run/store.h"
 #include "search/strategy.h"
@@ -116,6 +117,13 @@ class Driver final : public propose::EvaluationService {
   void run_pipeline();
   // finalists.cpp
   Finalists choose_finalists();
+  /// Derives the dispatch tree's model guard (model/dispatch.h) where the
+  /// template's launch has block_work and every variant's occupancy was
+  /// measured; fills the samples' launches. Leaves the tree alone otherwise.
+  void attach_dispatch_model(model::DispatchTree& tree, std::vector<model::DispatchSample>& samples,
+                             const std::vector<size_t>& pool, const std::vector<const model::Attempt*>& ranked,
+                             const std::vector<int>& occupancy,
+                             const std::map<std::string, const spec::Case*>& case_of) const;
   // finish.cpp
   int finish(const Finalists& f);
   int compile_only_listing();

@@ -5,11 +5,13 @@
 // re-timed latencies (model/dispatch.h), says which variant runs for which
 // sizes.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <iostream>
 #include <set>
 
 #include "model/dispatch.h"
+#include "spec/launch.h"
 #include "tune/driver_impl.h"
 #include "util/interrupt.h"
 
@@ -80,6 +82,47 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
 
 }  // namespace
 
+void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model::DispatchSample>& samples,
+                                   const std::vector<size_t>& pool, const std::vector<const Attempt*>& ranked,
+                                   const std::vector<int>& occupancy,
+                                   const std::map<std::string, const spec::Case*>& case_of) const {
+  // The wave model (model/dispatch.h) needs each variant's launch on each
+  // tuned shape: the template's launch with the variant's parameters, and its
+  // block_work expression; and each variant's occupancy, as measured.
+  const spec::Launch* launch = nullptr;
+  if (spec_.template_kernel && spec_.template_kernel->launch) launch = &*spec_.template_kernel->launch;
+  if (!launch || launch->block_work.empty() || !device_ || device_->sm_count <= 0 || pool.size() < 2) return;
+  std::vector<int> blocks_per_sm;
+  for (size_t i : pool) {
+    if (occupancy[i] == INT_MAX || occupancy[i] <= 0) return;
+    blocks_per_sm.push_back(occupancy[i]);
+  }
+  try {
+    for (auto& s : samples) {
+      const spec::Case* sc = case_of.at(s.name);
+      if (!sc) return;
+      for (size_t i : pool) {
+        const spec::LaunchDims d = spec::resolve_launch(*launch, *sc, ranked[i]->params);
+        s.blocks.push_back(d.grid[0] * d.grid[1] * d.grid[2]);
+        s.block_work.push_back(static_cast<double>(d.block_work.value_or(0)));
+      }
+    }
+  } catch (const Error& e) {
+    if (!o_.quiet) std::cerr << "kopt: no dispatch model: " << e.what() << "\n";
+    for (auto& s : samples) s.blocks.clear(), s.block_work.clear();
+    return;
+  }
+  tree.model = model::derive_dispatch_model(tree, samples, blocks_per_sm, device_->sm_count);
+  if (tree.model && !o_.quiet) {
+    std::cerr << "kopt: dispatch: off the tuned shapes a variant runs only where the wave model predicts it ";
+    if (tree.model->margin)
+      std::cerr << "faster than variant 0 by " << *tree.model->margin * 100 << "% (leave-one-out over "
+                << samples.size() << " tuned shapes)\n";
+    else
+      std::cerr << "faster, and no margin up to 300% passed the leave-one-out check: variant 0 runs there\n";
+  }
+}
+
 Finalists Driver::choose_finalists() {
   Finalists f;
   const std::vector<std::string> perf_cases = performance_case_names();
@@ -96,6 +139,12 @@ Finalists Driver::choose_finalists() {
   for (size_t i = 0; i < ranked.size(); ++i)
     for (const auto& name : perf_cases) case_ms[i][name] = median_ms(*ranked[i], name);
   std::vector<bool> failed(ranked.size(), false);
+  // Per ranked candidate: the least blocks per SM its timed launches had (the
+  // re-timing's, else the search's); INT_MAX when none was reported.
+  std::vector<int> occupancy(ranked.size(), INT_MAX);
+  for (size_t i = 0; i < ranked.size(); ++i)
+    for (const auto& cr : ranked[i]->result.cases)
+      if (cr.blocks_per_sm) occupancy[i] = std::min(occupancy[i], *cr.blocks_per_sm);
   // Shape classes: the search timed each candidate on its class's cases; the
   // re-timing times every finalist on every performance case, screening a
   // case where a finalist is far slower than the fastest finalist there.
@@ -151,8 +200,10 @@ Finalists Driver::choose_finalists() {
           continue;
         }
         g[i].push_back(*r.geomean_ms);
-        for (const auto& cr : r.cases)
+        for (const auto& cr : r.cases) {
           if (cr.latency) per_case[i][cr.name].push_back(cr.latency->median_ms);
+          if (cr.blocks_per_sm) occupancy[i] = std::min(occupancy[i], *cr.blocks_per_sm);
+        }
       }
       last_round_min = minutes_elapsed() - round_start;
     }
@@ -244,6 +295,7 @@ Finalists Driver::choose_finalists() {
       if (used[v]) kept.push_back(pool[v]);
     pool = kept;
   }
+  attach_dispatch_model(tree, samples, pool, ranked, occupancy, case_of);
   for (size_t i : pool) f.variants.push_back(ranked[i]);
   nlohmann::json chosen = nlohmann::json::object(), latency = nlohmann::json::object();
   std::vector<double> single, special, weights;  // weights: spec::Case::weight
