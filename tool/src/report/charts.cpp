@@ -684,6 +684,13 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
              "that each tuned shape runs a variant within " + fmt(tree->noise * 100, "%.3g") +
              "% of its fastest where a few questions can say so, and no leaf takes a variant measured slower "
              "than variant 0 on one of its shapes (docs/dispatch.md).";
+    if (tree->model)
+      t.rule += tree->model->margin
+                    ? " Off the tuned shapes, the tree's variant runs only where the wave model (measured occupancy, "
+                      "fitted on the same medians) predicts it faster than variant 0 by " +
+                          fmt(*tree->model->margin * 100, "%.3g") + "%, a margin chosen by leave-one-out; else variant 0."
+                    : " Off the tuned shapes variant 0 runs: no margin of the wave model passed the leave-one-out "
+                      "check.";
   } else if (t.variants.size() > 1)
     t.rule = "launch_config(" + args + ") calls select_variant(" + args +
              "), which returns the variant of the nearest tuned shape below: the one with the smallest sum of "
