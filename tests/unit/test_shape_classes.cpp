@@ -194,6 +194,17 @@ TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
       for (const auto& e : s["retime"]) retimed = retimed || (e["label"] == v["label"] && !e["failed_recheck"]);
       EXPECT_TRUE(retimed) << v.dump();
     }
+  // The search's best was timed on its class's cases: no ratio to the initial
+  // kernel's geomean over all of them, here or in best.cu.
+  ASSERT_TRUE(s["best"].is_object()) << s.dump(1);
+  if (s["best"]["kind"] == "candidate") {
+    EXPECT_TRUE(s["best"]["speedup_vs_initial"].is_null()) << s["best"].dump();
+    EXPECT_TRUE(s["best"].contains("note")) << s["best"].dump();
+  }
+  const std::string best_cu = kopt::fs::read_file(r / "best.cu");
+  if (s["final_best"]["label"].get<std::string>().rfind("c", 0) == 0)
+    EXPECT_NE(best_cu.find("its shape class's; summary.json \"final_best\""), std::string::npos) << best_cu.substr(0, 800);
+  EXPECT_EQ(best_cu.find("x the initial kernel"), std::string::npos) << best_cu.substr(0, 800);
   // The time split.
   for (const char* k : {"setup_minutes", "search_minutes", "retime_minutes", "total_minutes"})
     EXPECT_TRUE(s["time_split"].contains(k)) << k;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -72,6 +73,18 @@ json optional_double(const std::optional<double>& v) {
 bool finite_positive(const std::optional<double>& v) { return v && std::isfinite(*v) && *v > 0; }
 
 // The first ok attempt of `kind` with a usable geomean.
+/// Whether two attempts were timed on the same performance cases, so that a
+/// ratio of their geomeans means something (with shape classes a candidate is
+/// timed on its class's cases alone).
+bool same_cases(const Attempt& a, const Attempt* b) {
+  if (!b) return true;  // no attempt to compare with: the ratio is not written anyway
+  std::vector<std::string> x = model::timed_performance_cases(a), y = model::timed_performance_cases(*b);
+  if (y.empty()) return true;  // not timed as an attempt of its own (a reference timed beside the candidates)
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
+}
+
 const Attempt* first_ok_of_kind(const std::vector<Attempt>& history, const std::string& kind) {
   for (const Attempt& a : history)
     if (a.kind == kind && a.result.verdict == model::Verdict::ok && finite_positive(a.result.geomean_ms))
@@ -552,6 +565,9 @@ json RunStore::summary(const json& extra) const {
   else if (b && finite_positive(b->result.reference_geomean_ms)) ref_geo = b->result.reference_geomean_ms;
   std::optional<double> ini_geo;
   if (ini) ini_geo = ini->result.geomean_ms;
+  // With shape classes the best geomean is over its class's cases: no ratio to
+  // a geomean over others (the winner's over every case is "final_best").
+  const bool comparable = b && same_cases(*b, ref) && same_cases(*b, ini);
 
   if (b) {
     const double g = *b->result.geomean_ms;
@@ -579,9 +595,10 @@ json RunStore::summary(const json& extra) const {
                  {"geomean_ms", jio::from_double(g)},
                  {"cases", std::move(cases)},
                  {"speedup_vs_reference",
-                  finite_positive(ref_geo) ? jio::from_double(*ref_geo / g) : json(nullptr)},
+                  comparable && finite_positive(ref_geo) ? jio::from_double(*ref_geo / g) : json(nullptr)},
                  {"speedup_vs_initial",
-                  finite_positive(ini_geo) ? jio::from_double(*ini_geo / g) : json(nullptr)}};
+                  comparable && finite_positive(ini_geo) ? jio::from_double(*ini_geo / g) : json(nullptr)}};
+    if (!comparable) s["best"]["note"] = "timed on its shape class's cases alone; final_best is over every case";
   } else {
     s["best"] = nullptr;
   }
@@ -646,10 +663,16 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
     int nperf = 0;
     for (const model::CaseResult& c : b->result.cases) nperf += c.latency ? 1 : 0;
     geo << fmt_double(g) << " ms over " << nperf << " performance case" << (nperf == 1 ? "" : "s");
-    if (sum["reference_geomean_ms"].is_number())
-      geo << "; " << fmt_double(sum["reference_geomean_ms"].get<double>() / g, "%.3g") << "x the reference";
-    if (sum["initial_geomean_ms"].is_number())
-      geo << "; " << fmt_double(sum["initial_geomean_ms"].get<double>() / g, "%.3g") << "x the initial kernel";
+    const Attempt* ref = first_ok_of_kind(history_, "reference");
+    const Attempt* ini = first_ok_of_kind(history_, "initial");
+    if (!same_cases(*b, ref) || !same_cases(*b, ini)) {
+      geo << " (its shape class's; summary.json \"final_best\" has the geomean over every case)";
+    } else {
+      if (sum["reference_geomean_ms"].is_number())
+        geo << "; " << fmt_double(sum["reference_geomean_ms"].get<double>() / g, "%.3g") << "x the reference";
+      if (sum["initial_geomean_ms"].is_number())
+        geo << "; " << fmt_double(sum["initial_geomean_ms"].get<double>() / g, "%.3g") << "x the initial kernel";
+    }
   } else {
     geo << "not timed (verdict " << model::verdict_name(b->result.verdict) << ")";
   }
