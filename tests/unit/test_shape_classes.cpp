@@ -240,6 +240,26 @@ TEST(ShapeClassesE2E, ResumeGoesOnWithTheClassWhereItStopped) {
     if (a["kind"] == "candidate") EXPECT_TRUE(labels.insert(a["label"].get<std::string>()).second) << a["label"];
 }
 
+// A session killed before it wrote its first summary.json: the options come
+// from run.json, so the resume still has two classes (4 cases alone would
+// mean none) and the screen factor given.
+TEST(ShapeClassesE2E, ResumeWithoutASummaryTakesTheOptionsFromRunJson) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=4"), err), 0)
+      << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  EXPECT_EQ(read_json(r / "run.json")["options"], json({{"shape_classes", 2}, {"screen_factor", 0.0}}));
+  fsys::remove(r / "summary.json");
+  ASSERT_EQ(run(optimize(d, "--resume " + r.string() + " --budget evals=8"), err), 0) << kopt::fs::read_file(err);
+  const std::string log = kopt::fs::read_file(err);
+  EXPECT_NE(log.find("shape classes 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("screen factor 0"), std::string::npos) << log;
+  const json s = read_json(r / "summary.json");
+  EXPECT_EQ(s["shape_classes"].size(), 2u) << s.dump(1);
+  EXPECT_EQ(s["screen_factor"], 0.0);
+}
+
 TEST(ShapeClassesE2E, ScreeningStopsTimingFarSlowerCasesAfterOneProbe) {
   TempDir d;
   const fsys::path err = d.path() / "err";

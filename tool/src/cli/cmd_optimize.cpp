@@ -209,7 +209,20 @@ void OptimizeCommand::apply_resume_defaults() {
   }
   // Shape classes: the same grouping as the last session (a summary without
   // "shape_classes" is a run without them), so each class goes on where it
-  // stopped; a session killed before its first summary leaves the default.
+  // stopped; a session killed before its first summary: run.json's options.
+  if (!last.contains("strategy") && info.options.is_object()) {
+    if (shape_classes_opt_->count() == 0 && info.options.contains("shape_classes") &&
+        info.options["shape_classes"].is_number_integer()) {
+      const int64_t n = info.options["shape_classes"].get<int64_t>();
+      if (n >= -1 && n <= 64) {
+        shape_classes_ = n < 0 ? "auto" : n == 0 ? "off" : std::to_string(n);
+        taken.push_back("shape classes " + shape_classes_);
+      }
+    }
+    if (screen_factor_opt_->count() == 0 && info.options.contains("screen_factor") &&
+        info.options["screen_factor"].is_number())
+      last["screen_factor"] = info.options["screen_factor"];  // checked below as the summary's would be
+  }
   if (shape_classes_opt_->count() == 0 && last.contains("strategy")) {
     if (last.contains("shape_classes") && last["shape_classes"].is_array() && !last["shape_classes"].empty() &&
         last["shape_classes"].size() <= 64) {

@@ -208,6 +208,10 @@ RunInfo parse_run_info(const stdfs::path& dir, const json& run) {
     if (auto it = run.find("seed"); it != run.end()) info.seed = jio::get_uint(*it, "$.seed");
     if (auto it = run.find("budget"); it != run.end()) info.budget = *it;
     if (auto it = run.find("created"); it != run.end()) info.created = jio::get_string(*it, "$.created");
+    if (auto it = run.find("options"); it != run.end()) {
+      jio::require_object(*it, "$.options");
+      info.options = *it;
+    }
   } catch (const Error& e) {
     throw UsageError("kopt.run.901", run_path.string() + " is damaged (" + e.what() +
                                          "): restore it, or start a new run.");
@@ -357,11 +361,12 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
   fs::write_file_atomic(dir / kHistoryJson,
                         dump_json(json{{"format_version", kFormatVersion}, {"attempts", json::array()}}, 2) + "\n");
   // run.json last: a folder without it was never finished and is not resumable.
-  const json run{{"format_version", kFormatVersion}, {"tool_version", s.info_.tool_version},
-                 {"spec_hash", s.info_.spec_hash},   {"spec_file_hash", spec_file_hash},
-                 {"strategy", s.info_.strategy},
-                 {"seed", s.info_.seed},             {"budget", s.info_.budget},
-                 {"created", s.info_.created}};
+  json run{{"format_version", kFormatVersion}, {"tool_version", s.info_.tool_version},
+           {"spec_hash", s.info_.spec_hash},   {"spec_file_hash", spec_file_hash},
+           {"strategy", s.info_.strategy},
+           {"seed", s.info_.seed},             {"budget", s.info_.budget},
+           {"created", s.info_.created}};
+  if (s.info_.options.is_object() && !s.info_.options.empty()) run["options"] = s.info_.options;
   fs::write_file_atomic(dir / kRunJson, dump_json(run, 2) + "\n");
   s.note_history_file();
   return s;

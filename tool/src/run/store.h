@@ -52,6 +52,10 @@ struct RunInfo {
   std::string strategy;
   uint64_t seed = 0;
   nlohmann::json budget;   // as given: {"evaluations": N, "minutes": M}
+  /// Options a resume must keep (run.json "options"; absent in older runs):
+  /// {"shape_classes": N (-1 auto, 0 off), "screen_factor": X}. Read when the
+  /// last session left no summary.json to take them from.
+  nlohmann::json options = nlohmann::json::object();
   std::string tool_version;
   std::string created;     // ISO 8601 UTC
 };

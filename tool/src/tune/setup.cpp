@@ -212,6 +212,7 @@ void Driver::open_store(std::filesystem::path* run_dir) {
     info.strategy = proposer_.name();
     info.seed = o_.seed;
     info.budget = proposer_.budget_json(budget());
+    info.options = {{"shape_classes", o_.shape_classes}, {"screen_factor", o_.screen_factor}};
     info.tool_version = KOPT_VERSION;
     const nlohmann::json device_json = device_ ? device_->to_json() : nlohmann::json{{"arch", arch_}};
     store_ = run::RunStore::create(o_.results_dir, spec::to_json(spec_), device_json, info);
