@@ -228,7 +228,7 @@ TEST_F(RecordedClassRun, OffTheTunedShapesTheGuardedDispatchIsNeverSlowerThanVar
   ASSERT_EQ(held_out_.size(), 75u);
   const int variants = static_cast<int>(params_.size());
   DispatchTree t = derive_dispatch(kMNK, tuned_, variants, 0.03);
-  t.model = kopt::model::derive_dispatch_model(t, tuned_, blocks_per_sm_, d_["sm_count"].get<int>());
+  t.model = kopt::model::derive_dispatch_model(t, tuned_, blocks_per_sm_, d_["sm_count"].get<int>(), launch_.block_work.text());
   ASSERT_TRUE(t.model.has_value());
   ASSERT_TRUE(t.model->margin.has_value()) << "no margin passed the leave-one-out check";
   EXPECT_GE(*t.model->margin, 0.0);
@@ -253,7 +253,7 @@ TEST_F(RecordedClassRun, OffTheTunedShapesTheGuardedDispatchIsNeverSlowerThanVar
 TEST_F(RecordedClassRun, TheModelRoundTripsThroughJsonAndMalformedOnesAreNamed) {
   const int variants = static_cast<int>(params_.size());
   DispatchTree t = derive_dispatch(kMNK, tuned_, variants, 0.03);
-  t.model = kopt::model::derive_dispatch_model(t, tuned_, blocks_per_sm_, 132);
+  t.model = kopt::model::derive_dispatch_model(t, tuned_, blocks_per_sm_, 132, launch_.block_work.text());
   ASSERT_TRUE(t.model.has_value());
   const DispatchTree back = DispatchTree::from_json(t.to_json(), "summary.json", variants);
   ASSERT_TRUE(back.model.has_value());
@@ -272,10 +272,10 @@ TEST_F(RecordedClassRun, TheModelRoundTripsThroughJsonAndMalformedOnesAreNamed) 
   }
   // Without occupancy, or without launches, there is no model.
   std::vector<int> none(blocks_per_sm_.size(), 0);
-  EXPECT_FALSE(kopt::model::derive_dispatch_model(t, tuned_, none, 132).has_value());
+  EXPECT_FALSE(kopt::model::derive_dispatch_model(t, tuned_, none, 132, "1").has_value());
   std::vector<DispatchSample> bare = tuned_;
   for (auto& s : bare) s.blocks.clear();
-  EXPECT_FALSE(kopt::model::derive_dispatch_model(t, bare, blocks_per_sm_, 132).has_value());
+  EXPECT_FALSE(kopt::model::derive_dispatch_model(t, bare, blocks_per_sm_, 132, "1").has_value());
 }
 
 }  // namespace

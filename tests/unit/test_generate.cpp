@@ -169,11 +169,12 @@ TEST(GenerateHeader, TheModelGuardDecidesOffTheTunedShapes) {
   m.ms_per_work = {8e-9, 1e-9};  // per multiply-add of a block's tile: the big tiles 8x cheaper
   m.margin = 0.5;
   m.tuned = {{4096, 4096, 4096}, {4096, 256, 256}};
+  m.block_work = "(KIND == 0) * BM * BN * ceil_div(K, SPLITK) + (KIND == 1) * TM * TN * ceil_div(K, SPLITK)";
   t.model = m;
   const std::string h = kopt::gen::launch_header("k", vs, s, &t);
   EXPECT_NE(h.find("inline int measured_variant(long long M, long long N, long long K)"), std::string::npos) << h;
   EXPECT_NE(h.find("constexpr double kMargin = 0.5;"), std::string::npos) << h;
-  EXPECT_NE(h.find("if (t[0] == K && t[1] == M && t[2] == N) return true;"), std::string::npos) << h;
+  EXPECT_NE(h.find("if (kopt_t[0] == K && kopt_t[1] == M && kopt_t[2] == N) return true;"), std::string::npos) << h;
   EXPECT_NE(h.find("return static_cast<double>((KIND == 0) * BM * BN * ceil_div(K, SPLITK)"), std::string::npos) << h;
   std::ofstream(d / "k_launch.h") << h;
   // 2048x256x4096: variant 1 would run 8 blocks where variant 0 runs 128 (both one wave), so
@@ -209,6 +210,89 @@ TEST(GenerateHeader, TheModelGuardDecidesOffTheTunedShapes) {
                          "  return kopt_k::launch_config(8192, 8192, 4096).variant == 0 &&\n"
                          "         kopt_k::launch_config(4096, 4096, 4096).variant == 1 ? 0 : 1;");
   fsys::remove_all(d);
+}
+
+// The guard's own code cannot clash with a workload's names: its locals are
+// kopt_-prefixed, the names it declares are reserved. The header evaluates the
+// model's block_work (the one its ms_per_work was fitted in), whatever the
+// spec given to generate says now, and writes the margin and the fitted
+// numbers so that they read back as kopt's.
+std::string guard_kernel(int tile, const std::string& m) {
+  const std::string t = std::to_string(tile);
+  return "// kopt:entry sgemm\n// kopt:param KIND=0\n// kopt:param BM=" + t + "\n// kopt:param BN=" + t +
+         "\n// kopt:param TM=8\n// kopt:param TN=8\n// kopt:param SPLITK=1\n"
+         "// kopt:grid ceil_div(N, BN) * SPLITK, ceil_div(" + m + ", BM), 1\n// kopt:block 256, 1, 1\n"
+         "extern \"C\" __global__ void sgemm() {}\n";
+}
+
+kopt::spec::Spec sgemm_with_m_named(const std::string& m) {
+  kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
+  for (auto& c : s.cases) {
+    const auto v = c.sizes.at("M");
+    c.sizes.erase("M");
+    c.sizes[m] = v;
+  }
+  for (auto& p : s.signature)
+    if (!p.is_buffer && p.value.text() == "M") p.value = kopt::spec::Expr::parse(m);
+  s.template_kernel->launch->block_work = kopt::spec::Expr();  // the model's expression must serve
+  return s;
+}
+
+kopt::model::DispatchTree guarded(const std::string& m) {
+  kopt::model::DispatchTree t = kopt::model::derive_dispatch(
+      {"K", m, "N"}, {{"big", {4096, 4096, 4096}, {2.0, 1.0}}, {"small", {4096, 256, 256}, {1.0, 2.0}}}, 2, 0.03);
+  kopt::model::DispatchModel g;
+  g.sm_count = 132;
+  g.blocks_per_sm = {4, 1};
+  g.ms_per_work = {8e-9, 1e-9};
+  g.margin = 0.5;
+  g.tuned = {{4096, 4096, 4096}, {4096, 256, 256}};
+  g.block_work = "BM * BN * ceil_div(K, SPLITK)";
+  t.model = g;
+  return t;
+}
+
+class GuardSizeNames : public ::testing::TestWithParam<std::string> {};
+TEST_P(GuardSizeNames, TheGuardedHeaderCompiles) {
+  const std::string m = GetParam();
+  const fsys::path d = temp_dir("guard-" + m);
+  const std::vector<kopt::gen::KernelVariant> vs = {{guard_kernel(64, m), "v0.cu", "", {}},
+                                                     {guard_kernel(256, m), "v1.cu", "", {}}};
+  const kopt::model::DispatchTree t = guarded(m);
+  const std::string h = kopt::gen::launch_header("k", vs, sgemm_with_m_named(m), &t);
+  ASSERT_NE(h.find("namespace dispatch_model"), std::string::npos) << h;
+  EXPECT_NE(h.find("return static_cast<double>(BM * BN * ceil_div(K, SPLITK));"), std::string::npos) << h;
+  expect_header_compiles(d, h, "  return kopt_k::launch_config(8192, 8192, 4096).variant == 1 ? 0 : 1;");
+  fsys::remove_all(d);
+}
+INSTANTIATE_TEST_SUITE_P(GenerateHeader, GuardSizeNames, ::testing::Values("M", "v", "c", "t", "work", "blocks", "per_wave"));
+
+TEST(GenerateHeader, TheGuardsNumbersReadBackAsKoptsAndItsNamesAreReserved) {
+  const std::vector<kopt::gen::KernelVariant> vs = {{guard_kernel(64, "M"), "v0.cu", "", {}},
+                                                     {guard_kernel(256, "M"), "v1.cu", "", {}}};
+  kopt::model::DispatchTree t = guarded("M");
+  t.model->margin = 0.1 * 3;  // 0.30000000000000004
+  t.model->ms_per_work[1] = INFINITY;  // never timed on a tuned shape
+  const std::string h = kopt::gen::launch_header("k", vs, sgemm_with_m_named("M"), &t);
+  EXPECT_NE(h.find("constexpr double kMargin = 0.30000000000000004;"), std::string::npos) << h;
+  EXPECT_NE(h.find("constexpr double kMsPerWork[2] = {8.0000000000000005e-09, HUGE_VAL};"), std::string::npos) << h;
+  for (const char* name : {"kTuned", "tuned", "predicted_ms", "measured_variant", "dispatch_model", "block_work"}) {
+    try {
+      kopt::gen::launch_header("k", vs, sgemm_with_m_named(name), &t);
+      ADD_FAILURE() << "a size named " << name << " was accepted";
+    } catch (const kopt::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  // A model whose block_work names what no variant has is refused, not written.
+  t.model->block_work = "BM * TILE_K";
+  try {
+    kopt::gen::launch_header("k", vs, sgemm_with_m_named("M"), &t);
+    ADD_FAILURE() << "a block_work about TILE_K was accepted";
+  } catch (const kopt::SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.gen.109");
+    EXPECT_NE(std::string(e.what()).find("'TILE_K'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GenerateHeader, DocumentsTheOrderOfLaunchConfigsArguments) {

@@ -149,6 +149,9 @@ const std::set<std::string>& reserved_names() {
       "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "kEntry", "kVariants",
       "kVariantLabels", "LaunchConfig", "launch_config",
       "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
+      // the model guard's (docs/dispatch.md)
+      "measured_variant", "dispatch_model", "block_work", "kSmCount", "kBlocksPerSm", "kMsPerWork", "kMargin",
+      "kTuned", "tuned", "predicted_ms",
       // C++20 keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
       "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
@@ -206,6 +209,15 @@ void check_launch_names(const spec::Annotations& a, const KernelVariant& v, cons
   if (a.shared_bytes) check("shared", *a.shared_bytes);
 }
 
+/// A double as C++ that reads back as the same double.
+std::string fmt_exact(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
 /// The model guard of the measured dispatch (model/dispatch.h, DispatchModel)
 /// as C++: its constants, the predicted latency, and select_variant(), which
 /// asks measured_variant() (the tree) first. `order` is the model's size order.
@@ -224,14 +236,11 @@ std::string model_guard_cpp(const model::DispatchModel& m, const std::vector<std
     << "constexpr int kBlocksPerSm[" << n << "] = {";
   for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << m.blocks_per_sm[v];
   h << "};\nconstexpr double kMsPerWork[" << n << "] = {";
-  for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << (std::isfinite(m.ms_per_work[v]) ? m.ms_per_work[v] : 1e300);
-  h << "};\n";
+  for (size_t v = 0; v < n; ++v)
+    h << (v ? ", " : "") << (std::isfinite(m.ms_per_work[v]) ? fmt_exact(m.ms_per_work[v]) : std::string("HUGE_VAL"));
+  h << "};  // HUGE_VAL: never timed on a tuned shape\n";
   if (m.margin)
-    h << "constexpr double kMargin = " << [&] {
-      std::ostringstream o;  // the margin is a multiple of 0.1: no 17-digit noise
-      o << std::round(*m.margin * 1000) / 1000;
-      return o.str();
-    }() << ";\n";
+    h << "constexpr double kMargin = " << fmt_exact(*m.margin) << ";\n";
   else
     h << "// No margin passed the leave-one-out check: off the tuned shapes, variant 0 runs.\n";
   h << "constexpr long long kTuned[][" << std::max<size_t>(order.size(), 1) << "] = {";
@@ -244,30 +253,32 @@ std::string model_guard_cpp(const model::DispatchModel& m, const std::vector<std
   for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
   h << ")\n\n/// Whether the sizes are those of a tuned shape (there the measured tree alone decides).\n"
     << "inline bool tuned(" << size_params << ") {\n"
-    << "  for (const auto& t : kTuned)\n    if (";
-  for (size_t d = 0; d < order.size(); ++d) h << (d ? " && " : "") << "t[" << d << "] == " << order[d];
+    << "  for (const auto& kopt_t : kTuned)\n    if (";
+  for (size_t d = 0; d < order.size(); ++d) h << (d ? " && " : "") << "kopt_t[" << d << "] == " << order[d];
   h << ") return true;\n  return false;\n}\n\n";
   if (m.margin) {
-    h << "/// Predicted latency (ms) of variant v for the given sizes.\n"
-      << "inline double predicted_ms(int v, " << size_params << ") {\n"
-      << "  double work = 0;\n  switch (v) {\n";
+    h << "/// Predicted latency (ms) of variant kopt_v for the given sizes (HUGE_VAL where its block work\n"
+      << "/// is not positive).\n"
+      << "inline double predicted_ms(int kopt_v, " << size_params << ") {\n"
+      << "  double kopt_work = 0;\n  switch (kopt_v) {\n";
     for (size_t v = 0; v < n; ++v)
-      h << "    case " << v << ": work = variant" << v << "::block_work(" << size_args << "); break;\n";
-    h << "    default: return 1e300;\n  }\n"
-      << "  const LaunchConfig c = launch_config_variant(v, " << size_args << ");\n"
-      << "  const double blocks = static_cast<double>(c.grid[0]) * c.grid[1] * c.grid[2];\n"
-      << "  const double per_wave = static_cast<double>(kBlocksPerSm[v]) * kSmCount;\n"
-      << "  return kMsPerWork[v] * std::ceil((blocks > 1 ? blocks : 1.0) / per_wave) * work;\n}\n";
+      h << "    case " << v << ": kopt_work = variant" << v << "::block_work(" << size_args << "); break;\n";
+    h << "    default: return HUGE_VAL;\n  }\n"
+      << "  if (!(kopt_work > 0)) return HUGE_VAL;\n"
+      << "  const LaunchConfig kopt_c = launch_config_variant(kopt_v, " << size_args << ");\n"
+      << "  const double kopt_blocks = static_cast<double>(kopt_c.grid[0]) * kopt_c.grid[1] * kopt_c.grid[2];\n"
+      << "  const double kopt_per_wave = static_cast<double>(kBlocksPerSm[kopt_v]) * kSmCount;\n"
+      << "  return kMsPerWork[kopt_v] * std::ceil((kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave) * kopt_work;\n}\n";
   }
   h << "}  // namespace dispatch_model\n\n"
     << "/// The variant for the given sizes: measured_variant() on the tuned shapes; elsewhere its pick\n"
     << "/// only where the model guard agrees, else variant 0.\n"
     << "inline int select_variant(" << size_params << ") {\n"
-    << "  const int v = measured_variant(" << size_args << ");\n"
-    << "  if (v == 0 || dispatch_model::tuned(" << size_args << ")) return v;\n";
+    << "  const int kopt_v = measured_variant(" << size_args << ");\n"
+    << "  if (kopt_v == 0 || dispatch_model::tuned(" << size_args << ")) return kopt_v;\n";
   if (m.margin)
-    h << "  return dispatch_model::predicted_ms(v, " << size_args << ") * (1 + dispatch_model::kMargin) <=\n"
-      << "                 dispatch_model::predicted_ms(0, " << size_args << ")\n             ? v\n             : 0;\n}\n\n";
+    h << "  return dispatch_model::predicted_ms(kopt_v, " << size_args << ") * (1 + dispatch_model::kMargin) <=\n"
+      << "                 dispatch_model::predicted_ms(0, " << size_args << ")\n             ? kopt_v\n             : 0;\n}\n\n";
   else
     h << "  return 0;\n}\n\n";
   return h.str();
@@ -317,15 +328,22 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   }
   // The model guard needs one block's work per variant: the template's
   // block_work expression in terms of the sizes and each variant's parameters.
-  const spec::Expr* block_work = nullptr;
-  if (dispatch && dispatch->model && spec.template_kernel && spec.template_kernel->launch &&
-      !spec.template_kernel->launch->block_work.empty()) {
-    block_work = &spec.template_kernel->launch->block_work;
+  // The expression is the model's own (the one its ms_per_work was fitted
+  // with), whatever the spec given to generate says now.
+  std::optional<spec::Expr> block_work;
+  if (dispatch && dispatch->model) {
+    try {
+      block_work = spec::Expr::parse(dispatch->model->block_work);
+    } catch (const Error&) {
+      throw SpecError("kopt.gen.109", "the measured dispatch's model has a block_work that does not parse ('" +
+                                          dispatch->model->block_work.substr(0, 100) + "'); re-tune to record a new one");
+    }
     for (const auto& a : ann)
       for (const std::string& nm : block_work->names())
-        if (std::find(sizes.begin(), sizes.end(), nm) == sizes.end() && !a.params.count(nm)) block_work = nullptr;
-    for (const auto& d : dispatch->sizes)
-      if (std::find(sizes.begin(), sizes.end(), d) == sizes.end()) block_work = nullptr;
+        if (std::find(sizes.begin(), sizes.end(), nm) == sizes.end() && !a.params.count(nm))
+          throw SpecError("kopt.gen.109", "the measured dispatch's model uses '" + nm.substr(0, 100) +
+                                              "' in its block_work, which is neither a size nor a parameter of "
+                                              "every variant; re-tune to record a new one");
   }
   auto size_params = [&] {
     std::string p;
@@ -403,7 +421,7 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     h << "  kopt_c.shared_bytes = static_cast<std::size_t>(" << (a.shared_bytes ? a.shared_bytes->text() : "0") << ");\n"
       << "  kopt_c.variant = " << i << ";\n  return kopt_c;\n}\n";
     if (block_work) {
-      h << "/// One block's work (the template's block_work), for the dispatch model.\n"
+      h << "/// One block's work (the template's block_work when it was tuned), for the dispatch model.\n"
         << "inline double block_work(" << size_params() << ") {\n";
       for (const auto& s : sizes) h << "  (void)" << s << ";\n";
       h << "  return static_cast<double>(" << block_work->text() << ");\n}\n";

@@ -197,6 +197,7 @@ std::vector<double> fit_ms_per_work(const std::vector<DispatchSample>& samples, 
 
 double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work) const {
   const auto i = static_cast<size_t>(v);
+  if (!(block_work > 0) || !std::isfinite(ms_per_work[i])) return INFINITY;
   return ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work;
 }
 
@@ -206,7 +207,7 @@ bool DispatchModel::allows(int v, const std::vector<int64_t>& sizes, const std::
   if (std::find(tuned.begin(), tuned.end(), sizes) != tuned.end()) return true;
   if (!margin) return false;
   const auto i = static_cast<size_t>(v);
-  if (i >= blocks.size() || i >= block_work.size() || blocks.empty() || block_work.empty()) return true;
+  if (i >= blocks.size() || i >= block_work.size()) return false;
   return predicted_ms(v, blocks[i], block_work[i]) * (1.0 + *margin) <= predicted_ms(0, blocks[0], block_work[0]);
 }
 
@@ -217,7 +218,8 @@ nlohmann::json DispatchModel::to_json() const {
           {"blocks_per_sm", blocks_per_sm},
           {"ms_per_work", ms},
           {"margin", margin ? nlohmann::json(*margin) : nlohmann::json(nullptr)},
-          {"tuned", tuned}};
+          {"tuned", tuned},
+          {"block_work", block_work}};
 }
 
 DispatchModel DispatchModel::from_json(const JsonAt& at, int variant_count, size_t size_count) {
@@ -238,9 +240,11 @@ DispatchModel DispatchModel::from_json(const JsonAt& at, int variant_count, size
     const JsonAt row = tuned.at(i);
     if (row.size() != size_count) row.fail("expected " + std::to_string(size_count) + " sizes");
     std::vector<int64_t> sz;
-    for (size_t d = 0; d < row.size(); ++d) sz.push_back(row.at(d).integer());
+    for (size_t d = 0; d < row.size(); ++d) sz.push_back(row.at(d).integer(0, int64_t{1} << 62));
     m.tuned.push_back(std::move(sz));
   }
+  m.block_work = at.at("block_work").string();
+  if (m.block_work.empty()) at.at("block_work").fail("expected the block_work expression the model was fitted with");
   return m;
 }
 
@@ -366,7 +370,8 @@ DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::v
 }
 
 std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
-                                                   const std::vector<int>& blocks_per_sm, int sm_count, int max_depth) {
+                                                   const std::vector<int>& blocks_per_sm, int sm_count,
+                                                   const std::string& block_work, int max_depth) {
   const size_t variants = blocks_per_sm.size();
   if (samples.size() < 3 || variants < 2 || sm_count <= 0) return std::nullopt;
   for (int b : blocks_per_sm)
@@ -376,6 +381,7 @@ std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, con
   DispatchModel m;
   m.sm_count = sm_count;
   m.blocks_per_sm = blocks_per_sm;
+  m.block_work = block_work;
   m.ms_per_work = fit_ms_per_work(samples, blocks_per_sm, sm_count, SIZE_MAX);
   for (const auto& s : samples) m.tuned.push_back(s.sizes);
   // Leave-one-out: per left-out shape, the tree's pick and the two predictions

@@ -74,11 +74,16 @@ struct DispatchModel {
   /// passed the leave-one-out check, and variant 0 runs off the tuned shapes.
   std::optional<double> margin;
   std::vector<std::vector<int64_t>> tuned;  // the tuned shapes' sizes (the tree alone decides there)
+  /// The block_work expression the samples' work was computed with: the
+  /// header evaluates this one, so that its units are ms_per_work's.
+  std::string block_work;
 
-  /// Predicted latency (ms) of variant v with `blocks` blocks of `block_work` each.
+  /// Predicted latency (ms) of variant v with `blocks` blocks of `block_work`
+  /// each; INFINITY where block_work is not positive or ms_per_work unknown.
   double predicted_ms(int v, int64_t blocks, double block_work) const;
   /// Whether variant `v` (the tree's pick) may run on a shape with these
-  /// sizes and, per variant, these launches' blocks and block work.
+  /// sizes and, per variant, these launches' blocks and block work. Without
+  /// the launches of v and of variant 0, only on a tuned shape.
   bool allows(int v, const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
               const std::vector<double>& block_work) const;
   nlohmann::json to_json() const;
@@ -134,9 +139,11 @@ DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::v
 /// on a GPU of `sm_count` SMs. Nullopt when a sample lacks them, a variant
 /// has no occupancy, or there are fewer than 3 samples. `max_depth` as for
 /// derive_dispatch (the leave-one-out trees are grown the same way).
+/// `block_work` is the expression the samples' block_work came from (recorded
+/// in the model for the header).
 std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
                                                    const std::vector<int>& blocks_per_sm, int sm_count,
-                                                   int max_depth = 8);
+                                                   const std::string& block_work, int max_depth = 8);
 
 /// For a report or a test: per sample, the variant the tree picks and its
 /// latency over the fastest one's (1.0 = the fastest).

@@ -674,13 +674,22 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
     try {
       tree = model::DispatchTree::from_json(member(sp, "dispatch"), "summary.json", static_cast<int>(t.variants.size()));
     } catch (const Error&) {
-      tree.reset();  // a damaged tree: kopt generate refuses it; the table says what the words below say
+      // A damaged model guard: the tree alone, as the report can still show it; a damaged
+      // tree: none (kopt generate refuses both; the table says what the words below say).
+      json bare = member(sp, "dispatch");
+      bare.erase("model");
+      try {
+        tree = model::DispatchTree::from_json(bare, "summary.json", static_cast<int>(t.variants.size()));
+      } catch (const Error&) {
+        tree.reset();
+      }
     }
   }
   if (tree) {
     t.code = tree->to_cpp(2);
-    t.rule = "launch_config(" + args + ") calls select_variant(" + args +
-             "), the decision tree below: grown on every variant's re-timed median on every tuned shape, so "
+    t.rule = "launch_config(" + args + ") calls select_variant(" + args + ")" +
+             (tree->model ? ", which asks measured_variant(" + args + ")," : std::string()) +
+             " the decision tree below: grown on every variant's re-timed median on every tuned shape, so "
              "that each tuned shape runs a variant within " + fmt(tree->noise * 100, "%.3g") +
              "% of its fastest where a few questions can say so, and no leaf takes a variant measured slower "
              "than variant 0 on one of its shapes (docs/dispatch.md).";

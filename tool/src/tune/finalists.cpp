@@ -94,7 +94,12 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
   if (!launch || launch->block_work.empty() || !device_ || device_->sm_count <= 0 || pool.size() < 2) return;
   std::vector<int> blocks_per_sm;
   for (size_t i : pool) {
-    if (occupancy[i] == INT_MAX || occupancy[i] <= 0) return;
+    if (occupancy[i] == INT_MAX || occupancy[i] <= 0) {
+      if (!o_.quiet)
+        std::cerr << "kopt: dispatch: no model guard: the occupancy of " << ranked[i]->label
+                  << " was not measured (a worker or a run from before it was reported); the tree alone decides\n";
+      return;
+    }
     blocks_per_sm.push_back(occupancy[i]);
   }
   try {
@@ -112,7 +117,7 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
     for (auto& s : samples) s.blocks.clear(), s.block_work.clear();
     return;
   }
-  tree.model = model::derive_dispatch_model(tree, samples, blocks_per_sm, device_->sm_count);
+  tree.model = model::derive_dispatch_model(tree, samples, blocks_per_sm, device_->sm_count, launch->block_work.text());
   if (tree.model && !o_.quiet) {
     std::cerr << "kopt: dispatch: off the tuned shapes a variant runs only where the wave model predicts it ";
     if (tree.model->margin)
