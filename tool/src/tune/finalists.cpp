@@ -104,8 +104,12 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
   }
   try {
     for (auto& s : samples) {
-      const spec::Case* sc = case_of.at(s.name);
-      if (!sc) return;
+      const auto found = case_of.find(s.name);
+      if (found == case_of.end() || !found->second) {
+        for (auto& x : samples) x.blocks.clear(), x.block_work.clear();
+        return;
+      }
+      const spec::Case* sc = found->second;
       for (size_t i : pool) {
         const spec::LaunchDims d = spec::resolve_launch(*launch, *sc, ranked[i]->params);
         s.blocks.push_back(d.grid[0] * d.grid[1] * d.grid[2]);
