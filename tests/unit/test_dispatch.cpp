@@ -278,4 +278,24 @@ TEST_F(RecordedClassRun, TheModelRoundTripsThroughJsonAndMalformedOnesAreNamed) 
   EXPECT_FALSE(kopt::model::derive_dispatch_model(t, bare, blocks_per_sm_, 132, "1").has_value());
 }
 
+// The same rule grown on half of the 75 DeepBench shapes (every other one,
+// with the benchmark's timings) and judged on the other half, both ways: a
+// second check of the guard, on shapes of the same suite.
+TEST_F(RecordedClassRun, GrownOnHalfOfTheSuiteTheGuardHoldsOnTheOtherHalf) {
+  const int variants = static_cast<int>(params_.size());
+  for (int fold = 0; fold < 2; ++fold) {
+    std::vector<DispatchSample> grow, judge_on;
+    for (size_t i = 0; i < held_out_.size(); ++i) (static_cast<int>(i % 2) == fold ? grow : judge_on).push_back(held_out_[i]);
+    DispatchTree t = derive_dispatch(kMNK, grow, variants, 0.03);
+    t.model = kopt::model::derive_dispatch_model(t, grow, blocks_per_sm_, 132, launch_.block_work.text());
+    ASSERT_TRUE(t.model.has_value());
+    const Judged tree = judge(t, judge_on, false), guarded = judge(t, judge_on, true);
+    std::cout << "fold " << fold << ": margin " << (t.model->margin ? *t.model->margin : -1) << "; tree alone "
+              << tree.slower_than_v0 << " of " << judge_on.size() << " more than 5% slower than variant 0 (worst "
+              << tree.worst << "), geomean fastest/dispatched " << tree.geomean_vs_fastest << "; guarded "
+              << guarded.slower_than_v0 << " (worst " << guarded.worst << "), " << guarded.geomean_vs_fastest << "\n";
+    EXPECT_EQ(guarded.slower_than_v0, 0) << guarded.worst;  // the tree alone: 0 and 3 (one on an untimed variant)
+  }
+}
+
 }  // namespace
