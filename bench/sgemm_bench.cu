@@ -948,6 +948,11 @@ int main(int argc, char** argv) {
   int within5 = 0, dispatch_n = 0;
   double worst_slowdown = 0;
   std::string worst_shape;
+  // The no-regression rule (docs/dispatch.md): shapes where the dispatched
+  // variant is more than 5% slower than variant 0, and the worst of them.
+  int slower_than_v0 = 0;
+  double worst_vs_v0 = 0;
+  std::string worst_vs_v0_shape;
   if (b.opt.all_variants) {
     std::printf("\nvariants on every shape: median ms (* = fastest; [ ] = the one launch_config() dispatches);"
                 " slowdown = dispatched / fastest - 1\n  %-16s %-9s", "case MxNxK", "class");
@@ -976,10 +981,20 @@ int main(int argc, char** argv) {
           worst_shape = shape_name(r.shape);
         }
       }
+      if (!r.var.empty() && r.var[0].time.n > 0 && r.var[0].time.median > 0 && r.spec.time.median > 0) {
+        const double vs0 = r.spec.time.median / r.var[0].time.median - 1.0;
+        if (vs0 > 0.05) ++slower_than_v0;
+        if (worst_vs_v0_shape.empty() || vs0 > worst_vs_v0) {
+          worst_vs_v0 = vs0;
+          worst_vs_v0_shape = shape_name(r.shape);
+        }
+      }
       std::printf(" %9d %8.1f%%\n", r.spec.variant, 100.0 * slow);
     }
     std::printf("  dispatched within 5%% of the fastest variant on %d of %d shapes; worst %s (+%.1f%%)\n", within5,
                 dispatch_n, worst_shape.c_str(), 100.0 * worst_slowdown);
+    std::printf("  dispatched more than 5%% slower than variant 0 on %d of %d shapes; worst %s (%+.1f%%)\n",
+                slower_than_v0, dispatch_n, worst_vs_v0_shape.c_str(), 100.0 * worst_vs_v0);
     if (b.opt.skip_slower > 0)
       std::printf("  >%gx: one launch took more than %g x cuBLAS's, so the variant was not timed on that shape\n",
                   b.opt.skip_slower, b.opt.skip_slower);
@@ -1133,7 +1148,10 @@ int main(int argc, char** argv) {
     j += "\n  ],\n  \"dispatch\": {\"all_variants\": " + std::string(b.opt.all_variants ? "true" : "false") +
          ", \"shapes\": " + std::to_string(dispatch_n) + ", \"within_5pct\": " + std::to_string(within5) +
          ", \"worst_slowdown\": " + json_num(b.opt.all_variants ? worst_slowdown : NAN) +
-         ", \"worst_case\": " + json_str(worst_shape) + "},\n";
+         ", \"worst_case\": " + json_str(worst_shape) +
+         ", \"slower_than_variant0_by_5pct\": " + std::to_string(slower_than_v0) +
+         ", \"worst_vs_variant0\": " + json_num(b.opt.all_variants ? worst_vs_v0 : NAN) +
+         ", \"worst_vs_variant0_case\": " + json_str(worst_vs_v0_shape) + "},\n";
     j += "  \"shapes_file\": " + json_str(b.opt.shapes_file) + "\n}\n";
     FILE* f = std::fopen(b.opt.json_file.c_str(), "w");
     if (!f || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0) {
