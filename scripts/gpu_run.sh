@@ -23,6 +23,8 @@
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 #   SWEEP_MINUTES (env): the time budget of the sweep stage (default 6)
 #   CAPTURE_BUDGET (env): optimize_sgemm's budget in the capture stage (default evals=16,minutes=1.5)
+#   EXAMPLE_ARGS (env): extra -D options of the example stage's configure, e.g.
+#     "-DKOPT_EXAMPLE_CASES_FROM=$PWD/templates/sgemm/application_shapes.json -DKOPT_EXAMPLE_BUDGET=evals=1000,minutes=6"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -178,7 +180,8 @@ if [[ " $STAGES " == *" example "* ]]; then
   echo "== example_project: configure, optimize_sgemm, build, ctest"
   EX="$ROOT/build-example"
   rm -rf "$EX"
-  cmake -S example_project -B "$EX" -G Ninja -DKernelOptimizer_DIR="$BUILD" -DKOPT_UPDATE_CACHE=ON >"$LOGS/example.configure.log" 2>&1 \
+  # shellcheck disable=SC2086  # EXAMPLE_ARGS: extra -D options, e.g. the application shapes and a larger budget
+  cmake -S example_project -B "$EX" -G Ninja -DKernelOptimizer_DIR="$BUILD" -DKOPT_UPDATE_CACHE=ON ${EXAMPLE_ARGS:-} >"$LOGS/example.configure.log" 2>&1 \
     || { tail -20 "$LOGS/example.configure.log"; exit 1; }
   cmake --build "$EX" --target optimize_sgemm >"$LOGS/example.tune.log" 2>&1
   echo "optimize_sgemm exit $?"; grep -E "kopt generate|kopt: best|evaluated" "$LOGS/example.tune.log" | tail -5
