@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/supervisor.h"
+#include "cli_run.h"
 #include "temp_dir.h"
 #include "util/error.h"
 
@@ -19,29 +20,10 @@ namespace {
 
 namespace fsys = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using kopt::test::CliRun;
 
 /// Runs `kopt <args>` through the shell, with `env` ("NAME=VALUE ...") in front.
-CliRun run(const std::string& args, const std::string& env = "") {
-  const fsys::path err = fsys::temp_directory_path() / ("kopt-cli-err-" + std::to_string(::getpid()));
-  const std::string cmd = env + " " + std::string(KOPT_CLI) + " " + args + " 2>" + err.string();
-  CliRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  fsys::remove(err);
-  return r;
-}
+CliRun run(const std::string& args, const std::string& env = "") { return kopt::test::run_kopt(args, env); }
 
 bool has_gpu() { return run("devices").code == 0; }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "temp_dir.h"
 
 namespace {
@@ -22,34 +23,11 @@ namespace fsys = std::filesystem;
 using kopt::test::TempDir;
 using nlohmann::json;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-  std::string first_err_line() const { return err.substr(0, err.find('\n')); }
-};
+using kopt::test::CliRun;
 
 /// Runs kopt with a memory limit (a regression that reads /dev/zero ends
 /// with bad_alloc instead of taking the machine down) and a time limit.
-CliRun run(const std::string& args) {
-  static int counter = 0;
-  const fsys::path err = fsys::temp_directory_path() /
-                         ("kopt-cli-files-err-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  const std::string cmd = "ulimit -v 4000000; timeout 60 " + std::string(KOPT_CLI) + " " + args + " 2>" +
-                          err.string() + " </dev/null";
-  CliRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  fsys::remove(err);
-  return r;
-}
+CliRun run(const std::string& args) { return kopt::test::run_kopt(args, "ulimit -v 4000000; timeout 60", " </dev/null"); }
 
 const std::string kSpec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
 

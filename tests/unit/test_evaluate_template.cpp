@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "util/fs.h"
 
 namespace {
@@ -20,28 +21,9 @@ namespace {
 namespace stdfs = std::filesystem;
 using nlohmann::json;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using kopt::test::CliRun;
 
-CliRun run(const std::string& args) {
-  const stdfs::path err = stdfs::temp_directory_path() / ("kopt-evtpl-err-" + std::to_string(::getpid()));
-  const std::string cmd = std::string(KOPT_CLI) + " " + args + " 2>" + err.string();
-  CliRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  stdfs::remove(err);
-  return r;
-}
+CliRun run(const std::string& args) { return kopt::test::run_kopt(args); }
 
 bool has_gpu() { return run("devices").code == 0; }
 
