@@ -276,6 +276,17 @@ TEST(GenerateHeader, TheGuardsNumbersReadBackAsKoptsAndItsNamesAreReserved) {
   const std::string h = kopt::gen::launch_header("k", vs, sgemm_with_m_named("M"), &t);
   EXPECT_NE(h.find("constexpr double kMargin = 0.30000000000000004;"), std::string::npos) << h;
   EXPECT_NE(h.find("constexpr double kMsPerWork[2] = {8.0000000000000005e-09, HUGE_VAL};"), std::string::npos) << h;
+  {
+    // Variant 1, never timed, is predicted infinitely slow: variant 0 runs off the tuned shapes.
+    const fsys::path d = temp_dir("guard-huge");
+    std::ofstream(d / "k_launch.h") << h;
+    std::ofstream(d / "use.cpp") << "#include \"k_launch.h\"\nint main() {\n"
+                                 << "  return kopt_k::launch_config(8192, 8192, 4096).variant == 0 ? 0 : 1;\n}\n";
+    const std::string cmd = "c++ -std=c++17 -Wall -Werror -o " + (d / "use").string() + " -I" + d.string() + " " +
+                            (d / "use.cpp").string() + " && " + (d / "use").string();
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << h;
+    fsys::remove_all(d);
+  }
   for (const char* name : {"kTuned", "tuned", "predicted_ms", "measured_variant", "dispatch_model", "block_work"}) {
     try {
       kopt::gen::launch_header("k", vs, sgemm_with_m_named(name), &t);
