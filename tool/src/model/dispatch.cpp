@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "model/result.h"
 #include "util/json_read.h"
 
 namespace kopt::model {
@@ -158,13 +159,6 @@ void compact(const DispatchTree& in, int id, DispatchTree& out) {
   compact(in, n.right, out);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double waves(int64_t blocks, int blocks_per_sm, int sm_count) {
   const int64_t per_wave = static_cast<int64_t>(std::max(blocks_per_sm, 1)) * std::max(sm_count, 1);
   return static_cast<double>((std::max<int64_t>(blocks, 1) + per_wave - 1) / per_wave);
@@ -188,7 +182,7 @@ std::vector<double> fit_ms_per_work(const std::vector<DispatchSample>& samples, 
       const double work = waves(samples[s].blocks[v], blocks_per_sm[v], sm_count) * samples[s].block_work[v];
       if (std::isfinite(ms) && ms > 0 && work > 0) r.push_back(ms / work);
     }
-    if (!r.empty()) out[v] = median(std::move(r));
+    if (!r.empty()) out[v] = latency_stats(std::move(r)).median_ms;  // the same median as a case's
   }
   return out;
 }

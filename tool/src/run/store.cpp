@@ -78,11 +78,9 @@ bool finite_positive(const std::optional<double>& v) { return v && std::isfinite
 /// timed on its class's cases alone).
 bool same_cases(const Attempt& a, const Attempt* b) {
   if (!b) return true;  // no attempt to compare with: the ratio is not written anyway
-  std::vector<std::string> x = model::timed_performance_cases(a), y = model::timed_performance_cases(*b);
-  if (y.empty()) return true;  // not timed as an attempt of its own (a reference timed beside the candidates)
-  std::sort(x.begin(), x.end());
-  std::sort(y.begin(), y.end());
-  return x == y;
+  const std::vector<std::string> y = model::timed_performance_cases(*b);  // sorted, as is a's
+  // Empty: not timed as an attempt of its own (a reference timed beside the candidates).
+  return y.empty() || model::timed_performance_cases(a) == y;
 }
 
 const Attempt* first_ok_of_kind(const std::vector<Attempt>& history, const std::string& kind) {
