@@ -20,11 +20,15 @@
 #   the device keeps between calls; the working tree's untracked folders are replaced each call
 #   stages to run (default: test optimize bench example)
 #   capture: the example's shape-capture loop (docs/capture.md) in build-capture/
+#   resources: the example's tests under ctest -j --resource-spec-file (kopt devices --ctest-resource-spec);
+#   run after the example stage
+#   launchers: the plain run, --devices 0 and --worker-launcher "bash -c" compared (docs/multi-gpu.md);
+#   LAUNCH_BUDGET (env), default evals=40
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 #   SWEEP_MINUTES (env): the time budget of the sweep stage (default 6)
 #   CAPTURE_BUDGET (env): optimize_sgemm's budget in the capture stage (default evals=16,minutes=1.5)
-#   EXAMPLE_ARGS (env): extra -D options of the example stage's configure, e.g.
-#     "-DKOPT_EXAMPLE_CASES_FROM=$PWD/templates/sgemm/application_shapes.json -DKOPT_EXAMPLE_BUDGET=evals=1000,minutes=6"
+#   EXAMPLE_ARGS (env): extra -D options of the example stage's configure, e.g. "-DKOPT_EXAMPLE_BUDGET=evals=60"
+#     (the example tunes on templates/sgemm/application_shapes.json with evals=1000,minutes=5 by default)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -36,6 +40,7 @@ SWEEP_MINUTES="${SWEEP_MINUTES:-6}"
 CAPTURE_BUDGET="${CAPTURE_BUDGET:-evals=16,minutes=1.5}"
 OPT_BUDGET="${OPT_BUDGET:-evals=40,minutes=4}"
 CLASSES_BUDGET="${CLASSES_BUDGET:-evals=1000,minutes=6}"
+LAUNCH_BUDGET="${LAUNCH_BUDGET:-evals=40}"
 export PATH="/usr/local/cuda/bin:$PATH"
 BUILD="$ROOT/build-gpu"
 K="$BUILD/tool/kopt"
@@ -234,6 +239,7 @@ if [[ " $STAGES " == *" capture "* ]]; then
   rm -rf "$CX"
   # Its own build tree, and the committed cache only read (no KOPT_UPDATE_CACHE).
   cmake -S example_project -B "$CX" -G Ninja -DKernelOptimizer_DIR="$BUILD" -DKOPT_EXAMPLE_BUDGET="$CAPTURE_BUDGET" \
+    -DKOPT_EXAMPLE_CASES_FROM="$CAP" \
     >"$LOGS/capture.configure.log" 2>&1 || { tail -20 "$LOGS/capture.configure.log"; exit 1; }
   grep -F "does not exist yet" "$LOGS/capture.configure.log" | head -2
   echo "-- 1. first build: no capture yet, tuned on the spec's cases"
@@ -279,4 +285,54 @@ PY
   echo "-- 5. optimize_sgemm with nothing changed (must not tune again)"
   cmake --build "$CX" --target optimize_sgemm >"$LOGS/capture.retune.log" 2>&1
   echo "exit $?; kopt generate runs: $(grep -c 'KernelOptimizer: generating' "$LOGS/capture.retune.log")"
+fi
+
+if [[ " $STAGES " == *" resources "* ]]; then
+  EX="$ROOT/build-example"
+  if [[ -f $EX/CTestTestfile.cmake ]]; then
+    echo "== resources: the example's tests under ctest -j 4 --resource-spec-file"
+    "$K" devices --ctest-resource-spec "$EX/gpus.json" >/dev/null 2>"$LOGS/resources.devices.err"
+    echo "kopt devices --ctest-resource-spec exit $?"; cat "$EX/gpus.json"; cp "$EX/gpus.json" "$LOGS/" 2>/dev/null
+    ctest --test-dir "$EX" -j 4 --resource-spec-file "$EX/gpus.json" -V >"$LOGS/resources.ctest.log" 2>&1
+    echo "ctest exit $?"; grep -E "CTest gave this test GPU|tests passed|Test +#" "$LOGS/resources.ctest.log" | sed -E 's/^[0-9]+: //'
+  else
+    echo "== resources: skipped (run the example stage first)"
+  fi
+fi
+
+if [[ " $STAGES " == *" launchers "* ]]; then
+  echo "== launchers: the plain run, --devices 0 and --worker-launcher \"bash -c\" (random strategy, seed 1, $LAUNCH_BUDGET)"
+  M="$BUILD/launchers"; rm -rf "$M"; mkdir -p "$M"
+  S=templates/sgemm/sgemm.json
+  for r in plain devices0 launcher; do
+    extra=()
+    [[ $r == devices0 ]] && extra=(--devices 0)
+    [[ $r == launcher ]] && extra=(--worker-launcher "bash -c")
+    start=$(date +%s)
+    "$K" optimize --spec $S --strategy random --seed 1 --budget "$LAUNCH_BUDGET" --results-dir "$M/$r" \
+         --cache-dir "$M/c-$r" "${extra[@]}" >"$LOGS/launchers.$r.json" 2>"$LOGS/launchers.$r.err"
+    echo "$r: exit $?, $(( $(date +%s) - start )) s"
+  done
+  python3 - "$M" <<'PY' || true
+import glob, json, statistics, sys
+m = sys.argv[1]
+def load(name, f):
+    return json.load(open(glob.glob(f"{m}/{name}/run-*/{f}")[0]))
+def geomeans(name):
+    h = load(name, "history.json")["attempts"]
+    return {a["label"]: a["geomean_ms"] for a in h if a["kind"] == "candidate" and a.get("geomean_ms")}
+for r in ("plain", "devices0", "launcher"):
+    s = load(r, "summary.json"); fb = s.get("final_best", {}); t = s.get("tuner", {})
+    ret = [x.get("median_ms") for x in s.get("retime", []) if x.get("index") == fb.get("index")]
+    print(r, "| winner", fb.get("label"), "| geomean", fb.get("geomean_ms"), "ms | retimed", ret[:1],
+          "| per min", t.get("candidates_per_minute"), "| measured", t.get("gpu_measured_fraction"),
+          "| devices", [(d.get("device"), d.get("evaluated")) for d in t.get("devices", [])])
+plain = geomeans("plain")
+for r in ("devices0", "launcher"):
+    o = geomeans(r); q = [o[k] / plain[k] for k in plain if k in o]
+    if q:
+        print(r, len(q), "paired with plain; geomean ratio median %.4f min %.4f max %.4f" % (statistics.median(q), min(q), max(q)))
+PY
+  mkdir -p "$LOGS/launchers" && for r in plain devices0 launcher; do
+    cp "$M/$r"/run-*/summary.json "$LOGS/launchers/$r.summary.json" 2>/dev/null; done
 fi
