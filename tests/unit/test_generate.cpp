@@ -143,12 +143,12 @@ TEST(GenerateHeader, MeasuredDispatchIsTheTreesOwnIfs) {
   fsys::remove_all(d);
 }
 
-// With the model guard (model/dispatch.h), select_variant() asks the tree,
-// then, off the tuned shapes, the wave model: predicted from each variant's
+// With the cost model (model/dispatch.h), select_variant() asks the tree on
+// the tuned shapes and, off them, the model: predicted from each variant's
 // grid, its block_work (the SGEMM template's expression with the variant's
-// parameters) and its occupancy. The tree's sizes come in another order
-// (K, M, N) than the header's (M, N, K).
-TEST(GenerateHeader, TheModelGuardDecidesOffTheTunedShapes) {
+// parameters), its occupancy and, with a traffic term, the launch's bytes.
+// The tree's sizes come in another order (K, M, N) than the header's (M, N, K).
+TEST(GenerateHeader, TheCostModelDecidesOffTheTunedShapes) {
   const fsys::path d = temp_dir("guard");
   const kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
   auto kernel = [](int tile) {
@@ -202,6 +202,27 @@ TEST(GenerateHeader, TheModelGuardDecidesOffTheTunedShapes) {
   EXPECT_EQ(t.select_guarded(sample(2048, 256, 4096)), 0);
   EXPECT_EQ(t.select_guarded(sample(8192, 8192, 4096)), 1);
   EXPECT_EQ(t.select_guarded(sample(4096, 4096, 4096)), 1);
+  // With the traffic term: the big tiles' launch priced at 1e-9 ms a byte
+  // (8.6 GB of tile loads on 8192^2 x 4096: +8.6 ms on its 2.1 ms of waves,
+  // against variant 0's 4.3 ms) no longer wins off the tuned shapes.
+  t.model->traffic = s.template_kernel->launch->traffic_bytes.text();
+  ASSERT_FALSE(t.model->traffic.empty()) << "the SGEMM template's launch has no traffic_bytes";
+  t.model->ms_per_byte = {0.0, 1e-9};
+  const std::string ht = kopt::gen::launch_header("k", vs, s, &t);
+  EXPECT_NE(ht.find("constexpr double kMsPerByte[2] = {0.0, 1.0000000000000001e-09};"), std::string::npos) << ht;
+  EXPECT_NE(ht.find("inline double traffic_bytes(long long M, long long N, long long K)"), std::string::npos) << ht;
+  expect_header_compiles(d, ht,
+                         "  return kopt_k::launch_config(8192, 8192, 4096).variant == 0 &&\n"
+                         "         kopt_k::launch_config(4096, 4096, 4096).variant == 1 ? 0 : 1;");
+  auto with_traffic = [&](int64_t M, int64_t N, int64_t K) {
+    kopt::model::DispatchSample x = sample(M, N, K);
+    for (int v = 0; v < 2; ++v) x.traffic.push_back(4.0 * K * static_cast<double>(x.blocks[v]) * 2 * (v ? 256 : 64));
+    return x;
+  };
+  EXPECT_EQ(t.select_guarded(with_traffic(8192, 8192, 4096)), 0);
+  EXPECT_EQ(t.select_guarded(with_traffic(4096, 4096, 4096)), 1);  // tuned: the tree
+  t.model->traffic.clear();
+  t.model->ms_per_byte.clear();
   // No margin: off the tuned shapes, variant 0.
   t.model->margin.reset();
   const std::string h0 = kopt::gen::launch_header("k", vs, s, &t);

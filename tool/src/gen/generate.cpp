@@ -1,6 +1,7 @@
 #include "gen/generate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <optional>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "run/store.h"
 #include "spec/annotations.h"
 #include "spec/kernel_file.h"
+#include "spec/launch.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -62,19 +64,91 @@ void emit(const GenerateOptions& o, const spec::Spec& s, const std::vector<Kerne
   std::cerr << "\n";
 }
 
+/// The cost model of `tree` fitted again from the measurements a
+/// specialisation records (model/dispatch.h): every variant's median on every
+/// tuned case ("latency_ms"), the cases' sizes, the variants' parameters and
+/// their measured occupancy (the recorded model's "blocks_per_sm" and
+/// "sm_count"), with the launch expressions of the spec's template. So a run
+/// or cache entry from an older kopt gets this kopt's dispatch rule, and the
+/// header and `kopt` agree on it. Leaves the tree as it is when the record
+/// lacks any of these or a launch does not resolve.
+void refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t variants, const spec::Spec& spec) {
+  const spec::Launch* launch = spec.template_kernel && spec.template_kernel->launch ? &*spec.template_kernel->launch : nullptr;
+  if (!launch || launch->block_work.empty()) return;
+  const nlohmann::json* m = sp.contains("dispatch") && sp["dispatch"].contains("model") ? &sp["dispatch"]["model"] : nullptr;
+  if (!m || !m->is_object() || !sp.contains("latency_ms") || !sp["latency_ms"].is_object() || !sp.contains("cases") ||
+      !sp["cases"].is_object() || !sp.contains("variants") || !sp["variants"].is_array() || sp["variants"].size() != variants)
+    return;
+  const nlohmann::json bps = m->value("blocks_per_sm", nlohmann::json());
+  const nlohmann::json sm = m->value("sm_count", nlohmann::json());
+  if (!bps.is_array() || bps.size() != variants || !sm.is_number_integer()) return;
+  std::vector<int> blocks_per_sm;
+  for (const auto& b : bps) {
+    if (!b.is_number_integer() || b.get<int64_t>() <= 0 || b.get<int64_t>() > (1 << 20)) return;
+    blocks_per_sm.push_back(b.get<int>());
+  }
+  std::vector<std::map<std::string, int64_t>> params;
+  for (const auto& v : sp["variants"]) {
+    if (!v.is_object() || !v.contains("params") || !v["params"].is_object()) return;
+    std::map<std::string, int64_t> p;
+    for (const auto& [k, x] : v["params"].items()) {
+      if (!x.is_number_integer()) return;
+      p[k] = x.get<int64_t>();
+    }
+    params.push_back(std::move(p));
+  }
+  std::vector<model::DispatchSample> samples;
+  try {
+    for (const auto& [name, row] : sp["latency_ms"].items()) {
+      const nlohmann::json c = sp["cases"].value(name, nlohmann::json());
+      if (!row.is_array() || row.size() != variants || !c.is_object() || !c.contains("sizes") || !c["sizes"].is_object())
+        return;
+      spec::Case sc;
+      sc.name = name;
+      for (const auto& [k, x] : c["sizes"].items()) {
+        if (!x.is_number_integer()) return;
+        sc.sizes[k] = x.get<int64_t>();
+      }
+      model::DispatchSample d{name, {}, {}, {}, {}, {}};
+      for (const auto& sz : tree.sizes) {
+        if (!sc.sizes.count(sz)) return;
+        d.sizes.push_back(sc.sizes.at(sz));
+      }
+      for (const auto& x : row) d.ms.push_back(x.is_number() ? x.get<double>() : NAN);
+      for (const auto& p : params) {
+        const spec::LaunchDims l = spec::resolve_launch(*launch, sc, p);
+        d.blocks.push_back(l.grid[0] * l.grid[1] * l.grid[2]);
+        d.block_work.push_back(static_cast<double>(l.block_work.value_or(0)));
+        if (l.traffic_bytes) d.traffic.push_back(static_cast<double>(*l.traffic_bytes));
+      }
+      samples.push_back(std::move(d));
+    }
+  } catch (const Error&) {
+    return;  // a launch that does not resolve for these parameters: keep what was recorded
+  }
+  if (auto fitted = model::derive_dispatch_model(tree, samples, blocks_per_sm, sm.get<int>(), launch->block_work.text(),
+                                                 launch->traffic_bytes.text()))
+    tree.model = std::move(fitted);
+}
+
 /// The measured dispatch of a specialisation ("dispatch", written since the
 /// launch header chooses by measurement), or nullopt for one variant or an
 /// older run or cache entry (whose header then picks the nearest tuned shape).
-/// The value was checked when the file was read.
-std::optional<model::DispatchTree> dispatch_of(const nlohmann::json& sp, size_t variants, const std::string& where) {
+/// The value was checked when the file was read; its model is fitted again
+/// (refit_model).
+std::optional<model::DispatchTree> dispatch_of(const nlohmann::json& sp, size_t variants, const std::string& where,
+                                               const spec::Spec& spec) {
   if (variants < 2 || !sp.is_object() || !sp.contains("dispatch")) return std::nullopt;
-  return model::DispatchTree::from_json(JsonAt(sp, where, "$.specialization").at("dispatch"), static_cast<int>(variants));
+  model::DispatchTree tree =
+      model::DispatchTree::from_json(JsonAt(sp, where, "$.specialization").at("dispatch"), static_cast<int>(variants));
+  refit_model(tree, sp, variants, spec);
+  return tree;
 }
 
 /// A run's variants: summary.json "specialization" with variants/v<N>.cu,
 /// else best.cu alone.
 std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, const nlohmann::json& summary,
-                                        std::optional<model::DispatchTree>* dispatch) {
+                                        const spec::Spec& spec, std::optional<model::DispatchTree>* dispatch) {
   std::vector<KernelVariant> out;
   const nlohmann::json sp = summary.value("specialization", nlohmann::json());
   if (sp.is_object() && sp.contains("variants") && sp["variants"].size() > 1) {
@@ -92,7 +166,7 @@ std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, co
       const size_t v = c.value("variant", 0);
       if (v < out.size() && c.contains("sizes")) out[v].shapes.push_back(c["sizes"].get<std::map<std::string, int64_t>>());
     }
-    *dispatch = dispatch_of(sp, out.size(), (run_dir / "summary.json").string());
+    *dispatch = dispatch_of(sp, out.size(), (run_dir / "summary.json").string(), spec);
     return out;
   }
   KernelVariant kv;
@@ -103,7 +177,7 @@ std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, co
 }
 
 /// A tuning cache entry's variants ("variants", else "kernel_source").
-std::vector<KernelVariant> cache_variants(const nlohmann::json& e, const std::string& origin,
+std::vector<KernelVariant> cache_variants(const nlohmann::json& e, const std::string& origin, const spec::Spec& spec,
                                           std::optional<model::DispatchTree>* dispatch) {
   std::vector<KernelVariant> out;
   if (e.contains("variants") && e["variants"].is_array() && e["variants"].size() > 1) {
@@ -117,7 +191,7 @@ std::vector<KernelVariant> cache_variants(const nlohmann::json& e, const std::st
         kv.shapes.push_back(sh.get<std::map<std::string, int64_t>>());
       out.push_back(kv);
     }
-    *dispatch = dispatch_of(e.value("specialization", nlohmann::json()), out.size(), origin);
+    *dispatch = dispatch_of(e.value("specialization", nlohmann::json()), out.size(), origin, spec);
     return out;
   }
   KernelVariant kv;
@@ -150,8 +224,8 @@ const std::set<std::string>& reserved_names() {
       "kVariantLabels", "LaunchConfig", "launch_config",
       "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
       // the model guard's (docs/dispatch.md)
-      "measured_variant", "dispatch_model", "block_work", "kSmCount", "kBlocksPerSm", "kMsPerWork", "kMargin",
-      "kTuned", "tuned", "predicted_ms",
+      "measured_variant", "dispatch_model", "block_work", "traffic_bytes", "kSmCount", "kBlocksPerSm", "kMsPerWork",
+      "kMsPerByte", "kMargin", "kTuned", "tuned", "predicted_ms", "fastest_predicted",
       // C++20 keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
       "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
@@ -218,17 +292,24 @@ std::string fmt_exact(double x) {
   return s;
 }
 
-/// The model guard of the measured dispatch (model/dispatch.h, DispatchModel)
+/// The cost model of the measured dispatch (model/dispatch.h, DispatchModel)
 /// as C++: its constants, the predicted latency, and select_variant(), which
-/// asks measured_variant() (the tree) first. `order` is the model's size order.
-std::string model_guard_cpp(const model::DispatchModel& m, const std::vector<std::string>& order, size_t n,
-                            const std::string& size_params, const std::string& size_args) {
+/// asks measured_variant() (the tree) on the tuned shapes. `order` is the
+/// model's size order.
+std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std::string>& order, size_t n,
+                           const std::string& size_params, const std::string& size_args) {
   std::ostringstream h;
   h.precision(17);
-  h << "/// The model guard (docs/dispatch.md, \"The model guard\"). Off the tuned shapes, a variant\n"
-    << "/// other than 0 runs only where a wave model predicts it faster than variant 0 by kMargin:\n"
-    << "/// predicted ms = kMsPerWork[v] * waves * block_work, waves = ceil(blocks / (kBlocksPerSm[v] *\n"
-    << "/// kSmCount)). kMsPerWork is fitted on the tuned shapes' measured medians, kBlocksPerSm is\n"
+  auto doubles = [&](const std::vector<double>& xs) {
+    for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << (std::isfinite(xs[v]) ? fmt_exact(xs[v]) : std::string("HUGE_VAL"));
+  };
+  const bool traffic = !m.traffic.empty();
+  h << "/// The cost model (docs/dispatch.md, \"Off the tuned shapes\"). Off the tuned shapes, the variant\n"
+    << "/// it predicts fastest runs where it is predicted faster than variant 0 by kMargin, else variant 0:\n"
+    << "/// predicted ms = kMsPerWork[v] * waves * block_work" << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "")
+    << ",\n/// waves = ceil(blocks / (kBlocksPerSm[v] * kSmCount)). kMsPerWork"
+    << (traffic ? " and kMsPerByte are a non-negative\n/// least-squares fit" : " is a least-squares fit")
+    << " of the tuned shapes' measured medians, kBlocksPerSm is\n"
     << "/// the measured occupancy, and kMargin the smallest with which leave-one-out over the tuned\n"
     << "/// shapes never ran a variant slower than variant 0.\n"
     << "namespace dispatch_model {\n"
@@ -236,9 +317,13 @@ std::string model_guard_cpp(const model::DispatchModel& m, const std::vector<std
     << "constexpr int kBlocksPerSm[" << n << "] = {";
   for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << m.blocks_per_sm[v];
   h << "};\nconstexpr double kMsPerWork[" << n << "] = {";
-  for (size_t v = 0; v < n; ++v)
-    h << (v ? ", " : "") << (std::isfinite(m.ms_per_work[v]) ? fmt_exact(m.ms_per_work[v]) : std::string("HUGE_VAL"));
+  doubles(m.ms_per_work);
   h << "};  // HUGE_VAL: never timed on a tuned shape\n";
+  if (traffic) {
+    h << "constexpr double kMsPerByte[" << n << "] = {";
+    doubles(m.ms_per_byte);
+    h << "};\n";
+  }
   if (m.margin)
     h << "constexpr double kMargin = " << fmt_exact(*m.margin) << ";\n";
   else
@@ -260,24 +345,37 @@ std::string model_guard_cpp(const model::DispatchModel& m, const std::vector<std
     h << "/// Predicted latency (ms) of variant kopt_v for the given sizes (HUGE_VAL where its block work\n"
       << "/// is not positive).\n"
       << "inline double predicted_ms(int kopt_v, " << size_params << ") {\n"
-      << "  double kopt_work = 0;\n  switch (kopt_v) {\n";
-    for (size_t v = 0; v < n; ++v)
-      h << "    case " << v << ": kopt_work = variant" << v << "::block_work(" << size_args << "); break;\n";
+      << "  double kopt_work = 0" << (traffic ? ", kopt_bytes = 0" : "") << ";\n  switch (kopt_v) {\n";
+    for (size_t v = 0; v < n; ++v) {
+      h << "    case " << v << ": kopt_work = variant" << v << "::block_work(" << size_args << ");";
+      if (traffic) h << " kopt_bytes = variant" << v << "::traffic_bytes(" << size_args << ");";
+      h << " break;\n";
+    }
     h << "    default: return HUGE_VAL;\n  }\n"
       << "  if (!(kopt_work > 0)) return HUGE_VAL;\n"
       << "  const LaunchConfig kopt_c = launch_config_variant(kopt_v, " << size_args << ");\n"
       << "  const double kopt_blocks = static_cast<double>(kopt_c.grid[0]) * kopt_c.grid[1] * kopt_c.grid[2];\n"
       << "  const double kopt_per_wave = static_cast<double>(kBlocksPerSm[kopt_v]) * kSmCount;\n"
-      << "  return kMsPerWork[kopt_v] * std::ceil((kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave) * kopt_work;\n}\n";
+      << "  return kMsPerWork[kopt_v] * std::ceil((kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave) * kopt_work";
+    if (traffic) h << " +\n         kMsPerByte[kopt_v] * (kopt_bytes > 0 ? kopt_bytes : 0.0)";
+    h << ";\n}\n\n"
+      << "/// The variant predicted fastest (the lowest index among equals; 0 when none is predicted).\n"
+      << "inline int fastest_predicted(" << size_params << ") {\n"
+      << "  int kopt_best = 0;\n  double kopt_best_ms = HUGE_VAL;\n"
+      << "  for (int kopt_v = 0; kopt_v < " << n << "; ++kopt_v) {\n"
+      << "    const double kopt_ms = predicted_ms(kopt_v, " << size_args << ");\n"
+      << "    if (kopt_ms < kopt_best_ms) kopt_best = kopt_v, kopt_best_ms = kopt_ms;\n  }\n"
+      << "  return kopt_best;\n}\n";
   }
   h << "}  // namespace dispatch_model\n\n"
-    << "/// The variant for the given sizes: measured_variant() on the tuned shapes; elsewhere its pick\n"
-    << "/// only where the model guard agrees, else variant 0.\n"
+    << "/// The variant for the given sizes: measured_variant() on the tuned shapes; elsewhere the\n"
+    << "/// cost model's fastest where it passes the margin, else variant 0.\n"
     << "inline int select_variant(" << size_params << ") {\n"
-    << "  const int kopt_v = measured_variant(" << size_args << ");\n"
-    << "  if (kopt_v == 0 || dispatch_model::tuned(" << size_args << ")) return kopt_v;\n";
+    << "  if (dispatch_model::tuned(" << size_args << ")) return measured_variant(" << size_args << ");\n";
   if (m.margin)
-    h << "  return dispatch_model::predicted_ms(kopt_v, " << size_args << ") * (1 + dispatch_model::kMargin) <=\n"
+    h << "  const int kopt_v = dispatch_model::fastest_predicted(" << size_args << ");\n"
+      << "  if (kopt_v == 0) return 0;\n"
+      << "  return dispatch_model::predicted_ms(kopt_v, " << size_args << ") * (1 + dispatch_model::kMargin) <=\n"
       << "                 dispatch_model::predicted_ms(0, " << size_args << ")\n             ? kopt_v\n             : 0;\n}\n\n";
   else
     h << "  return 0;\n}\n\n";
@@ -326,24 +424,31 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   } else {
     dispatch = nullptr;
   }
-  // The model guard needs one block's work per variant: the template's
-  // block_work expression in terms of the sizes and each variant's parameters.
-  // The expression is the model's own (the one its ms_per_work was fitted
-  // with), whatever the spec given to generate says now.
-  std::optional<spec::Expr> block_work;
+  // The cost model needs one block's work and the launch's traffic per
+  // variant: the template's block_work and traffic_bytes expressions in terms
+  // of the sizes and each variant's parameters. The expressions are the
+  // model's own (the ones its coefficients were fitted with), whatever the
+  // spec given to generate says now.
+  std::optional<spec::Expr> block_work, traffic;
   if (dispatch && dispatch->model) {
-    try {
-      block_work = spec::Expr::parse(dispatch->model->block_work);
-    } catch (const Error&) {
-      throw SpecError("kopt.gen.109", "the measured dispatch's model has a block_work that does not parse ('" +
-                                          dispatch->model->block_work.substr(0, 100) + "'); re-tune to record a new one");
-    }
-    for (const auto& a : ann)
-      for (const std::string& nm : block_work->names())
-        if (std::find(sizes.begin(), sizes.end(), nm) == sizes.end() && !a.params.count(nm))
-          throw SpecError("kopt.gen.109", "the measured dispatch's model uses '" + nm.substr(0, 100) +
-                                              "' in its block_work, which is neither a size nor a parameter of "
-                                              "every variant; re-tune to record a new one");
+    auto parse = [&](const std::string& text, const char* what) {
+      spec::Expr e;
+      try {
+        e = spec::Expr::parse(text);
+      } catch (const Error&) {
+        throw SpecError("kopt.gen.109", std::string("the measured dispatch's model has a ") + what +
+                                            " that does not parse ('" + text.substr(0, 100) + "'); re-tune to record a new one");
+      }
+      for (const auto& a : ann)
+        for (const std::string& nm : e.names())
+          if (std::find(sizes.begin(), sizes.end(), nm) == sizes.end() && !a.params.count(nm))
+            throw SpecError("kopt.gen.109", "the measured dispatch's model uses '" + nm.substr(0, 100) + "' in its " +
+                                                what + ", which is neither a size nor a parameter of every variant; "
+                                                "re-tune to record a new one");
+      return e;
+    };
+    block_work = parse(dispatch->model->block_work, "block_work");
+    if (!dispatch->model->traffic.empty()) traffic = parse(dispatch->model->traffic, "traffic_bytes");
   }
   auto size_params = [&] {
     std::string p;
@@ -426,6 +531,12 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
       for (const auto& s : sizes) h << "  (void)" << s << ";\n";
       h << "  return static_cast<double>(" << block_work->text() << ");\n}\n";
     }
+    if (traffic) {
+      h << "/// The bytes the launch moves (the template's traffic_bytes when it was tuned), for the dispatch model.\n"
+        << "inline double traffic_bytes(" << size_params() << ") {\n";
+      for (const auto& s : sizes) h << "  (void)" << s << ";\n";
+      h << "  return static_cast<double>(" << traffic->text() << ");\n}\n";
+    }
     h << "}  // namespace variant" << i << "\n\n";
   }
   h << "/// Grid, block and dynamic shared memory of variant `v` for the given sizes.\n"
@@ -451,7 +562,7 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
       << "inline int " << (block_work ? "measured_variant(" : "select_variant(") << size_params() << ") {\n";
     for (const auto& sz : sizes) h << "  (void)" << sz << ";\n";
     h << dispatch->to_cpp(2) << "}\n\n";
-    if (block_work) h << model_guard_cpp(*dispatch->model, dispatch->sizes, n, size_params(), size_args());
+    if (block_work) h << cost_model_cpp(*dispatch->model, dispatch->sizes, n, size_params(), size_args());
   } else {
   h << "/// The variant for the given sizes: the one tuned on the nearest tuned shape.\n"
     << "inline int select_variant(" << size_params() << ") {\n";
@@ -719,7 +830,7 @@ int generate(const GenerateOptions& options) {
     const auto [summary, device] = read_run_outputs(o.from_run);
     copy_cache();
     std::optional<model::DispatchTree> dispatch;
-    const std::vector<KernelVariant> variants = run_variants(o.from_run, summary, &dispatch);
+    const std::vector<KernelVariant> variants = run_variants(o.from_run, summary, s, &dispatch);
     emit(o, s, variants, "from run " + o.from_run.string() + ", tuned on " + gpu_label(device), dispatch);
     return 0;
   }
@@ -744,7 +855,7 @@ int generate(const GenerateOptions& options) {
     if (code == 0) {
       const auto [summary, device] = read_run_outputs(run_dir);
       std::optional<model::DispatchTree> dispatch;
-      const std::vector<KernelVariant> variants = run_variants(run_dir, summary, &dispatch);
+      const std::vector<KernelVariant> variants = run_variants(run_dir, summary, s, &dispatch);
       const std::string& best = variants.front().source;
       launch_header(o.name, variants, s, dispatch ? &*dispatch : nullptr);  // throws (writing nothing) when it would not compile
       // The cache is written before the outputs: it is also an input of the
@@ -837,7 +948,7 @@ int generate(const GenerateOptions& options) {
     const nlohmann::json& e = *matching.front();
     copy_cache();
     std::optional<model::DispatchTree> dispatch;
-    const std::vector<KernelVariant> variants = cache_variants(e, o.cache_file.string(), &dispatch);
+    const std::vector<KernelVariant> variants = cache_variants(e, o.cache_file.string(), s, &dispatch);
     emit(o, s, variants,
          "from the tuning cache " + o.cache_file.filename().string() + ", tuned on " + gpu_label(e["gpu"]) + " (" +
              no_gpu_reason + other_note + ")",

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "model/result.h"
 #include "util/json_read.h"
@@ -165,68 +167,122 @@ double waves(int64_t blocks, int blocks_per_sm, int sm_count) {
 }
 
 bool has_launches(const DispatchSample& s) {
-  return s.blocks.size() == s.ms.size() && s.block_work.size() == s.ms.size();
+  return s.blocks.size() == s.ms.size() && s.block_work.size() == s.ms.size() &&
+         (s.traffic.empty() || s.traffic.size() == s.ms.size());
 }
 
-/// ms_per_work per variant, fitted on `samples` except `skip` (SIZE_MAX: none):
-/// the median of ms / (waves * block_work) over the shapes where the variant
-/// was timed; INFINITY where it never was (never predicted fast).
-std::vector<double> fit_ms_per_work(const std::vector<DispatchSample>& samples, const std::vector<int>& blocks_per_sm,
-                                    int sm_count, size_t skip) {
-  std::vector<double> out(blocks_per_sm.size(), INFINITY);
-  for (size_t v = 0; v < out.size(); ++v) {
-    std::vector<double> r;
-    for (size_t s = 0; s < samples.size(); ++s) {
-      if (s == skip) continue;
-      const double ms = samples[s].ms[v];
-      const double work = waves(samples[s].blocks[v], blocks_per_sm[v], sm_count) * samples[s].block_work[v];
-      if (std::isfinite(ms) && ms > 0 && work > 0) r.push_back(ms / work);
-    }
-    if (!r.empty()) out[v] = latency_stats(std::move(r)).median_ms;  // the same median as a case's
+double traffic_of(const DispatchSample& s, size_t v) { return s.traffic.empty() ? 0.0 : s.traffic[v]; }
+
+/// The two coefficients of variant v (ms per unit of waves * block_work, ms
+/// per byte of traffic), fitted on `samples` except `skip` (SIZE_MAX: none):
+/// non-negative least squares of the relative error, sum over the shapes
+/// where v was timed of (1 - (a * x1 + b * x2) / ms)^2, solved exactly by
+/// trying both coefficients free, then each alone (Lawson and Hanson,
+/// "Solving Least Squares Problems", 1974, ch. 23: with two unknowns the
+/// active-set method ends at one of these). {INFINITY, 0} where v was never
+/// timed (never predicted fast).
+std::pair<double, double> fit_variant(const std::vector<DispatchSample>& samples, const std::vector<int>& blocks_per_sm,
+                                      int sm_count, size_t v, size_t skip) {
+  double s11 = 0, s12 = 0, s22 = 0, s1 = 0, s2 = 0;
+  size_t rows = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (i == skip) continue;
+    const double ms = samples[i].ms[v];
+    const double work = waves(samples[i].blocks[v], blocks_per_sm[v], sm_count) * samples[i].block_work[v];
+    if (!(std::isfinite(ms) && ms > 0 && work > 0)) continue;
+    const double x1 = work / ms, x2 = std::max(traffic_of(samples[i], v), 0.0) / ms;
+    s11 += x1 * x1, s12 += x1 * x2, s22 += x2 * x2, s1 += x1, s2 += x2;
+    ++rows;
   }
-  return out;
+  if (rows == 0) return {INFINITY, 0.0};
+  // residual(a, b) = rows - 2 (a s1 + b s2) + a^2 s11 + 2 a b s12 + b^2 s22
+  auto residual = [&](double a, double b) { return rows - 2 * (a * s1 + b * s2) + a * a * s11 + 2 * a * b * s12 + b * b * s22; };
+  std::pair<double, double> best{s1 / s11, 0.0};  // work alone (s11 > 0: every row has work > 0)
+  double best_r = residual(best.first, 0.0);
+  const double det = s11 * s22 - s12 * s12;
+  if (s22 > 0 && det > 1e-12 * s11 * s22) {
+    const double a = (s1 * s22 - s2 * s12) / det, b = (s2 * s11 - s1 * s12) / det;
+    if (a >= 0 && b >= 0 && residual(a, b) < best_r) best = {a, b}, best_r = residual(a, b);
+  }
+  if (s22 > 0 && residual(0.0, s2 / s22) < best_r) best = {0.0, s2 / s22};
+  return best;
+}
+
+void fit(DispatchModel& m, const std::vector<DispatchSample>& samples, size_t skip) {
+  m.ms_per_work.assign(m.blocks_per_sm.size(), INFINITY);
+  m.ms_per_byte.assign(m.blocks_per_sm.size(), 0.0);
+  for (size_t v = 0; v < m.blocks_per_sm.size(); ++v)
+    std::tie(m.ms_per_work[v], m.ms_per_byte[v]) = fit_variant(samples, m.blocks_per_sm, m.sm_count, v, skip);
+}
+
+/// The variant the model predicts fastest (the lowest index among equals), or
+/// -1 when it predicts none.
+int fastest_predicted(const DispatchModel& m, const std::vector<int64_t>& blocks, const std::vector<double>& block_work,
+                      const std::vector<double>& traffic) {
+  int best = -1;
+  double best_ms = INFINITY;
+  for (size_t v = 0; v < m.ms_per_work.size() && v < blocks.size() && v < block_work.size(); ++v) {
+    const double p = m.predicted_ms(static_cast<int>(v), blocks[v], block_work[v], traffic.empty() ? 0.0 : traffic[v]);
+    if (p < best_ms) best = static_cast<int>(v), best_ms = p;
+  }
+  return best;
 }
 
 }  // namespace
 
-double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work) const {
+double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work, double traffic) const {
   const auto i = static_cast<size_t>(v);
   if (!(block_work > 0) || !std::isfinite(ms_per_work[i])) return INFINITY;
-  return ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work;
+  const double per_byte = i < ms_per_byte.size() ? ms_per_byte[i] : 0.0;
+  return ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work + per_byte * std::max(traffic, 0.0);
 }
 
-bool DispatchModel::allows(int v, const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
-                           const std::vector<double>& block_work) const {
-  if (v == 0) return true;
-  if (std::find(tuned.begin(), tuned.end(), sizes) != tuned.end()) return true;
-  if (!margin) return false;
+int DispatchModel::choose(const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
+                          const std::vector<double>& block_work, const std::vector<double>& traffic) const {
+  if (std::find(tuned.begin(), tuned.end(), sizes) != tuned.end()) return -1;
+  if (!margin || blocks.empty() || block_work.empty()) return 0;
+  const int v = fastest_predicted(*this, blocks, block_work, traffic);
+  if (v <= 0) return 0;
   const auto i = static_cast<size_t>(v);
-  if (i >= blocks.size() || i >= block_work.size()) return false;
-  return predicted_ms(v, blocks[i], block_work[i]) * (1.0 + *margin) <= predicted_ms(0, blocks[0], block_work[0]);
+  const double t = traffic.empty() ? 0.0 : traffic[i], t0 = traffic.empty() ? 0.0 : traffic[0];
+  return predicted_ms(v, blocks[i], block_work[i], t) * (1.0 + *margin) <= predicted_ms(0, blocks[0], block_work[0], t0) ? v
+                                                                                                                        : 0;
 }
 
 nlohmann::json DispatchModel::to_json() const {
-  nlohmann::json ms = nlohmann::json::array();
-  for (double x : ms_per_work) ms.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
-  return {{"sm_count", sm_count},
+  auto numbers = [](const std::vector<double>& xs) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double x : xs) a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+    return a;
+  };
+  return {{"rule", "fastest_predicted"},
+          {"sm_count", sm_count},
           {"blocks_per_sm", blocks_per_sm},
-          {"ms_per_work", ms},
+          {"ms_per_work", numbers(ms_per_work)},
+          {"ms_per_byte", numbers(ms_per_byte.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_byte)},
           {"margin", margin ? nlohmann::json(*margin) : nlohmann::json(nullptr)},
           {"tuned", tuned},
-          {"block_work", block_work}};
+          {"block_work", block_work},
+          {"traffic_bytes", traffic}};
 }
 
-DispatchModel DispatchModel::from_json(const JsonAt& at, int variant_count, size_t size_count) {
+std::optional<DispatchModel> DispatchModel::from_json(const JsonAt& at, int variant_count, size_t size_count) {
   at.expect_object();
+  // A model from before the fastest-predicted rule (no "rule": a guard that
+  // only vetoed the tree's pick): its margin means something else.
+  if (!at.find("rule")) return std::nullopt;
+  if (at.at("rule").string() != "fastest_predicted") at.at("rule").fail("expected \"fastest_predicted\"");
   DispatchModel m;
   m.sm_count = static_cast<int>(at.at("sm_count").integer(1, 1 << 20));
-  const JsonAt bps = at.at("blocks_per_sm"), ms = at.at("ms_per_work");
-  if (bps.size() != static_cast<size_t>(variant_count)) bps.fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
-  if (ms.size() != static_cast<size_t>(variant_count)) ms.fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
+  const JsonAt bps = at.at("blocks_per_sm"), ms = at.at("ms_per_work"), mb = at.at("ms_per_byte");
+  for (const JsonAt* a : {&bps, &ms, &mb})
+    if (a->size() != static_cast<size_t>(variant_count))
+      a->fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
   for (size_t v = 0; v < bps.size(); ++v) m.blocks_per_sm.push_back(static_cast<int>(bps.at(v).integer(1, 1 << 20)));
   for (size_t v = 0; v < ms.size(); ++v) {
     const JsonAt x = ms.at(v);
     m.ms_per_work.push_back(x.value().is_null() ? INFINITY : x.number(0));
+    m.ms_per_byte.push_back(mb.at(v).number(0));
   }
   if (auto mg = at.find("margin"); mg && !mg->value().is_null()) m.margin = mg->number(0, 1e6);
   const JsonAt tuned = at.at("tuned");
@@ -239,13 +295,17 @@ DispatchModel DispatchModel::from_json(const JsonAt& at, int variant_count, size
   }
   m.block_work = at.at("block_work").string();
   if (m.block_work.empty()) at.at("block_work").fail("expected the block_work expression the model was fitted with");
+  if (auto t = at.find("traffic_bytes")) m.traffic = t->string();
+  for (size_t v = 0; v < m.ms_per_byte.size(); ++v)
+    if (m.ms_per_byte[v] > 0 && m.traffic.empty())
+      mb.at(v).fail("a positive ms_per_byte needs the traffic_bytes expression it was fitted with");
   return m;
 }
 
 int DispatchTree::select_guarded(const DispatchSample& s) const {
-  const int v = select(s.sizes);
-  if (!model || !has_launches(s)) return v;
-  return model->allows(v, s.sizes, s.blocks, s.block_work) ? v : 0;
+  if (!model || !has_launches(s)) return select(s.sizes);
+  const int v = model->choose(s.sizes, s.blocks, s.block_work, s.traffic);
+  return v < 0 ? select(s.sizes) : v;
 }
 
 int DispatchTree::select(const std::vector<int64_t>& values) const {
@@ -365,39 +425,36 @@ DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::v
 
 std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
                                                    const std::vector<int>& blocks_per_sm, int sm_count,
-                                                   const std::string& block_work, int max_depth) {
+                                                   const std::string& block_work, const std::string& traffic) {
   const size_t variants = blocks_per_sm.size();
   if (samples.size() < 3 || variants < 2 || sm_count <= 0) return std::nullopt;
   for (int b : blocks_per_sm)
     if (b <= 0) return std::nullopt;
   for (const auto& s : samples)
-    if (s.ms.size() != variants || !has_launches(s)) return std::nullopt;
+    if (s.ms.size() != variants || !has_launches(s) || s.traffic.empty() != traffic.empty()) return std::nullopt;
   DispatchModel m;
   m.sm_count = sm_count;
   m.blocks_per_sm = blocks_per_sm;
   m.block_work = block_work;
-  m.ms_per_work = fit_ms_per_work(samples, blocks_per_sm, sm_count, SIZE_MAX);
+  m.traffic = traffic;
+  fit(m, samples, SIZE_MAX);
   for (const auto& s : samples) m.tuned.push_back(s.sizes);
-  // Leave-one-out: per left-out shape, the tree's pick and the two predictions
-  // from the tree and the model grown without it.
+  // Leave-one-out: per left-out shape, the model fitted without it, the
+  // variant it predicts fastest and the two predictions.
   struct Held {
-    int pick;
     double pred_pick, pred_0, ms_pick, ms_0;
   };
   std::vector<Held> held;
   for (size_t k = 0; k < samples.size(); ++k) {
     const DispatchSample& s = samples[k];
-    std::vector<DispatchSample> rest;
-    for (size_t i = 0; i < samples.size(); ++i)
-      if (i != k) rest.push_back(samples[i]);
-    const DispatchTree t = derive_dispatch(tree.sizes, rest, static_cast<int>(variants), tree.noise, max_depth);
-    const int pick = t.select(s.sizes);
-    if (pick == 0 || !(std::isfinite(s.ms[0]) && s.ms[0] > 0)) continue;  // nothing to guard, or no variant 0 to compare
+    if (!(std::isfinite(s.ms[0]) && s.ms[0] > 0)) continue;  // no variant 0 to compare with
     DispatchModel mk = m;
-    mk.ms_per_work = fit_ms_per_work(samples, blocks_per_sm, sm_count, k);
+    fit(mk, samples, k);
+    const int pick = fastest_predicted(mk, s.blocks, s.block_work, s.traffic);
+    if (pick <= 0) continue;  // variant 0 runs whatever the margin
     const auto p = static_cast<size_t>(pick);
-    held.push_back({pick, mk.predicted_ms(pick, s.blocks[p], s.block_work[p]),
-                    mk.predicted_ms(0, s.blocks[0], s.block_work[0]), s.ms[p], s.ms[0]});
+    held.push_back({mk.predicted_ms(pick, s.blocks[p], s.block_work[p], traffic_of(s, p)),
+                    mk.predicted_ms(0, s.blocks[0], s.block_work[0], traffic_of(s, 0)), s.ms[p], s.ms[0]});
   }
   for (int step = 0; step <= 30; ++step) {
     const double margin = 0.1 * step;

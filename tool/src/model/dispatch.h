@@ -21,19 +21,27 @@
 // mean of the two neighbouring tuned values (sizes scale multiplicatively),
 // rounded down.
 //
-// The model guard. A tree grown on a few tuned shapes has no evidence about
-// the shapes between them: a question such as "K <= 1752" may have been
-// asked where every tuned shape was large, and a variant with large tiles
-// then runs on a small output with a grid of a few dozen blocks. So off the
-// tuned shapes, a variant other than 0 runs only where a wave model,
-// calibrated on the same measurements, predicts it faster than variant 0 by
-// a margin (DispatchModel). The model counts waves: a variant's time on a
-// shape is predicted as ms_per_work[v] * ceil(blocks / (blocks_per_sm[v] *
-// sm_count)) * block_work, the launch's grid size and one block's work from
-// the template's expressions (spec::Launch::block_work). The margin is the
-// smallest on a grid of 0, 0.1, ..., 3 with which leave-one-out over the
-// tuned shapes (tree and model grown without the shape left out) never runs
-// a variant slower than variant 0 by more than the noise on it.
+// The model, off the tuned shapes. A tree grown on a few tuned shapes has no
+// evidence about the shapes between them: a question such as "K <= 1752" may
+// have been asked where every tuned shape was large, and a variant with
+// large tiles then runs on a small output with a grid of a few dozen blocks.
+// So the tree decides on the tuned shapes only; elsewhere a cost model,
+// calibrated on the same measurements, picks (DispatchModel). It predicts a
+// variant's time on a shape as
+//
+//   ms_per_work[v] * ceil(blocks / (blocks_per_sm[v] * sm_count)) * block_work
+//     + ms_per_byte[v] * traffic_bytes
+//
+// with the launch's grid size, one block's work and the launch's traffic
+// from the template's expressions (spec::Launch::block_work, traffic_bytes):
+// a wave-quantised compute term and a memory term, as a roofline counts
+// them, summed. The two coefficients of each variant are a non-negative
+// least-squares fit of the relative error on the tuned shapes. The variant
+// predicted fastest runs where it is predicted faster than variant 0 by a
+// margin, else variant 0. The margin is the smallest on a grid of 0, 0.1,
+// ..., 3 with which leave-one-out over the tuned shapes (the model refitted
+// without the shape left out) never runs a variant slower than variant 0 by
+// more than the noise on it.
 #pragma once
 
 #include <cstdint>
@@ -56,38 +64,49 @@ struct DispatchSample {
   std::string name;             // the performance case, for messages and reports
   std::vector<int64_t> sizes;   // size values, in the order of DispatchTree::sizes
   std::vector<double> ms;       // ms[v]: variant v's median latency
-  /// For the model guard (may be empty: no model): per variant, the blocks of
-  /// its launch on this shape (grid x * y * z) and one block's work
-  /// (spec::Launch::block_work, any unit).
+  /// For the model (may be empty: no model): per variant, the blocks of its
+  /// launch on this shape (grid x * y * z), one block's work
+  /// (spec::Launch::block_work, any unit) and the launch's traffic in bytes
+  /// (spec::Launch::traffic_bytes; empty: the template has none).
   std::vector<int64_t> blocks;
   std::vector<double> block_work;
+  std::vector<double> traffic;
 };
 
-/// The wave model that guards the tree off the tuned shapes (see the top of
-/// this file). Indexed by variant.
+/// The cost model that dispatches off the tuned shapes (see the top of this
+/// file). Indexed by variant. JSON: {"rule": "fastest_predicted", ...}; a
+/// model without "rule" is from an older kopt (a guard that only vetoed the
+/// tree's pick) and reads as none.
 struct DispatchModel {
   int sm_count = 0;                  // SMs of the GPU it was measured on
   std::vector<int> blocks_per_sm;    // occupancy of each variant's launch (blocks on one SM at once)
-  std::vector<double> ms_per_work;   // fitted: median over the tuned shapes of ms / (waves * block_work)
-  /// A variant v other than 0 runs off the tuned shapes only where
+  std::vector<double> ms_per_work;   // fitted, >= 0: ms per unit of waves * block_work (INFINITY: never timed)
+  std::vector<double> ms_per_byte;   // fitted, >= 0: ms per byte of traffic (0 without traffic_bytes)
+  /// Off the tuned shapes the variant v predicted fastest runs where
   /// predicted_ms(v) * (1 + margin) <= predicted_ms(0). Unset: no margin up to 3
   /// passed the leave-one-out check, and variant 0 runs off the tuned shapes.
   std::optional<double> margin;
   std::vector<std::vector<int64_t>> tuned;  // the tuned shapes' sizes (the tree alone decides there)
-  /// The block_work expression the samples' work was computed with: the
-  /// header evaluates this one, so that its units are ms_per_work's.
+  /// The block_work and traffic_bytes expressions the samples were computed
+  /// with (traffic empty: none): the header evaluates these, so that their
+  /// units are the coefficients'.
   std::string block_work;
+  std::string traffic;
 
   /// Predicted latency (ms) of variant v with `blocks` blocks of `block_work`
-  /// each; INFINITY where block_work is not positive or ms_per_work unknown.
-  double predicted_ms(int v, int64_t blocks, double block_work) const;
-  /// Whether variant `v` (the tree's pick) may run on a shape with these
-  /// sizes and, per variant, these launches' blocks and block work. Without
-  /// the launches of v and of variant 0, only on a tuned shape.
-  bool allows(int v, const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
-              const std::vector<double>& block_work) const;
+  /// each and `traffic` bytes; INFINITY where block_work is not positive or
+  /// ms_per_work unknown.
+  double predicted_ms(int v, int64_t blocks, double block_work, double traffic) const;
+  /// The variant for a shape with these sizes and, per variant, these
+  /// launches' blocks, block work and traffic (traffic may be empty): -1 on a
+  /// tuned shape (the tree decides there), else the fastest predicted where it
+  /// passes the margin, else 0.
+  int choose(const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
+             const std::vector<double>& block_work, const std::vector<double>& traffic) const;
   nlohmann::json to_json() const;
-  static DispatchModel from_json(const JsonAt& at, int variant_count, size_t size_count);
+  /// Nullopt for a model from an older kopt (no "rule"); throws
+  /// kopt::SpecError naming the JSON path for a malformed one.
+  static std::optional<DispatchModel> from_json(const JsonAt& at, int variant_count, size_t size_count);
 };
 
 /// A node of the tree. Leaf: dim == -1, `variant` is the answer. Inner node:
@@ -104,10 +123,11 @@ struct DispatchTree {
   std::vector<std::string> sizes;   // size names, e.g. {"M", "N", "K"}
   std::vector<DispatchNode> nodes;  // nodes[0] is the root; a single leaf when one variant serves all
   double noise = 0.03;              // the fraction within which two latencies count as equal
-  std::optional<DispatchModel> model;  // the guard off the tuned shapes, when it could be derived
+  std::optional<DispatchModel> model;  // the dispatch off the tuned shapes, when it could be derived
 
-  /// The tree's variant, then the model's guard: the variant for a sample
-  /// whose `blocks` and `block_work` are given (else the tree alone).
+  /// The variant for a sample: the tree's on a tuned shape, the model's
+  /// elsewhere (DispatchModel::choose) when the sample carries its launches;
+  /// the tree alone without a model or launches.
   int select_guarded(const DispatchSample& s) const;
 
   /// The variant for `sizes` (in the order of this->sizes). 0 for an empty tree.
@@ -134,16 +154,16 @@ struct DispatchTree {
 DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::vector<DispatchSample>& samples,
                              int variant_count, double noise, int max_depth = 8);
 
-/// The model guard for `tree`, grown on `samples` (which must all carry
-/// blocks and block_work for every variant) with `blocks_per_sm` per variant
-/// on a GPU of `sm_count` SMs. Nullopt when a sample lacks them, a variant
-/// has no occupancy, or there are fewer than 3 samples. `max_depth` as for
-/// derive_dispatch (the leave-one-out trees are grown the same way).
-/// `block_work` is the expression the samples' block_work came from (recorded
+/// The model for `tree`, fitted on `samples` (which must all carry blocks and
+/// block_work for every variant, and traffic when `traffic` is not empty)
+/// with `blocks_per_sm` per variant on a GPU of `sm_count` SMs; the margin by
+/// leave-one-out, with the tree's noise. Nullopt when a sample lacks them, a
+/// variant has no occupancy, or there are fewer than 3 samples. `block_work`
+/// and `traffic` are the expressions the samples' values came from (recorded
 /// in the model for the header).
 std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
                                                    const std::vector<int>& blocks_per_sm, int sm_count,
-                                                   const std::string& block_work, int max_depth = 8);
+                                                   const std::string& block_work, const std::string& traffic = "");
 
 /// For a report or a test: per sample, the variant the tree picks and its
 /// latency over the fastest one's (1.0 = the fastest).
@@ -152,7 +172,7 @@ struct DispatchCheck {
   int chosen = 0, fastest = 0;
   double slowdown = 1.0;
 };
-/// Uses select_guarded (the model guard where the tree has one and the sample
+/// Uses select_guarded (the model where the tree has one and the sample
 /// carries launches).
 std::vector<DispatchCheck> check_dispatch(const DispatchTree& tree, const std::vector<DispatchSample>& samples);
 

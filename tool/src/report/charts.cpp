@@ -674,7 +674,7 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
     try {
       tree = model::DispatchTree::from_json(member(sp, "dispatch"), "summary.json", static_cast<int>(t.variants.size()));
     } catch (const Error&) {
-      // A damaged model guard: the tree alone, as the report can still show it; a damaged
+      // A damaged cost model: the tree alone, as the report can still show it; a damaged
       // tree: none (kopt generate refuses both; the table says what the words below say).
       json bare = member(sp, "dispatch");
       bare.erase("model");
@@ -688,17 +688,19 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
   if (tree) {
     t.code = tree->to_cpp(2);
     t.rule = "launch_config(" + args + ") calls select_variant(" + args + ")" +
-             (tree->model ? ", which asks measured_variant(" + args + ")," : std::string()) +
+             (tree->model ? ", which on the tuned shapes asks measured_variant(" + args + ")," : std::string()) +
              " the decision tree below: grown on every variant's re-timed median on every tuned shape, so "
              "that each tuned shape runs a variant within " + fmt(tree->noise * 100, "%.3g") +
              "% of its fastest where a few questions can say so, and no leaf takes a variant measured slower "
              "than variant 0 on one of its shapes (docs/dispatch.md).";
     if (tree->model)
       t.rule += tree->model->margin
-                    ? " Off the tuned shapes, the tree's variant runs only where the wave model (measured occupancy, "
-                      "fitted on the same medians) predicts it faster than variant 0 by " +
-                          fmt(*tree->model->margin * 100, "%.3g") + "%, a margin chosen by leave-one-out; else variant 0."
-                    : " Off the tuned shapes variant 0 runs: no margin of the wave model passed the leave-one-out "
+                    ? " Off the tuned shapes, the variant a cost model (waves of block work at the measured "
+                      "occupancy" + std::string(tree->model->traffic.empty() ? "" : ", plus the launch's traffic") +
+                          ", fitted on the same medians) predicts fastest runs where it is predicted faster than "
+                          "variant 0 by " + fmt(*tree->model->margin * 100, "%.3g") +
+                          "%, a margin chosen by leave-one-out; else variant 0."
+                    : " Off the tuned shapes variant 0 runs: no margin of the cost model passed the leave-one-out "
                       "check.";
   } else if (t.variants.size() > 1)
     t.rule = "launch_config(" + args + ") calls select_variant(" + args +

@@ -44,10 +44,11 @@ nlohmann::json portable_spec_json(const spec::Spec& s) {
 
 std::string spec_fingerprint(const spec::Spec& s) {
   nlohmann::json j = portable_spec_json(s);
-  // block_work changes no measurement, only how the dispatch model reads
-  // them (docs/dispatch.md): the same workload with or without it.
+  // block_work and traffic_bytes change no measurement, only how the
+  // dispatch model reads them (docs/dispatch.md): the same workload with or
+  // without them.
   if (auto t = j.find("template"); t != j.end() && t->is_object())
-    if (auto l = t->find("launch"); l != t->end() && l->is_object()) l->erase("block_work");
+    if (auto l = t->find("launch"); l != t->end() && l->is_object()) l->erase("block_work"), l->erase("traffic_bytes");
   return RunStore::hash_spec(j);
 }
 

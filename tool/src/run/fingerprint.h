@@ -17,7 +17,8 @@ namespace kopt::run {
 nlohmann::json portable_spec_json(const spec::Spec& s);
 
 /// RunStore::hash_spec(portable_spec_json(s)) without the template launch's
-/// block_work (it changes no measurement, only the dispatch model's reading).
+/// block_work and traffic_bytes (they change no measurement, only the dispatch
+/// model's reading).
 std::string spec_fingerprint(const spec::Spec& s);
 
 }  // namespace kopt::run

@@ -22,6 +22,7 @@ LaunchDims resolve_launch(const Launch& l, const Case& c,
   }
   d.shared_bytes = ev(l.shared_bytes, "shared_bytes");
   if (!l.block_work.empty()) d.block_work = ev(l.block_work, "block_work");
+  if (!l.traffic_bytes.empty()) d.traffic_bytes = ev(l.traffic_bytes, "traffic_bytes");
   return d;
 }
 

@@ -16,6 +16,7 @@ struct LaunchDims {
   std::array<int64_t, 3> block{1, 1, 1};
   int64_t shared_bytes = 0;  // dynamic shared memory, bytes
   std::optional<int64_t> block_work;  // Launch::block_work's value, when the launch has one
+  std::optional<int64_t> traffic_bytes;  // Launch::traffic_bytes's value, when the launch has one
 };
 
 /// Evaluates grid/block/shared expressions with the case's sizes and

@@ -119,6 +119,10 @@ struct Launch {
   /// proportional to its run time when the GPU is busy (SGEMM: the multiply-adds of its tile,
   /// BM * BN * K / SPLITK). It lets the dispatch model count waves (docs/dispatch.md).
   Expr block_work;
+  /// Optional ("traffic_bytes"; empty when absent): the bytes the whole launch moves to and from
+  /// its blocks (SGEMM: every block's A and B tiles, plus split-K's partial sums exchanged in the
+  /// cluster's distributed shared memory). The dispatch model's second term (docs/dispatch.md).
+  Expr traffic_bytes;
 };
 
 /// A kernel given as CUDA C++ source: file, entry point, launch, options.

@@ -27,6 +27,7 @@ json launch_json(const Launch& l) {
   j["block"] = json::array({expr_json(l.block[0]), expr_json(l.block[1]), expr_json(l.block[2])});
   j["shared_bytes"] = expr_json(l.shared_bytes);
   if (!l.block_work.empty()) j["block_work"] = expr_json(l.block_work);
+  if (!l.traffic_bytes.empty()) j["traffic_bytes"] = expr_json(l.traffic_bytes);
   return j;
 }
 
@@ -181,7 +182,7 @@ bool operator==(const Launch& a, const Launch& b) {
   for (int i = 0; i < 3; ++i) {
     if (a.grid[i] != b.grid[i] || a.block[i] != b.block[i]) return false;
   }
-  return a.shared_bytes == b.shared_bytes && a.block_work == b.block_work;
+  return a.shared_bytes == b.shared_bytes && a.block_work == b.block_work && a.traffic_bytes == b.traffic_bytes;
 }
 
 bool operator==(const KernelSource& a, const KernelSource& b) {

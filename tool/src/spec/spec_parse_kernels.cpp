@@ -13,7 +13,7 @@ namespace stdfs = std::filesystem;
 
 Launch parse_launch(const Ctx& ctx, const json& j, const std::string& path) {
   expect_object(ctx, j, path);
-  check_keys(ctx, j, path, {"grid", "block", "shared_bytes", "block_work"});
+  check_keys(ctx, j, path, {"grid", "block", "shared_bytes", "block_work", "traffic_bytes"});
   Launch l;
   auto dims = [&](const char* key, Expr (&out)[3]) {
     const std::string p = child(path, key);
@@ -33,6 +33,7 @@ Launch parse_launch(const Ctx& ctx, const json& j, const std::string& path) {
   l.shared_bytes = Expr::constant(0);
   if (const json* v = opt(j, "shared_bytes")) l.shared_bytes = get_expr(ctx, *v, child(path, "shared_bytes"));
   if (const json* v = opt(j, "block_work")) l.block_work = get_expr(ctx, *v, child(path, "block_work"));
+  if (const json* v = opt(j, "traffic_bytes")) l.traffic_bytes = get_expr(ctx, *v, child(path, "traffic_bytes"));
   return l;
 }
 

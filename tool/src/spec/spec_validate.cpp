@@ -262,6 +262,7 @@ class Validator {
       }
     }
     if (!l.block_work.empty()) check_names(l.block_work, child(path, "block_work"));
+    if (!l.traffic_bytes.empty()) check_names(l.traffic_bytes, child(path, "traffic_bytes"));
   }
 
   void check_launches(bool launch_given) {

@@ -117,7 +117,7 @@ class Driver final : public propose::EvaluationService {
   void run_pipeline();
   // finalists.cpp
   Finalists choose_finalists();
-  /// Derives the dispatch tree's model guard (model/dispatch.h) where the
+  /// Derives the dispatch tree's cost model (model/dispatch.h) where the
   /// template's launch has block_work and every variant's occupancy was
   /// measured; fills the samples' launches. Leaves the tree alone otherwise.
   void attach_dispatch_model(model::DispatchTree& tree, std::vector<model::DispatchSample>& samples,

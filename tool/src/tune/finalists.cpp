@@ -86,9 +86,10 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
                                    const std::vector<size_t>& pool, const std::vector<const Attempt*>& ranked,
                                    const std::vector<int>& occupancy,
                                    const std::map<std::string, const spec::Case*>& case_of) const {
-  // The wave model (model/dispatch.h) needs each variant's launch on each
-  // tuned shape: the template's launch with the variant's parameters, and its
-  // block_work expression; and each variant's occupancy, as measured.
+  // The cost model (model/dispatch.h) needs each variant's launch on each
+  // tuned shape: the template's launch with the variant's parameters, its
+  // block_work and traffic_bytes expressions; and each variant's occupancy,
+  // as measured.
   const spec::Launch* launch = nullptr;
   if (spec_.template_kernel && spec_.template_kernel->launch) launch = &*spec_.template_kernel->launch;
   if (!launch || launch->block_work.empty() || !device_ || device_->sm_count <= 0 || pool.size() < 2) return;
@@ -96,7 +97,7 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
   for (size_t i : pool) {
     if (occupancy[i] == INT_MAX || occupancy[i] <= 0) {
       if (!o_.quiet)
-        std::cerr << "kopt: dispatch: no model guard: the occupancy of " << ranked[i]->label
+        std::cerr << "kopt: dispatch: no cost model: the occupancy of " << ranked[i]->label
                   << " was not measured (a worker or a run from before it was reported); the tree alone decides\n";
       return;
     }
@@ -106,7 +107,7 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
     for (auto& s : samples) {
       const auto found = case_of.find(s.name);
       if (found == case_of.end() || !found->second) {
-        for (auto& x : samples) x.blocks.clear(), x.block_work.clear();
+        for (auto& x : samples) x.blocks.clear(), x.block_work.clear(), x.traffic.clear();
         return;
       }
       const spec::Case* sc = found->second;
@@ -114,21 +115,23 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
         const spec::LaunchDims d = spec::resolve_launch(*launch, *sc, ranked[i]->params);
         s.blocks.push_back(d.grid[0] * d.grid[1] * d.grid[2]);
         s.block_work.push_back(static_cast<double>(d.block_work.value_or(0)));
+        if (d.traffic_bytes) s.traffic.push_back(static_cast<double>(*d.traffic_bytes));
       }
     }
   } catch (const Error& e) {
     if (!o_.quiet) std::cerr << "kopt: no dispatch model: " << e.what() << "\n";
-    for (auto& s : samples) s.blocks.clear(), s.block_work.clear();
+    for (auto& s : samples) s.blocks.clear(), s.block_work.clear(), s.traffic.clear();
     return;
   }
-  tree.model = model::derive_dispatch_model(tree, samples, blocks_per_sm, device_->sm_count, launch->block_work.text());
+  tree.model = model::derive_dispatch_model(tree, samples, blocks_per_sm, device_->sm_count, launch->block_work.text(),
+                                            launch->traffic_bytes.text());
   if (tree.model && !o_.quiet) {
-    std::cerr << "kopt: dispatch: off the tuned shapes a variant runs only where the wave model predicts it ";
+    std::cerr << "kopt: dispatch: off the tuned shapes the variant the cost model predicts fastest runs ";
     if (tree.model->margin)
-      std::cerr << "faster than variant 0 by " << *tree.model->margin * 100 << "% (leave-one-out over "
-                << samples.size() << " tuned shapes)\n";
+      std::cerr << "where it is predicted faster than variant 0 by " << *tree.model->margin * 100
+                << "% (leave-one-out over " << samples.size() << " tuned shapes)\n";
     else
-      std::cerr << "faster, and no margin up to 300% passed the leave-one-out check: variant 0 runs there\n";
+      std::cerr << "nowhere: no margin up to 300% passed the leave-one-out check, and variant 0 runs there\n";
   }
 }
 
