@@ -17,7 +17,7 @@
 #include "run/store.h"
 #include "spec/annotations.h"
 #include "spec/kernel_file.h"
-#include "spec/launch.h"
+#include "tune/dispatch_launches.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -98,34 +98,29 @@ void refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t var
     params.push_back(std::move(p));
   }
   std::vector<model::DispatchSample> samples;
-  try {
-    for (const auto& [name, row] : sp["latency_ms"].items()) {
-      const nlohmann::json c = sp["cases"].value(name, nlohmann::json());
-      if (!row.is_array() || row.size() != variants || !c.is_object() || !c.contains("sizes") || !c["sizes"].is_object())
-        return;
-      spec::Case sc;
-      sc.name = name;
-      for (const auto& [k, x] : c["sizes"].items()) {
-        if (!x.is_number_integer()) return;
-        sc.sizes[k] = x.get<int64_t>();
-      }
-      model::DispatchSample d{name, {}, {}, {}, {}, {}};
-      for (const auto& sz : tree.sizes) {
-        if (!sc.sizes.count(sz)) return;
-        d.sizes.push_back(sc.sizes.at(sz));
-      }
-      for (const auto& x : row) d.ms.push_back(x.is_number() ? x.get<double>() : NAN);
-      for (const auto& p : params) {
-        const spec::LaunchDims l = spec::resolve_launch(*launch, sc, p);
-        d.blocks.push_back(l.grid[0] * l.grid[1] * l.grid[2]);
-        d.block_work.push_back(static_cast<double>(l.block_work.value_or(0)));
-        if (l.traffic_bytes) d.traffic.push_back(static_cast<double>(*l.traffic_bytes));
-      }
-      samples.push_back(std::move(d));
+  std::map<std::string, spec::Case> cases;
+  for (const auto& [name, row] : sp["latency_ms"].items()) {
+    const nlohmann::json c = sp["cases"].value(name, nlohmann::json());
+    if (!row.is_array() || row.size() != variants || !c.is_object() || !c.contains("sizes") || !c["sizes"].is_object())
+      return;
+    spec::Case& sc = cases[name];
+    sc.name = name;
+    for (const auto& [k, x] : c["sizes"].items()) {
+      if (!x.is_number_integer()) return;
+      sc.sizes[k] = x.get<int64_t>();
     }
-  } catch (const Error&) {
-    return;  // a launch that does not resolve for these parameters: keep what was recorded
+    model::DispatchSample d{name, {}, {}, {}, {}, {}};
+    for (const auto& sz : tree.sizes) {
+      if (!sc.sizes.count(sz)) return;
+      d.sizes.push_back(sc.sizes.at(sz));
+    }
+    for (const auto& x : row) d.ms.push_back(x.is_number() ? x.get<double>() : NAN);
+    samples.push_back(std::move(d));
   }
+  // A launch that does not resolve for these parameters: keep what was recorded.
+  if (!tune::fill_dispatch_launches(samples, *launch, params, [&](const std::string& name) { return &cases.at(name); })
+           .empty())
+    return;
   if (auto fitted = model::derive_dispatch_model(tree, samples, blocks_per_sm, sm.get<int>(), launch->block_work.text(),
                                                  launch->traffic_bytes.text()))
     tree.model = std::move(fitted);

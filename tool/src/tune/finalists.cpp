@@ -11,7 +11,7 @@
 #include <set>
 
 #include "model/dispatch.h"
-#include "spec/launch.h"
+#include "tune/dispatch_launches.h"
 #include "tune/driver_impl.h"
 #include "util/interrupt.h"
 
@@ -103,24 +103,14 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
     }
     blocks_per_sm.push_back(occupancy[i]);
   }
-  try {
-    for (auto& s : samples) {
-      const auto found = case_of.find(s.name);
-      if (found == case_of.end() || !found->second) {
-        for (auto& x : samples) x.blocks.clear(), x.block_work.clear(), x.traffic.clear();
-        return;
-      }
-      const spec::Case* sc = found->second;
-      for (size_t i : pool) {
-        const spec::LaunchDims d = spec::resolve_launch(*launch, *sc, ranked[i]->params);
-        s.blocks.push_back(d.grid[0] * d.grid[1] * d.grid[2]);
-        s.block_work.push_back(static_cast<double>(d.block_work.value_or(0)));
-        if (d.traffic_bytes) s.traffic.push_back(static_cast<double>(*d.traffic_bytes));
-      }
-    }
-  } catch (const Error& e) {
-    if (!o_.quiet) std::cerr << "kopt: no dispatch model: " << e.what() << "\n";
-    for (auto& s : samples) s.blocks.clear(), s.block_work.clear(), s.traffic.clear();
+  std::vector<std::map<std::string, int64_t>> params;
+  for (size_t i : pool) params.push_back(ranked[i]->params);
+  const std::string why = fill_dispatch_launches(samples, *launch, params, [&](const std::string& name) {
+    const auto found = case_of.find(name);
+    return found == case_of.end() ? nullptr : found->second;
+  });
+  if (!why.empty()) {
+    if (!o_.quiet) std::cerr << "kopt: dispatch: no cost model: " << why << "; the tree alone decides\n";
     return;
   }
   tree.model = model::derive_dispatch_model(tree, samples, blocks_per_sm, device_->sm_count, launch->block_work.text(),
