@@ -347,3 +347,48 @@ INSTANTIATE_TEST_SUITE_P(H200, RecordedClassRun, ::testing::Values("h200_classes
                          });
 
 }  // namespace
+
+namespace {
+
+// Small cases of the cost model's edges (a review found each).
+TEST(DispatchModelEdges, ABareSampleGetsTheTreeAnAbsurdLatencyIsIgnoredAndAModelNeedsTunedShapes) {
+  // Two variants, three tuned shapes; variant 1 is 4x cheaper per unit of work.
+  std::vector<DispatchSample> s;
+  for (int64_t m : {1024, 2048, 4096}) {
+    DispatchSample x{"s" + std::to_string(m), {m, m, m}, {4e-9 * m * m, 1e-9 * m * m}};
+    x.blocks = {m, m};
+    x.block_work = {static_cast<double>(m), static_cast<double>(m)};
+    s.push_back(x);
+  }
+  DispatchTree t = derive_dispatch(kMNK, s, 2, 0.03);
+  t.model = kopt::model::derive_dispatch_model(t, s, {1, 1}, 132, "1");
+  ASSERT_TRUE(t.model.has_value());
+  ASSERT_TRUE(t.model->margin.has_value());
+  // Off the tuned shapes the model picks variant 1 for a sample with launches...
+  DispatchSample off{"off", {3000, 3000, 3000}, {NAN, NAN}};
+  off.blocks = {3000, 3000};
+  off.block_work = {3000.0, 3000.0};
+  EXPECT_EQ(t.select_guarded(off), 1);
+  // ...and a sample with sizes alone gets the tree, as documented.
+  const DispatchSample bare{"bare", {3000, 3000, 3000}, {}};
+  EXPECT_EQ(t.select_guarded(bare), t.select(bare.sizes));
+  // A latency of 1e-300 ms (its inverse overflows the sums) is left out of
+  // the fit instead of zeroing the variant's coefficients.
+  std::vector<DispatchSample> absurd = s;
+  absurd[0].ms[1] = 1e-300;
+  const auto m = kopt::model::derive_dispatch_model(t, absurd, {1, 1}, 132, "1");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_GT(m->ms_per_work[1], 0.0);
+  EXPECT_TRUE(std::isfinite(m->ms_per_work[1]));
+  // A recorded model without tuned shapes would make a header that does not compile: refused.
+  json j = t.to_json();
+  j["model"]["tuned"] = json::array();
+  try {
+    DispatchTree::from_json(j, "summary.json", 2);
+    FAIL() << "a model without tuned shapes was accepted";
+  } catch (const kopt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("$.model.tuned"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

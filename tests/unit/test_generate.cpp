@@ -20,6 +20,8 @@
 #include "spec/spec.h"
 #include "util/error.h"
 
+#include "cli_run.h"
+
 namespace {
 
 namespace fsys = std::filesystem;
@@ -443,6 +445,66 @@ TEST(GenerateCli, AnInitialKernelWhoseLaunchDoesNotCompileIsRefused) {
   EXPECT_NE(first.find("tmpl_initial.cu: kopt:grid 'ceil_div(N, BS)' uses 'BS'"), std::string::npos) << first;
   EXPECT_FALSE(fsys::exists(d / "out" / "k_launch.h"));
   EXPECT_FALSE(fsys::exists(d / "out" / "k.cu"));
+  fsys::remove_all(d);
+}
+
+}  // namespace
+
+namespace {
+
+// `kopt generate` from the committed example cache (no GPU: --no-tune) fits
+// the cost model again from the entry's measurements; with the record's
+// latencies damaged so that it cannot, and its model from an older kopt (no
+// "rule"), the header still runs variant 0 off the tuned shapes, never the
+// tree alone there, and says why.
+TEST(GenerateFromCache, AnOldModelThatCannotBeFittedAgainRunsVariantZeroOffTheTunedShapes) {
+  const fsys::path d = temp_dir("oldmodel");
+  std::ifstream in(std::string(KOPT_SOURCE_DIR) + "/example_project/sgemm.tuning.json");
+  ASSERT_TRUE(in) << "example_project/sgemm.tuning.json";
+  nlohmann::json cache = nlohmann::json::parse(in);
+  nlohmann::json* entry = nullptr;
+  for (auto& e : cache["entries"])
+    if (e["variants"].size() > 2) entry = &e;
+  ASSERT_NE(entry, nullptr) << "no class-tuned entry in the example's cache";
+  auto generate = [&](const nlohmann::json& c, const std::string& out) {
+    std::ofstream(d / "cache.json") << c.dump();
+    return kopt::test::run_kopt("generate --spec " + std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json " +
+                                "--input-cases " + std::string(KOPT_SOURCE_DIR) +
+                                "/templates/sgemm/application_shapes.json --no-tune --name sgemm --cache-file " +
+                                (d / "cache.json").string() + " --out-dir " + (d / out).string());
+  };
+  auto variant_at = [&](const std::string& out, const std::string& mnk) {
+    std::ofstream(d / "pick.cpp") << "#include \"" << (d / out / "sgemm_launch.h").string()
+                                  << "\"\n#include <cstdio>\nint main() { std::printf(\"%d\", kopt_sgemm::launch_config("
+                                  << mnk << ").variant); }\n";
+    const std::string cmd = "c++ -std=c++17 -o " + (d / "pick").string() + " " + (d / "pick.cpp").string() + " && " +
+                            (d / "pick").string() + " > " + (d / "pick.txt").string();
+    if (std::system(cmd.c_str()) != 0) return -1;
+    std::ifstream p(d / "pick.txt");
+    int v = -2;
+    p >> v;
+    return v;
+  };
+  // Intact: the model is fitted again, and 7680x4x2560 (a DeepBench shape, not tuned) runs a row kernel.
+  const auto intact = generate(cache, "intact");
+  ASSERT_EQ(intact.code, 0) << intact.err;
+  const int row_kernel = variant_at("intact", "7680, 4, 2560");
+  EXPECT_GT(row_kernel, 0);
+  // An older entry: its model without "rule", and a latency row one entry short.
+  nlohmann::json old = cache;
+  for (auto& e : old["entries"])
+    if (e["variants"].size() > 2) {
+      e["specialization"]["dispatch"]["model"].erase("rule");
+      auto& rows = e["specialization"]["latency_ms"];
+      rows.begin().value().erase(0);
+    }
+  const auto damaged = generate(old, "old");
+  ASSERT_EQ(damaged.code, 0) << damaged.err;
+  EXPECT_NE(damaged.err.find("cannot be fitted again from this record"), std::string::npos) << damaged.err;
+  EXPECT_EQ(variant_at("old", "7680, 4, 2560"), 0);
+  EXPECT_EQ(variant_at("old", "512, 1500, 2816"), 0);  // the tree alone once ran a 48-block grid here
+  // On a tuned shape the tree still decides: the same variant as the intact header.
+  EXPECT_EQ(variant_at("old", "768, 2, 640"), variant_at("intact", "768, 2, 640"));
   fsys::remove_all(d);
 }
 

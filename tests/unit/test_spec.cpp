@@ -456,6 +456,15 @@ TEST_F(SpecTest, Error133ConstraintsMayNotNameSizes) {
   expect_error(d, "kopt.spec.133", {"$.tuning.constraints[0]", "'P'"});
 }
 
+TEST_F(SpecTest, Error134TrafficBytesNeedsBlockWork) {
+  // traffic_bytes is the cost model's second term; alone it would be read by nothing.
+  json d = base();
+  d["launch"]["traffic_bytes"] = "4 * N";
+  expect_error(d, "kopt.spec.134", {"$.launch.traffic_bytes", "needs block_work"});
+  d["launch"]["block_work"] = "N";
+  EXPECT_NO_THROW(parse(d));
+}
+
 TEST_F(SpecTest, TheSgemmTemplateSpecLoads) {
   // The workload shipped in templates/: must always load.
   const stdfs::path file = stdfs::path(KOPT_SOURCE_DIR) / "templates" / "sgemm" / "sgemm.json";

@@ -70,29 +70,31 @@ void emit(const GenerateOptions& o, const spec::Spec& s, const std::vector<Kerne
 /// their measured occupancy (the recorded model's "blocks_per_sm" and
 /// "sm_count"), with the launch expressions of the spec's template. So a run
 /// or cache entry from an older kopt gets this kopt's dispatch rule, and the
-/// header and `kopt` agree on it. Leaves the tree as it is when the record
-/// lacks any of these or a launch does not resolve.
-void refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t variants, const spec::Spec& spec) {
+/// header and `kopt` agree on it. Returns false, leaving the tree as it is,
+/// when the record lacks any of these or a launch does not resolve.
+bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t variants, const spec::Spec& spec) {
   const spec::Launch* launch = spec.template_kernel && spec.template_kernel->launch ? &*spec.template_kernel->launch : nullptr;
-  if (!launch || launch->block_work.empty()) return;
+  if (!launch || launch->block_work.empty()) return false;
   const nlohmann::json* m = sp.contains("dispatch") && sp["dispatch"].contains("model") ? &sp["dispatch"]["model"] : nullptr;
   if (!m || !m->is_object() || !sp.contains("latency_ms") || !sp["latency_ms"].is_object() || !sp.contains("cases") ||
       !sp["cases"].is_object() || !sp.contains("variants") || !sp["variants"].is_array() || sp["variants"].size() != variants)
-    return;
+    return false;
   const nlohmann::json bps = m->value("blocks_per_sm", nlohmann::json());
   const nlohmann::json sm = m->value("sm_count", nlohmann::json());
-  if (!bps.is_array() || bps.size() != variants || !sm.is_number_integer()) return;
+  if (!bps.is_array() || bps.size() != variants || !sm.is_number_integer() || sm.get<int64_t>() < 1 ||
+      sm.get<int64_t>() > (1 << 20))
+    return false;
   std::vector<int> blocks_per_sm;
   for (const auto& b : bps) {
-    if (!b.is_number_integer() || b.get<int64_t>() <= 0 || b.get<int64_t>() > (1 << 20)) return;
+    if (!b.is_number_integer() || b.get<int64_t>() <= 0 || b.get<int64_t>() > (1 << 20)) return false;
     blocks_per_sm.push_back(b.get<int>());
   }
   std::vector<std::map<std::string, int64_t>> params;
   for (const auto& v : sp["variants"]) {
-    if (!v.is_object() || !v.contains("params") || !v["params"].is_object()) return;
+    if (!v.is_object() || !v.contains("params") || !v["params"].is_object()) return false;
     std::map<std::string, int64_t> p;
     for (const auto& [k, x] : v["params"].items()) {
-      if (!x.is_number_integer()) return;
+      if (!x.is_number_integer()) return false;
       p[k] = x.get<int64_t>();
     }
     params.push_back(std::move(p));
@@ -102,16 +104,16 @@ void refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t var
   for (const auto& [name, row] : sp["latency_ms"].items()) {
     const nlohmann::json c = sp["cases"].value(name, nlohmann::json());
     if (!row.is_array() || row.size() != variants || !c.is_object() || !c.contains("sizes") || !c["sizes"].is_object())
-      return;
+      return false;
     spec::Case& sc = cases[name];
     sc.name = name;
     for (const auto& [k, x] : c["sizes"].items()) {
-      if (!x.is_number_integer()) return;
+      if (!x.is_number_integer()) return false;
       sc.sizes[k] = x.get<int64_t>();
     }
     model::DispatchSample d{name, {}, {}, {}, {}, {}};
     for (const auto& sz : tree.sizes) {
-      if (!sc.sizes.count(sz)) return;
+      if (!sc.sizes.count(sz)) return false;
       d.sizes.push_back(sc.sizes.at(sz));
     }
     for (const auto& x : row) d.ms.push_back(x.is_number() ? x.get<double>() : NAN);
@@ -120,10 +122,12 @@ void refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t var
   // A launch that does not resolve for these parameters: keep what was recorded.
   if (!tune::fill_dispatch_launches(samples, *launch, params, [&](const std::string& name) { return &cases.at(name); })
            .empty())
-    return;
-  if (auto fitted = model::derive_dispatch_model(tree, samples, blocks_per_sm, sm.get<int>(), launch->block_work.text(),
-                                                 launch->traffic_bytes.text()))
-    tree.model = std::move(fitted);
+    return false;
+  auto fitted = model::derive_dispatch_model(tree, samples, blocks_per_sm, sm.get<int>(), launch->block_work.text(),
+                                            launch->traffic_bytes.text());
+  if (!fitted) return false;
+  tree.model = std::move(fitted);
+  return true;
 }
 
 /// The measured dispatch of a specialisation ("dispatch", written since the
@@ -136,7 +140,34 @@ std::optional<model::DispatchTree> dispatch_of(const nlohmann::json& sp, size_t 
   if (variants < 2 || !sp.is_object() || !sp.contains("dispatch")) return std::nullopt;
   model::DispatchTree tree =
       model::DispatchTree::from_json(JsonAt(sp, where, "$.specialization").at("dispatch"), static_cast<int>(variants));
-  refit_model(tree, sp, variants, spec);
+  if (refit_model(tree, sp, variants, spec) || tree.model || !sp["dispatch"].contains("model")) return tree;
+  // A model of an older rule that cannot be fitted again from this record:
+  // off the tuned shapes, variant 0 (a model with no margin), never the tree
+  // alone there (docs/dispatch.md: that is what the model exists for).
+  model::DispatchModel m;
+  m.sm_count = 1;
+  m.blocks_per_sm.assign(variants, 1);
+  m.ms_per_work.assign(variants, INFINITY);
+  m.ms_per_byte.assign(variants, 0.0);
+  m.block_work = "1";
+  const nlohmann::json cases = sp.value("cases", nlohmann::json::object());
+  for (const auto& [name, c] : cases.items()) {
+    (void)name;
+    const nlohmann::json sz = c.is_object() ? c.value("sizes", nlohmann::json()) : nlohmann::json();
+    std::vector<int64_t> row;
+    for (const auto& d : tree.sizes)
+      if (sz.is_object() && sz.contains(d) && sz[d].is_number_integer()) row.push_back(sz[d].get<int64_t>());
+    if (row.size() == tree.sizes.size() && !row.empty()) m.tuned.push_back(std::move(row));
+  }
+  if (m.tuned.empty()) {
+    std::cerr << "kopt generate: " << where << ": the dispatch's cost model is from an older kopt and cannot be "
+              << "fitted again from this record: the tree alone decides; re-tune\n";
+    return tree;
+  }
+  std::cerr << "kopt generate: " << where << ": the dispatch's cost model is from an older kopt and cannot be fitted "
+            << "again from this record (latencies, parameters or occupancy missing): off the tuned shapes variant 0 "
+            << "runs; re-tune\n";
+  tree.model = std::move(m);
   return tree;
 }
 
@@ -218,8 +249,8 @@ const std::set<std::string>& reserved_names() {
       "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "kEntry", "kVariants",
       "kVariantLabels", "LaunchConfig", "launch_config",
       "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
-      // the model guard's (docs/dispatch.md)
-      "measured_variant", "dispatch_model", "block_work", "traffic_bytes", "kSmCount", "kBlocksPerSm", "kMsPerWork",
+      // the cost model's (docs/dispatch.md), and a macro it uses
+      "HUGE_VAL", "measured_variant", "dispatch_model", "block_work", "traffic_bytes", "kSmCount", "kBlocksPerSm", "kMsPerWork",
       "kMsPerByte", "kMargin", "kTuned", "tuned", "predicted_ms", "fastest_predicted",
       // C++20 keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
@@ -468,8 +499,9 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   }
   if (n > 1 && dispatch)
     h << "\n// " << n << " shape-specialised variants: launch_config() picks one for the given sizes by\n"
-      << "// select_variant(), a decision tree grown on the variants' measured latencies on the tuned\n"
-      << "// shapes (docs/dispatch.md); variant 0 is the best single configuration for every case.";
+      << "// select_variant(): a decision tree grown on the variants' measured latencies on the tuned\n"
+      << "// shapes and, with a cost model, that model off them (docs/dispatch.md); variant 0 is the best\n"
+      << "// single configuration for every case.";
   else if (n > 1)
     h << "\n// " << n << " shape-specialised variants: launch_config() picks, for the given sizes, the\n"
       << "// variant tuned on the nearest performance case (distance: sum of squared log size ratios);\n"

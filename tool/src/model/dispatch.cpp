@@ -167,7 +167,7 @@ double waves(int64_t blocks, int blocks_per_sm, int sm_count) {
 }
 
 bool has_launches(const DispatchSample& s) {
-  return s.blocks.size() == s.ms.size() && s.block_work.size() == s.ms.size() &&
+  return !s.blocks.empty() && s.blocks.size() == s.ms.size() && s.block_work.size() == s.ms.size() &&
          (s.traffic.empty() || s.traffic.size() == s.ms.size());
 }
 
@@ -191,10 +191,11 @@ std::pair<double, double> fit_variant(const std::vector<DispatchSample>& samples
     const double work = waves(samples[i].blocks[v], blocks_per_sm[v], sm_count) * samples[i].block_work[v];
     if (!(std::isfinite(ms) && ms > 0 && work > 0)) continue;
     const double x1 = work / ms, x2 = std::max(traffic_of(samples[i], v), 0.0) / ms;
+    if (!std::isfinite(x1 * x1) || !std::isfinite(x2 * x2)) continue;  // an absurd latency (1e-300 ms) says nothing
     s11 += x1 * x1, s12 += x1 * x2, s22 += x2 * x2, s1 += x1, s2 += x2;
     ++rows;
   }
-  if (rows == 0) return {INFINITY, 0.0};
+  if (rows == 0 || !std::isfinite(s11) || !std::isfinite(s22) || !std::isfinite(s12)) return {INFINITY, 0.0};
   // residual(a, b) = rows - 2 (a s1 + b s2) + a^2 s11 + 2 a b s12 + b^2 s22
   auto residual = [&](double a, double b) { return rows - 2 * (a * s1 + b * s2) + a * a * s11 + 2 * a * b * s12 + b * b * s22; };
   std::pair<double, double> best{s1 / s11, 0.0};  // work alone (s11 > 0: every row has work > 0)
@@ -285,7 +286,9 @@ std::optional<DispatchModel> DispatchModel::from_json(const JsonAt& at, int vari
     m.ms_per_byte.push_back(mb.at(v).number(0));
   }
   if (auto mg = at.find("margin"); mg && !mg->value().is_null()) m.margin = mg->number(0, 1e6);
+  if (size_count == 0) at.fail("a model needs the tree's sizes: the tree has none");
   const JsonAt tuned = at.at("tuned");
+  if (tuned.size() == 0) tuned.fail("expected the tuned shapes the model was fitted on");
   for (size_t i = 0; i < tuned.size(); ++i) {
     const JsonAt row = tuned.at(i);
     if (row.size() != size_count) row.fail("expected " + std::to_string(size_count) + " sizes");

@@ -262,7 +262,12 @@ class Validator {
       }
     }
     if (!l.block_work.empty()) check_names(l.block_work, child(path, "block_work"));
-    if (!l.traffic_bytes.empty()) check_names(l.traffic_bytes, child(path, "traffic_bytes"));
+    if (!l.traffic_bytes.empty()) {
+      check_names(l.traffic_bytes, child(path, "traffic_bytes"));
+      if (l.block_work.empty())
+        ctx_.fail("kopt.spec.134", child(path, "traffic_bytes"),
+                  "traffic_bytes is the dispatch model's second term: it needs block_work beside it");
+    }
   }
 
   void check_launches(bool launch_given) {
