@@ -6,10 +6,14 @@
 
 #include <sys/wait.h>
 
+#include <array>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -18,6 +22,7 @@
 #include "gen/generate.h"
 #include "model/dispatch.h"
 #include "spec/spec.h"
+#include "tune/dispatch_launches.h"
 #include "util/error.h"
 
 #include "cli_run.h"
@@ -505,6 +510,104 @@ TEST(GenerateFromCache, AnOldModelThatCannotBeFittedAgainRunsVariantZeroOffTheTu
   EXPECT_EQ(variant_at("old", "512, 1500, 2816"), 0);  // the tree alone once ran a 48-block grid here
   // On a tuned shape the tree still decides: the same variant as the intact header.
   EXPECT_EQ(variant_at("old", "768, 2, 640"), variant_at("intact", "768, 2, 640"));
+  fsys::remove_all(d);
+}
+
+}  // namespace
+
+namespace {
+
+using kopt::model::DispatchSample;
+using kopt::model::DispatchTree;
+
+// The generated header's select_variant() and kopt's own choice
+// (DispatchTree::select_guarded, which the reports and tests use) agree: the
+// example's committed class-tuned entry, its model fitted again as kopt
+// generate does, on 20000 log-uniform sizes in 1..2^17, small and odd sizes,
+// and the tuned shapes with their neighbours.
+TEST(GenerateFromCache, TheHeaderAndKoptChooseTheSameVariant) {
+  const kopt::spec::Spec spec = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
+  const kopt::spec::Launch& launch = *spec.template_kernel->launch;
+  std::ifstream in(std::string(KOPT_SOURCE_DIR) + "/example_project/sgemm.tuning.json");
+  ASSERT_TRUE(in) << "example_project/sgemm.tuning.json";
+  const nlohmann::json cache = nlohmann::json::parse(in);
+  nlohmann::json entry;
+  for (const auto& e : cache["entries"])
+    if (e["variants"].size() > 2) entry = e;
+  ASSERT_TRUE(entry.is_object()) << "no class-tuned entry in the example's cache";
+  const nlohmann::json& sp = entry["specialization"];
+  const auto n = static_cast<int>(sp["variants"].size());
+  DispatchTree tree = DispatchTree::from_json(sp["dispatch"], "cache", n);
+  std::vector<std::map<std::string, int64_t>> params;
+  for (const auto& v : sp["variants"]) params.push_back(v["params"].get<std::map<std::string, int64_t>>());
+  std::map<std::string, kopt::spec::Case> cases;
+  auto sample = [&](const std::string& name, const std::map<std::string, int64_t>& sizes, std::vector<double> ms) {
+    kopt::spec::Case& c = cases[name];
+    c.name = name;
+    c.sizes = sizes;
+    DispatchSample s{name, {}, std::move(ms)};
+    for (const auto& d : tree.sizes) s.sizes.push_back(sizes.at(d));
+    return s;
+  };
+  std::vector<DispatchSample> tuned;
+  for (const auto& [name, row] : sp["latency_ms"].items())
+    tuned.push_back(sample(name, sp["cases"][name]["sizes"].get<std::map<std::string, int64_t>>(),
+                           row.get<std::vector<double>>()));
+  auto case_of = [&](const std::string& name) { return &cases.at(name); };
+  ASSERT_EQ(kopt::tune::fill_dispatch_launches(tuned, launch, params, case_of), "");
+  const nlohmann::json& m = sp["dispatch"]["model"];
+  tree.model = kopt::model::derive_dispatch_model(tree, tuned, m["blocks_per_sm"].get<std::vector<int>>(),
+                                                  m["sm_count"].get<int>(), launch.block_work.text(),
+                                                  launch.traffic_bytes.text());
+  ASSERT_TRUE(tree.model && tree.model->margin);
+  std::vector<kopt::gen::KernelVariant> variants;
+  for (const auto& v : entry["variants"]) variants.push_back({v["kernel_source"], "cache", v["label"], {}});
+  const std::string h = kopt::gen::launch_header("sgemm", variants, spec, &tree);
+
+  std::vector<std::array<int64_t, 3>> mnk;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> lg(0, 17);
+  for (int i = 0; i < 20000; ++i)
+    mnk.push_back({static_cast<int64_t>(std::exp2(lg(rng))), static_cast<int64_t>(std::exp2(lg(rng))),
+                   static_cast<int64_t>(std::exp2(lg(rng)))});
+  for (int64_t a : {1, 2, 7, 8, 9, 63, 64, 65, 127, 128, 129, 255, 256, 257})
+    for (int64_t b : {1, 3, 4, 5, 64, 1000, 4096})
+      for (int64_t c : {1, 2, 512, 4096, 300001}) mnk.push_back({a * 16 + 1, b, c}), mnk.push_back({c, a, b});
+  for (const auto& t : tree.model->tuned) {  // the tree's order is K, M, N
+    for (int64_t dm : {-1, 0, 1}) mnk.push_back({t[1] + dm, t[2], t[0]});
+    mnk.push_back({t[1], t[2] + 1, t[0]});
+    mnk.push_back({t[1], t[2], t[0] + 1});
+  }
+  const fsys::path d = temp_dir("agree");
+  std::ofstream(d / "sgemm_launch.h") << h;
+  std::ofstream(d / "drv.cpp") << "#include \"sgemm_launch.h\"\n#include <cstdio>\nint main() {\n"
+                                  "  long long M, N, K;\n"
+                                  "  while (std::scanf(\"%lld %lld %lld\", &M, &N, &K) == 3)\n"
+                                  "    std::printf(\"%d\\n\", kopt_sgemm::select_variant(M, N, K));\n}\n";
+  {
+    std::ofstream q(d / "in.txt");
+    for (const auto& x : mnk) q << x[0] << " " << x[1] << " " << x[2] << "\n";
+  }
+  const std::string cmd = "c++ -std=c++17 -O2 -Wall -Werror -o " + (d / "drv").string() + " -I" + d.string() + " " +
+                          (d / "drv.cpp").string() + " && " + (d / "drv").string() + " < " + (d / "in.txt").string() +
+                          " > " + (d / "out.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream o(d / "out.txt");
+  std::vector<int> header;
+  for (int v; o >> v;) header.push_back(v);
+  ASSERT_EQ(header.size(), mnk.size());
+  int differ = 0, not_zero = 0;
+  for (size_t i = 0; i < mnk.size(); ++i) {
+    std::vector<DispatchSample> q = {
+        sample("q", {{"M", mnk[i][0]}, {"N", mnk[i][1]}, {"K", mnk[i][2]}}, std::vector<double>(params.size(), NAN))};
+    ASSERT_EQ(kopt::tune::fill_dispatch_launches(q, launch, params, case_of), "");
+    const int k = tree.select_guarded(q[0]);
+    not_zero += k != 0;
+    if (k != header[i] && ++differ <= 10)
+      ADD_FAILURE() << mnk[i][0] << "x" << mnk[i][1] << "x" << mnk[i][2] << ": kopt " << k << ", header " << header[i];
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_GT(not_zero, static_cast<int>(mnk.size() / 4));  // the model does choose: not variant 0 everywhere
   fsys::remove_all(d);
 }
 
