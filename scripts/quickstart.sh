@@ -3,7 +3,7 @@
 # SGEMM kernel (configure, `--target optimize_sgemm`, build, run).
 #  - With a GPU: tunes the kernel (the example's defaults: the 17 shapes of
 #    templates/sgemm/application_shapes.json in shape classes, evals=1000,minutes=5,
-#    about 6 minutes on an H200), writes the
+#    about 5 minutes on an H200), writes the
 #    updated tuning cache to build-example/kernel_optimizer/sgemm/ (the
 #    committed example_project/sgemm.tuning.json is only read), builds
 #    `matmul` with the tuned kernel and runs it.
