@@ -1,0 +1,215 @@
+#include "gen/dispatch_code.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "tune/dispatch_launches.h"
+#include "util/json_read.h"
+
+namespace kopt::gen {
+namespace {
+
+/// The cost model of `tree` fitted again from the measurements a
+/// specialisation records (model/dispatch.h): every variant's median on every
+/// tuned case ("latency_ms"), the cases' sizes, the variants' parameters and
+/// their measured occupancy (the recorded model's "blocks_per_sm" and
+/// "sm_count"), with the launch expressions of the spec's template. So a run
+/// or cache entry from an older kopt gets this kopt's dispatch rule, and the
+/// header and `kopt` agree on it. Returns false, leaving the tree as it is,
+/// when the record lacks any of these or a launch does not resolve.
+bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t variants, const spec::Spec& spec) {
+  const spec::Launch* launch = spec.template_kernel && spec.template_kernel->launch ? &*spec.template_kernel->launch : nullptr;
+  if (!launch || launch->block_work.empty()) return false;
+  const nlohmann::json* m = sp.contains("dispatch") && sp["dispatch"].contains("model") ? &sp["dispatch"]["model"] : nullptr;
+  if (!m || !m->is_object() || !sp.contains("latency_ms") || !sp["latency_ms"].is_object() || !sp.contains("cases") ||
+      !sp["cases"].is_object() || !sp.contains("variants") || !sp["variants"].is_array() || sp["variants"].size() != variants)
+    return false;
+  const nlohmann::json bps = m->value("blocks_per_sm", nlohmann::json());
+  const nlohmann::json sm = m->value("sm_count", nlohmann::json());
+  if (!bps.is_array() || bps.size() != variants || !sm.is_number_integer() || sm.get<int64_t>() < 1 ||
+      sm.get<int64_t>() > (1 << 20))
+    return false;
+  std::vector<int> blocks_per_sm;
+  for (const auto& b : bps) {
+    if (!b.is_number_integer() || b.get<int64_t>() <= 0 || b.get<int64_t>() > (1 << 20)) return false;
+    blocks_per_sm.push_back(b.get<int>());
+  }
+  std::vector<std::map<std::string, int64_t>> params;
+  for (const auto& v : sp["variants"]) {
+    if (!v.is_object() || !v.contains("params") || !v["params"].is_object()) return false;
+    std::map<std::string, int64_t> p;
+    for (const auto& [k, x] : v["params"].items()) {
+      if (!x.is_number_integer()) return false;
+      p[k] = x.get<int64_t>();
+    }
+    params.push_back(std::move(p));
+  }
+  std::vector<model::DispatchSample> samples;
+  std::map<std::string, spec::Case> cases;
+  for (const auto& [name, row] : sp["latency_ms"].items()) {
+    const nlohmann::json c = sp["cases"].value(name, nlohmann::json());
+    if (!row.is_array() || row.size() != variants || !c.is_object() || !c.contains("sizes") || !c["sizes"].is_object())
+      return false;
+    spec::Case& sc = cases[name];
+    sc.name = name;
+    for (const auto& [k, x] : c["sizes"].items()) {
+      if (!x.is_number_integer()) return false;
+      sc.sizes[k] = x.get<int64_t>();
+    }
+    model::DispatchSample d{name, {}, {}, {}, {}, {}};
+    for (const auto& sz : tree.sizes) {
+      if (!sc.sizes.count(sz)) return false;
+      d.sizes.push_back(sc.sizes.at(sz));
+    }
+    for (const auto& x : row) d.ms.push_back(x.is_number() ? x.get<double>() : NAN);
+    samples.push_back(std::move(d));
+  }
+  // A launch that does not resolve for these parameters: keep what was recorded.
+  if (!tune::fill_dispatch_launches(samples, *launch, params, [&](const std::string& name) { return &cases.at(name); })
+           .empty())
+    return false;
+  auto fitted = model::derive_dispatch_model(tree, samples, blocks_per_sm, sm.get<int>(), launch->block_work.text(),
+                                            launch->traffic_bytes.text());
+  if (!fitted) return false;
+  tree.model = std::move(fitted);
+  return true;
+}
+
+/// A double as C++ that reads back as the same double.
+std::string fmt_exact(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace
+
+std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, size_t variants, const std::string& where,
+                                                     const spec::Spec& spec) {
+  if (variants < 2 || !sp.is_object() || !sp.contains("dispatch")) return std::nullopt;
+  model::DispatchTree tree =
+      model::DispatchTree::from_json(JsonAt(sp, where, "$.specialization").at("dispatch"), static_cast<int>(variants));
+  if (refit_model(tree, sp, variants, spec) || tree.model || !sp["dispatch"].contains("model")) return tree;
+  // A model of an older rule that cannot be fitted again from this record:
+  // off the tuned shapes, variant 0 (a model with no margin), never the tree
+  // alone there (docs/dispatch.md: that is what the model exists for).
+  model::DispatchModel m;
+  m.sm_count = 1;
+  m.blocks_per_sm.assign(variants, 1);
+  m.ms_per_work.assign(variants, INFINITY);
+  m.ms_per_byte.assign(variants, 0.0);
+  m.block_work = "1";
+  const nlohmann::json cases = sp.value("cases", nlohmann::json::object());
+  for (const auto& [name, c] : cases.items()) {
+    (void)name;
+    const nlohmann::json sz = c.is_object() ? c.value("sizes", nlohmann::json()) : nlohmann::json();
+    std::vector<int64_t> row;
+    for (const auto& d : tree.sizes)
+      if (sz.is_object() && sz.contains(d) && sz[d].is_number_integer()) row.push_back(sz[d].get<int64_t>());
+    if (row.size() == tree.sizes.size() && !row.empty()) m.tuned.push_back(std::move(row));
+  }
+  if (m.tuned.empty()) {
+    std::cerr << "kopt generate: " << where << ": the dispatch's cost model is from an older kopt and cannot be "
+              << "fitted again from this record: the tree alone decides; re-tune\n";
+    return tree;
+  }
+  std::cerr << "kopt generate: " << where << ": the dispatch's cost model is from an older kopt and cannot be fitted "
+            << "again from this record (latencies, parameters or occupancy missing): off the tuned shapes variant 0 "
+            << "runs; re-tune\n";
+  tree.model = std::move(m);
+  return tree;
+}
+
+std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std::string>& order, size_t n,
+                           const std::string& size_params, const std::string& size_args) {
+  std::ostringstream h;
+  h.precision(17);
+  auto doubles = [&](const std::vector<double>& xs) {
+    for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << (std::isfinite(xs[v]) ? fmt_exact(xs[v]) : std::string("HUGE_VAL"));
+  };
+  const bool traffic = !m.traffic.empty();
+  h << "/// The cost model (docs/dispatch.md, \"Off the tuned shapes\"). Off the tuned shapes, the variant\n"
+    << "/// it predicts fastest runs where it is predicted faster than variant 0 by kMargin, else variant 0:\n"
+    << "/// predicted ms = kMsPerWork[v] * waves * block_work" << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "")
+    << ",\n/// waves = ceil(blocks / (kBlocksPerSm[v] * kSmCount)). kMsPerWork"
+    << (traffic ? " and kMsPerByte are a non-negative\n/// least-squares fit" : " is a least-squares fit")
+    << " of the tuned shapes' measured medians, kBlocksPerSm is\n"
+    << "/// the measured occupancy, and kMargin the smallest with which leave-one-out over the tuned\n"
+    << "/// shapes never ran a variant slower than variant 0.\n"
+    << "namespace dispatch_model {\n"
+    << "constexpr int kSmCount = " << m.sm_count << ";  // SMs of the GPU the variants were timed on\n"
+    << "constexpr int kBlocksPerSm[" << n << "] = {";
+  for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << m.blocks_per_sm[v];
+  h << "};\nconstexpr double kMsPerWork[" << n << "] = {";
+  doubles(m.ms_per_work);
+  h << "};  // HUGE_VAL: never timed on a tuned shape\n";
+  if (traffic) {
+    h << "constexpr double kMsPerByte[" << n << "] = {";
+    doubles(m.ms_per_byte);
+    h << "};\n";
+  }
+  if (m.margin)
+    h << "constexpr double kMargin = " << fmt_exact(*m.margin) << ";\n";
+  else
+    h << "// No margin passed the leave-one-out check: off the tuned shapes, variant 0 runs.\n";
+  h << "constexpr long long kTuned[][" << std::max<size_t>(order.size(), 1) << "] = {";
+  for (size_t t = 0; t < m.tuned.size(); ++t) {
+    h << (t ? ", " : "") << "{";
+    for (size_t d = 0; d < m.tuned[t].size(); ++d) h << (d ? ", " : "") << m.tuned[t][d];
+    h << "}";
+  }
+  h << "};  // the tuned shapes (" ;
+  for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
+  h << ")\n\n/// Whether the sizes are those of a tuned shape (there the measured tree alone decides).\n"
+    << "inline bool tuned(" << size_params << ") {\n"
+    << "  for (const auto& kopt_t : kTuned)\n    if (";
+  for (size_t d = 0; d < order.size(); ++d) h << (d ? " && " : "") << "kopt_t[" << d << "] == " << order[d];
+  h << ") return true;\n  return false;\n}\n\n";
+  if (m.margin) {
+    h << "/// Predicted latency (ms) of variant kopt_v for the given sizes (HUGE_VAL where its block work\n"
+      << "/// is not positive).\n"
+      << "inline double predicted_ms(int kopt_v, " << size_params << ") {\n"
+      << "  double kopt_work = 0" << (traffic ? ", kopt_bytes = 0" : "") << ";\n  switch (kopt_v) {\n";
+    for (size_t v = 0; v < n; ++v) {
+      h << "    case " << v << ": kopt_work = variant" << v << "::block_work(" << size_args << ");";
+      if (traffic) h << " kopt_bytes = variant" << v << "::traffic_bytes(" << size_args << ");";
+      h << " break;\n";
+    }
+    h << "    default: return HUGE_VAL;\n  }\n"
+      << "  if (!(kopt_work > 0)) return HUGE_VAL;\n"
+      << "  const LaunchConfig kopt_c = launch_config_variant(kopt_v, " << size_args << ");\n"
+      << "  const double kopt_blocks = static_cast<double>(kopt_c.grid[0]) * kopt_c.grid[1] * kopt_c.grid[2];\n"
+      << "  const double kopt_per_wave = static_cast<double>(kBlocksPerSm[kopt_v]) * kSmCount;\n"
+      << "  return kMsPerWork[kopt_v] * std::ceil((kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave) * kopt_work";
+    if (traffic) h << " +\n         kMsPerByte[kopt_v] * (kopt_bytes > 0 ? kopt_bytes : 0.0)";
+    h << ";\n}\n\n"
+      << "/// The variant predicted fastest (the lowest index among equals; 0 when none is predicted).\n"
+      << "inline int fastest_predicted(" << size_params << ") {\n"
+      << "  int kopt_best = 0;\n  double kopt_best_ms = HUGE_VAL;\n"
+      << "  for (int kopt_v = 0; kopt_v < " << n << "; ++kopt_v) {\n"
+      << "    const double kopt_ms = predicted_ms(kopt_v, " << size_args << ");\n"
+      << "    if (kopt_ms < kopt_best_ms) kopt_best = kopt_v, kopt_best_ms = kopt_ms;\n  }\n"
+      << "  return kopt_best;\n}\n";
+  }
+  h << "}  // namespace dispatch_model\n\n"
+    << "/// The variant for the given sizes: measured_variant() on the tuned shapes; elsewhere the\n"
+    << "/// cost model's fastest where it passes the margin, else variant 0.\n"
+    << "inline int select_variant(" << size_params << ") {\n"
+    << "  if (dispatch_model::tuned(" << size_args << ")) return measured_variant(" << size_args << ");\n";
+  if (m.margin)
+    h << "  const int kopt_v = dispatch_model::fastest_predicted(" << size_args << ");\n"
+      << "  if (kopt_v == 0) return 0;\n"
+      << "  return dispatch_model::predicted_ms(kopt_v, " << size_args << ") * (1 + dispatch_model::kMargin) <=\n"
+      << "                 dispatch_model::predicted_ms(0, " << size_args << ")\n             ? kopt_v\n             : 0;\n}\n\n";
+  else
+    h << "  return 0;\n}\n\n";
+  return h.str();
+}
+
+}  // namespace kopt::gen
