@@ -211,6 +211,19 @@ TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
   EXPECT_NE(log.find("wall time"), std::string::npos) << log;
 }
 
+// Resumes run `r` with `budget` and neither --shape-classes nor
+// --screen-factor: both must come from the run (2 classes, factor 0; 4 cases
+// alone would mean no classes). The resumed summary.json goes to *summary.
+void resume_keeps_the_class_options(const TempDir& d, const fsys::path& r, const fsys::path& err,
+                                    const std::string& budget, json* summary) {
+  ASSERT_EQ(run(optimize(d, "--resume " + r.string() + " --budget " + budget), err), 0) << kopt::fs::read_file(err);
+  const std::string log = kopt::fs::read_file(err);
+  EXPECT_NE(log.find("shape classes 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("screen factor 0"), std::string::npos) << log;
+  *summary = read_json(r / "summary.json");
+  EXPECT_EQ((*summary)["screen_factor"], 0.0);
+}
+
 TEST(ShapeClassesE2E, ResumeGoesOnWithTheClassWhereItStopped) {
   TempDir d;
   const fsys::path err = d.path() / "err";
@@ -222,14 +235,8 @@ TEST(ShapeClassesE2E, ResumeGoesOnWithTheClassWhereItStopped) {
     EXPECT_EQ(s["shape_classes"][0]["evaluations"], 4);  // 9 / 2
     EXPECT_EQ(s["shape_classes"][1]["evaluations"], 5);
   }
-  // Neither --shape-classes nor --screen-factor: both come from the run
-  // (4 cases alone would mean no classes).
-  ASSERT_EQ(run(optimize(d, "--resume " + r.string() + " --budget evals=14"), err), 0) << kopt::fs::read_file(err);
-  const std::string log = kopt::fs::read_file(err);
-  EXPECT_NE(log.find("shape classes 2"), std::string::npos) << log;
-  EXPECT_NE(log.find("screen factor 0"), std::string::npos) << log;
-  const json s = read_json(r / "summary.json");
-  EXPECT_EQ(s["screen_factor"], 0.0);
+  json s;
+  ASSERT_NO_FATAL_FAILURE(resume_keeps_the_class_options(d, r, err, "evals=14", &s));
   int64_t total = 0;
   for (const auto& c : s["shape_classes"]) total += c["evaluations"].get<int64_t>();
   EXPECT_EQ(total, 14) << s["shape_classes"].dump(1);
@@ -251,13 +258,9 @@ TEST(ShapeClassesE2E, ResumeWithoutASummaryTakesTheOptionsFromRunJson) {
   const fsys::path r = d.path() / "results" / "run-001";
   EXPECT_EQ(read_json(r / "run.json")["options"], json({{"shape_classes", 2}, {"screen_factor", 0.0}}));
   fsys::remove(r / "summary.json");
-  ASSERT_EQ(run(optimize(d, "--resume " + r.string() + " --budget evals=8"), err), 0) << kopt::fs::read_file(err);
-  const std::string log = kopt::fs::read_file(err);
-  EXPECT_NE(log.find("shape classes 2"), std::string::npos) << log;
-  EXPECT_NE(log.find("screen factor 0"), std::string::npos) << log;
-  const json s = read_json(r / "summary.json");
+  json s;
+  ASSERT_NO_FATAL_FAILURE(resume_keeps_the_class_options(d, r, err, "evals=8", &s));
   EXPECT_EQ(s["shape_classes"].size(), 2u) << s.dump(1);
-  EXPECT_EQ(s["screen_factor"], 0.0);
 }
 
 TEST(ShapeClassesE2E, ScreeningStopsTimingFarSlowerCasesAfterOneProbe) {
