@@ -29,6 +29,7 @@
 // lock; tests of that lock give two workers one KOPT_FAKE_UUID).
 // KOPT_FAKE_EVAL_LOG=FILE: each evaluation appends "<begin_ns> <end_ns>\n"
 // (CLOCK_REALTIME) to FILE, so that tests can check measuring windows.
+// KOPT_FAKE_BASELINE_MS=MS: the cuBLAS baseline's latency on every case (else 1 ms).
 // KOPT_FAKE_DIE_AFTER=N: the worker exits (code 1, no reply) on receiving its
 // (N+1)-th evaluate request, as when the link to a remote worker drops.
 // Options:
@@ -236,6 +237,9 @@ void evaluate(const json& req, size_t line_size) {
   // "ok", "ok:<ms>" and anything else
   double ms = 1.0;
   if (label.rfind("ok:", 0) == 0) ms = std::atof(label.c_str() + 3);
+  // The cuBLAS baseline: $KOPT_FAKE_BASELINE_MS on every case when set.
+  if (const char* b = std::getenv("KOPT_FAKE_BASELINE_MS"); b && r.candidate.kind == kopt::eval::KernelRef::Kind::cublas_sgemm)
+    ms = std::atof(b);
   // A tuning-parameter label ("BM=64,BN=128"): a fixed pseudo-random latency
   // per configuration and case, so an optimizer run has a well-defined best.
   const bool tuned = label.find('=') != std::string::npos && label.rfind("ok:", 0) != 0;

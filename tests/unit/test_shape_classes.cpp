@@ -303,6 +303,50 @@ std::string optimize_spec(const TempDir& d, const std::string& spec, const std::
          KOPT_FAKE_WORKER + " " + extra;
 }
 
+// Before a case has a candidate median, the cuBLAS baseline's median times
+// baseline_screen_factor (4) stands in for the best known there. On the SGEMM
+// template (5 performance cases, 2 classes): with the fake cuBLAS at 0.05 ms
+// every timed case of every candidate, the first of each class included, gets
+// the limit 2 x 4 x 0.05 = 0.4 ms and is screened (the fake latencies lie in
+// [0.5, 1.5) ms); with the baseline at 1 ms the first candidate's limit is
+// 2 x 4 x 1 = 8 ms and it is timed in full.
+TEST(ShapeClassesE2E, TheBaselineBoundsTheScreeningBeforeAnyCandidateIsTimed) {
+  const std::string sgemm = std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json";
+  for (const double baseline_ms : {0.05, 1.0}) {
+    SCOPED_TRACE("fake cuBLAS at " + std::to_string(baseline_ms) + " ms");
+    TempDir d;
+    const fsys::path err = d.path() / "err";
+    const std::string cmd = "KOPT_FAKE_BASELINE_MS=" + std::to_string(baseline_ms) + " " +
+                            optimize_spec(d, sgemm, "--shape-classes 2 --budget evals=4 --retime-rounds 1");
+    ASSERT_EQ(run(cmd, err), 0) << kopt::fs::read_file(err);
+    const fsys::path r = d.path() / "results" / "run-001";
+    const json h = read_json(r / "history.json");
+    std::set<std::string> first_seen;  // classes whose first candidate was checked
+    int timed = 0;
+    for (const auto& a : h["attempts"]) {
+      if (a["kind"] != "candidate") continue;
+      const std::string label = a["label"].get<std::string>();
+      const std::string cls = label.substr(0, label.find(':'));
+      const bool first = first_seen.insert(cls).second;
+      for (const auto& c : a["cases"]) {
+        if (c["role"] != "performance" || !c.contains("latency")) continue;
+        ++timed;
+        ASSERT_TRUE(c.contains("screen_ms")) << label << ": " << c.dump();
+        if (baseline_ms < 0.5) {
+          EXPECT_NEAR(c["screen_ms"].get<double>(), 0.4, 1e-9) << label << ": " << c.dump();
+          EXPECT_TRUE(c.value("screened", false)) << label << ": " << c.dump();
+        } else if (first) {
+          EXPECT_NEAR(c["screen_ms"].get<double>(), 8.0, 1e-9) << label << ": " << c.dump();
+          EXPECT_FALSE(c.value("screened", false)) << label << ": " << c.dump();
+        }
+      }
+    }
+    EXPECT_EQ(first_seen.size(), 2u) << h.dump(1);
+    EXPECT_GT(timed, 0);
+    EXPECT_EQ(read_json(r / "summary.json")["baseline_screen_factor"], 4.0);
+  }
+}
+
 TEST(ShapeClassesE2E, WithoutAnInitialKernelTheWinnerIsStillReTimedOnEveryCase) {
   TempDir d;
   const fsys::path err = d.path() / "err";

@@ -222,11 +222,30 @@ bool ClassSearchProposer::before_start(spec::Candidate& cand) {
     ++c->withdrawn;
     return false;
   }
-  if (o_.screen_factor > 0)
-    for (const auto& name : cand.performance_cases)
-      if (auto it = best_case_ms_.find(name); it != best_case_ms_.end())
-        cand.screen_ms[name] = it->second * o_.screen_factor;
+  if (o_.screen_factor > 0) {
+    read_baseline();
+    for (const auto& name : cand.performance_cases) {
+      std::optional<double> known;
+      if (auto it = best_case_ms_.find(name); it != best_case_ms_.end()) known = it->second;
+      if (auto it = baseline_bound_ms_.find(name); it != baseline_bound_ms_.end())
+        known = known ? std::min(*known, it->second) : it->second;
+      if (known) cand.screen_ms[name] = *known * o_.screen_factor;
+    }
+  }
   return true;
+}
+
+void ClassSearchProposer::read_baseline() {
+  if (baseline_read_ || !service_ || o_.baseline_screen_factor <= 0) return;
+  // The driver records the baseline before the first candidate starts (or never: not a GEMM, or
+  // its timing failed), so one look at the history is enough.
+  baseline_read_ = true;
+  for (const auto& a : service_->history()) {
+    if (a.kind != "baseline" || a.result.verdict != model::Verdict::ok) continue;
+    for (const auto& cr : a.result.cases)
+      if (cr.role == "performance" && cr.latency && !cr.screened && cr.latency->median_ms > 0)
+        baseline_bound_ms_[cr.name] = cr.latency->median_ms * o_.baseline_screen_factor;
+  }
 }
 
 std::optional<spec::Candidate> ClassSearchProposer::candidate_for(const model::Attempt& a) const {
@@ -256,6 +275,7 @@ nlohmann::json ClassSearchProposer::summary() const {
   }
   j["shape_classes"] = std::move(list);
   j["screen_factor"] = o_.screen_factor;
+  j["baseline_screen_factor"] = o_.baseline_screen_factor;
   return j;
 }
 

@@ -34,6 +34,14 @@ struct ClassSearchOptions {
   /// A case's probe slower than this factor times the best median known on
   /// that case is screened (>= 1; 0: no screening).
   double screen_factor = 2.0;
+  /// The baseline's (cuBLAS's) median on a case times this factor stands in
+  /// for the best median known there while it is lower, also before any
+  /// candidate was timed there: a class's first candidates and the seeds
+  /// from its neighbours (a row kernel on 8192x1024x4096, a tiled kernel at
+  /// K = 600000, 10-200x slower) are then screened after one probe launch
+  /// instead of 110 full launches on every case. With the defaults, a probe more than 2 x 4 = 8
+  /// times the baseline is screened. 0: the baseline is not used.
+  double baseline_screen_factor = 4.0;
   /// Warm start between classes: the best `seeds_per_neighbour` ok
   /// configurations of each of the `neighbours` nearest tuned classes.
   int neighbours = 2, seeds_per_neighbour = 3;
@@ -55,8 +63,9 @@ class ClassSearchProposer final : public Proposer {
   void observe_recorded(const model::Attempt& attempt) override;
   Proposal propose() override;
   void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
-  /// Sets the screening limits from the fastest medians known now;
-  /// withdraws a candidate whose class's time or patience ran out.
+  /// Sets the screening limits from the fastest medians known now (or the
+  /// baseline's bound, when lower); withdraws a candidate whose class's time
+  /// or patience ran out.
   bool before_start(spec::Candidate& candidate) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
   /// "class 3/8 best 0.123 ms" (over the class's cases) for the progress line.
@@ -66,7 +75,7 @@ class ClassSearchProposer final : public Proposer {
   /// The first class's search summary plus "shape_classes": per class its
   /// name, cases, evaluations, minutes (wall time while it was searched),
   /// screened cases and its best (label, geomean over its cases);
-  /// "screen_factor".
+  /// "screen_factor", "baseline_screen_factor".
   nlohmann::json summary() const override;
 
   /// The class of an attempt: the one whose performance cases it was timed
@@ -107,6 +116,11 @@ class ClassSearchProposer final : public Proposer {
   std::optional<size_t> current_;
   int64_t pending_ = 0, evaluated_ = 0;
   std::map<std::string, double> best_case_ms_;  // per performance case, unscreened ok medians
+  /// Per performance case, the baseline's median times baseline_screen_factor,
+  /// read once from the run's history when the baseline is there.
+  std::map<std::string, double> baseline_bound_ms_;
+  bool baseline_read_ = false;
+  void read_baseline();
 };
 
 }  // namespace kopt::propose

@@ -65,8 +65,9 @@ struct OptimizeOptions {
   /// (propose/class_search.h); -1 auto (model::auto_shape_classes), 0 off.
   int shape_classes = -1;
   /// --screen-factor X: with shape classes, a case whose probe launch is
-  /// slower than X times the best median known there is not timed further
-  /// (0: off).
+  /// slower than X times the best median known there (a candidate's, or 4x
+  /// the cuBLAS baseline's when lower: ClassSearchOptions) is not timed
+  /// further (0: off).
   double screen_factor = 2.0;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
   std::filesystem::path cache_dir;       // NVRTC cache
