@@ -395,6 +395,43 @@ TEST(StrategyTest, DeterministicPerSeed) {
   }
 }
 
+// The surrogate's first proposals cover every value of the small switches
+// (StrategyBase::covering_unseen): here KIND = 1 is 1 in 101 valid
+// configurations (KIND = 1 pins A and B to their first values), so uniform
+// draws would take about 100 proposals to reach it; the covering start gives
+// it within the first four, for every seed, before any result comes back.
+TEST(StrategyTest, TheSurrogateStartCoversARareValueOfASmallParameter) {
+  std::vector<int64_t> ten;
+  for (int64_t v = 0; v < 10; ++v) ten.push_back(v);
+  const Space space({{"KIND", {0, 1}}, {"A", ten}, {"B", ten}}, exprs({"KIND == 0 || (A == 0 && B == 0)"}));
+  int uniform_first_four = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto s = make_strategy("surrogate");
+    s->initialize(space, seed);
+    int first_rare = -1;
+    for (int i = 0; i < 4; ++i) {
+      std::optional<Config> c = s->next();
+      ASSERT_TRUE(c);
+      if (c->at("KIND") == 1 && first_rare < 0) first_rare = i;
+    }
+    EXPECT_GE(first_rare, 0) << "seed " << seed << ": KIND = 1 not among the first four proposals";
+    auto r = make_strategy("random");
+    r->initialize(space, seed);
+    for (int i = 0; i < 4; ++i) uniform_first_four += r->next()->at("KIND") == 1;
+  }
+  EXPECT_LE(uniform_first_four, 3) << "uniform draws reach the rare value as rarely as its share says";
+  // A value no valid configuration has (S = 1) is given up on, and the start goes on with the rest.
+  const Space no_s1({{"S", {0, 1}}, {"A", ten}}, exprs({"S == 0"}));
+  auto s = make_strategy("surrogate");
+  s->initialize(no_s1, 3);
+  for (int i = 0; i < 10; ++i) {
+    std::optional<Config> c = s->next();
+    ASSERT_TRUE(c) << "proposal " << i;
+    EXPECT_EQ(c->at("S"), 0);
+  }
+  EXPECT_FALSE(s->next()) << "the ten valid configurations are all proposed";
+}
+
 TEST(StrategyTest, PipeliningFourProposalsBeforeTheirResults) {
   const Objective obj = bowl_objective();
   for (const std::string& name : strategy_names()) {

@@ -23,6 +23,7 @@ void StrategyBase::initialize(const Space& space, uint64_t seed) {
   pool_.clear();
   pooled_ = false;
   sampler_.reset();
+  unreachable_.clear();
   if (samples()) {
     if (space.cartesian_size() <= kPoolCartesianLimit) {
       build_pool();
@@ -91,6 +92,32 @@ std::optional<Point> StrategyBase::random_unseen() {
   if (space_->cartesian_size() > kPoolEnumerationLimit) return std::nullopt;
   build_pool();
   return from_pool();
+}
+
+std::optional<Point> StrategyBase::covering_unseen() {
+  constexpr int32_t kCoverMaxValues = 3;  // the switches: parameters of at most this many values
+  constexpr int kCoverDraws = 2000;       // random draws per call, over all the values it tries
+  // Dimensions by their number of values, fewest first (stable: ties keep the space's order).
+  std::vector<size_t> order;
+  for (size_t d = 0; d < dims(); ++d)
+    if (extent(d) <= kCoverMaxValues) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return extent(a) < extent(b); });
+  int draws = 0;
+  for (size_t d : order) {
+    std::vector<bool> covered(static_cast<size_t>(extent(d)), false);
+    for (const Point& q : seen_) covered[static_cast<size_t>(q[d])] = true;
+    for (int32_t v = 0; v < extent(d); ++v) {
+      if (covered[static_cast<size_t>(v)] || unreachable_.count({d, v})) continue;
+      for (; draws < kCoverDraws; ++draws) {
+        std::optional<Point> p = random_unseen();
+        if (!p) return std::nullopt;  // nothing unseen is left at all
+        if ((*p)[d] == v) return p;
+      }
+      unreachable_.insert({d, v});  // the draws ran out on it: rare or infeasible
+      return random_unseen();
+    }
+  }
+  return random_unseen();
 }
 
 std::vector<Point> StrategyBase::unseen_neighbours(const Point& p) const {

@@ -1,7 +1,9 @@
 // "surrogate": a k-nearest-neighbour model of log(score) over normalised
 // value indices chooses the most promising of many random candidates.
 //
-// The first kInitial proposals are random. Afterwards, with probability
+// Until kInitial results are in, proposals are random, each taking a value
+// of a switch that no earlier one has (covering_unseen(): the first
+// proposals cover both kernel bodies of a KIND switch). Afterwards, with probability
 // kEpsilon a proposal is a random unseen configuration (exploration).
 // Otherwise the candidates are kCandidates random unseen valid
 // configurations plus the unseen neighbours of the kIncumbents best observed
@@ -55,7 +57,8 @@ class Surrogate final : public StrategyBase {
   }
 
   std::optional<Point> propose() override {
-    if (samples_.size() < kInitial || uniform01(rng()) < kEpsilon) return random_unseen();
+    if (samples_.size() < kInitial) return covering_unseen();
+    if (uniform01(rng()) < kEpsilon) return random_unseen();
     std::vector<Point> candidates;
     if (uniform01(rng()) < kPolish) candidates = polish_candidates();
     if (candidates.empty()) candidates = draw_candidates();
