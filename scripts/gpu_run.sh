@@ -10,7 +10,7 @@
 #
 # Usage (from the repository root):
 #   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds]
-#   classes: kopt optimize on templates/sgemm/application_shapes.json (17 shapes, 8 shape classes,
+#   classes: kopt optimize on templates/sgemm/application_shapes.json (18 shapes, 8 shape classes,
 #   budget $CLASSES_BUDGET, default evals=1000,minutes=6), then kopt generate from the run
 #   suite: a generated kernel (the classes stage's, else the example's) benchmarked against cuBLAS
 #   on the five flagship shapes and on DeepBench's inference-server suite (every variant on every
@@ -194,6 +194,9 @@ if [[ " $STAGES " == *" example "* ]]; then
   ctest --test-dir "$EX" --output-on-failure >"$LOGS/example.ctest.log" 2>&1
   echo "example ctest exit $?"; grep -E "Test +#|tests passed|matmul " "$LOGS/example.ctest.log"
   cp example_project/sgemm.tuning.json "$OUT/sgemm.tuning.json" 2>/dev/null && echo "tuning cache written"
+  mkdir -p "$LOGS/gen-example" && cp "$EX"/kernel_optimizer/sgemm/sgemm.cu "$EX"/kernel_optimizer/sgemm/sgemm_launch.h \
+    "$LOGS/gen-example/" 2>/dev/null
+  cp "$EX"/kernel_optimizer/sgemm/runs/run-*/summary.json "$LOGS/example.summary.json" 2>/dev/null
   echo "-- a second build of optimize_sgemm with nothing changed (must not tune again)"
   cmake --build "$EX" --target optimize_sgemm >"$LOGS/example.retune.log" 2>&1
   echo "exit $?"; grep -cE "kopt generate|kopt: " "$LOGS/example.retune.log" | sed 's/^/kopt lines: /'; tail -2 "$LOGS/example.retune.log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: build kopt, then the example project's optimization of its
 # SGEMM kernel (configure, `--target optimize_sgemm`, build, run).
-#  - With a GPU: tunes the kernel (the example's defaults: the 17 shapes of
+#  - With a GPU: tunes the kernel (the example's defaults: the 18 shapes of
 #    templates/sgemm/application_shapes.json in shape classes, evals=1000,minutes=5,
 #    about 5 minutes on an H200), writes the
 #    updated tuning cache to build-example/kernel_optimizer/sgemm/ (the

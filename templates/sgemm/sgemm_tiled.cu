@@ -674,12 +674,14 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
 // read-only path (B is re-read by every row block: from L2/L1). Each thread accumulates
 // acc[i][j] += A[row0+i][k] * B[k][col0+j] for its k in increasing order (fmaf).
 //
-// Fast path (uniform per launch/block): K % 4 == 0 (then every row of A starts 16-byte aligned
-// and a quad k..k+3 < K lies in one row) and B's TN columns are one 16-byte-aligned vector per k:
-// TN % 4 == 0 with N % 4 == 0 and col0 + TN <= N (TN/4 float4s per row of B), or TN < 4 with
-// N == TN (then rows k..k+3 of B are 4*TN contiguous floats starting at k*TN, a multiple of 4:
-// TN float4s). Otherwise (odd K, N not matching TN, the last column block) the generic path loads
-// every element with its own predicate (k < K, col < N) and uses 0 for the rest.
+// Paths (uniform per launch/block). K % 4 == 0: every row of A starts 16-byte aligned and a quad
+// k..k+3 < K lies in one row, so A is read as float4s. Then B is read as one 16-byte-aligned
+// vector per k when its TN columns allow it: TN % 4 == 0 with N % 4 == 0 and col0 + TN <= N
+// (TN/4 float4s per row of B), or TN < 4 with N == TN (then rows k..k+3 of B are 4*TN contiguous
+// floats starting at k*TN, a multiple of 4: TN float4s); otherwise (TN wider than N, N % 4 != 0,
+// the last column block) B element by element with col < N, 0 for the rest, while A stays on
+// float4s (A is the traffic: a variant whose TN does not match N keeps the A stream). Odd K: the
+// generic path loads every element with its own predicate (k < K, col < N), 0 for the rest.
 //
 // Reduction, all in a fixed order (results are bitwise reproducible):
 //   1. within a warp, a reduce-scatter over the TM*TN (a power of two, V) values: at the shuffle
@@ -745,6 +747,23 @@ struct WarpReduce<5, CNT> {
   static __device__ __forceinline__ void run(float (&)[kV], int, int&) {}
 };
 
+// acc[i][j] += a[i].x*b[0][j] + a[i].y*b[1][j] + a[i].z*b[2][j] + a[i].w*b[3][j], as four fmaf in
+// increasing k (the order every path of the row kernel uses).
+__device__ __forceinline__ void rows_quad_fma(float (&acc)[kRows][kCols], const float4 (&a)[kRows],
+                                              const float (&b)[4][kCols]) {
+#pragma unroll
+  for (int i = 0; i < kRows; ++i)
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      float t = acc[i][j];
+      t = fmaf(a[i].x, b[0][j], t);
+      t = fmaf(a[i].y, b[1][j], t);
+      t = fmaf(a[i].z, b[2][j], t);
+      t = fmaf(a[i].w, b[3][j], t);
+      acc[i][j] = t;
+    }
+}
+
 }  // namespace sgemm_rows_detail
 
 extern "C" __global__ void SGEMM_CLUSTER_DIMS __launch_bounds__(2 * BM, MINB)
@@ -782,48 +801,58 @@ sgemm_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __r
 
   const bool kvec = (K & 3) == 0;
   const bool bvec = kCols % 4 == 0 ? ((N & 3) == 0 && col0 + kCols <= N) : N == kCols;
-  if (kvec && bvec) {
-    // Fast path: every quad of the range is a whole float4 of each row (k + 3 < K).
+  if (kvec) {
+    // Vector-A paths: every quad of the range is a whole float4 of each row (k + 3 < K). B is
+    // loaded as float4s when its layout allows (bvec), else element by element with col < N.
+    if (bvec) {
 #pragma unroll 1
-    for (int q = q0 + tid; q < q1; q += kThreads) {
-      const int k = 4 * q;
-      float4 a[kRows];
+      for (int q = q0 + tid; q < q1; q += kThreads) {
+        const int k = 4 * q;
+        float4 a[kRows];
 #pragma unroll
-      for (int i = 0; i < kRows; ++i) a[i] = __ldcs(reinterpret_cast<const float4*>(A + aoff[i] + k));
-      float b[4][kCols];
-      if (kCols % 4 == 0) {
+        for (int i = 0; i < kRows; ++i) a[i] = __ldcs(reinterpret_cast<const float4*>(A + aoff[i] + k));
+        float b[4][kCols];
+        if (kCols % 4 == 0) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
+          for (int e = 0; e < 4; ++e)
 #pragma unroll
-          for (int j = 0; j < kCols / 4; ++j) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(B + static_cast<size_t>(k + e) * N + col0 + 4 * j));
-            b[e][4 * j + 0] = v.x; b[e][4 * j + 1] = v.y; b[e][4 * j + 2] = v.z; b[e][4 * j + 3] = v.w;
+            for (int j = 0; j < kCols / 4; ++j) {
+              const float4 v = __ldg(reinterpret_cast<const float4*>(B + static_cast<size_t>(k + e) * N + col0 + 4 * j));
+              b[e][4 * j + 0] = v.x; b[e][4 * j + 1] = v.y; b[e][4 * j + 2] = v.z; b[e][4 * j + 3] = v.w;
+            }
+        } else {
+          // N == kCols < 4: B rows k..k+3 are the 4*kCols floats from k*kCols, 16-byte aligned.
+          float f[4 * kCols];
+          const float4* p = reinterpret_cast<const float4*>(B + static_cast<size_t>(k) * kCols);
+#pragma unroll
+          for (int g = 0; g < kCols; ++g) {
+            const float4 v = __ldg(p + g);
+            f[4 * g + 0] = v.x; f[4 * g + 1] = v.y; f[4 * g + 2] = v.z; f[4 * g + 3] = v.w;
           }
-      } else {
-        // N == kCols < 4: B rows k..k+3 are the 4*kCols floats from k*kCols, 16-byte aligned.
-        float f[4 * kCols];
-        const float4* p = reinterpret_cast<const float4*>(B + static_cast<size_t>(k) * kCols);
 #pragma unroll
-        for (int g = 0; g < kCols; ++g) {
-          const float4 v = __ldg(p + g);
-          f[4 * g + 0] = v.x; f[4 * g + 1] = v.y; f[4 * g + 2] = v.z; f[4 * g + 3] = v.w;
+          for (int e = 0; e < 4; ++e)
+#pragma unroll
+            for (int j = 0; j < kCols; ++j) b[e][j] = f[e * kCols + j];
         }
+        rows_quad_fma(acc, a, b);
+      }
+    } else {
+      // TN wider than N (or N % 4 != 0, or the last column block): A still streams as float4s;
+      // B element by element, columns >= N read nothing and give 0.
+#pragma unroll 1
+      for (int q = q0 + tid; q < q1; q += kThreads) {
+        const int k = 4 * q;
+        float4 a[kRows];
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) a[i] = __ldcs(reinterpret_cast<const float4*>(A + aoff[i] + k));
+        float b[4][kCols];
 #pragma unroll
         for (int e = 0; e < 4; ++e)
 #pragma unroll
-          for (int j = 0; j < kCols; ++j) b[e][j] = f[e * kCols + j];
+          for (int j = 0; j < kCols; ++j)
+            b[e][j] = col0 + j < N ? __ldg(B + static_cast<size_t>(k + e) * N + col0 + j) : 0.f;
+        rows_quad_fma(acc, a, b);
       }
-#pragma unroll
-      for (int i = 0; i < kRows; ++i)
-#pragma unroll
-        for (int j = 0; j < kCols; ++j) {
-          float t = acc[i][j];
-          t = fmaf(a[i].x, b[0][j], t);
-          t = fmaf(a[i].y, b[1][j], t);
-          t = fmaf(a[i].z, b[2][j], t);
-          t = fmaf(a[i].w, b[3][j], t);
-          acc[i][j] = t;
-        }
     }
   } else {
     // Generic path: element by element, each with its predicate; out-of-range terms are skipped.

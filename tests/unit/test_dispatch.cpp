@@ -137,15 +137,15 @@ TEST(Dispatch, RecordedH200SweepOfTheSgemmKinds) {
 }
 
 // The cost model on real runs and on shapes they never saw. The tree and the
-// model are grown on what kopt measured on the 17 tuned shapes of
+// model are grown on what kopt measured on the tuned shapes (17, then 18) of
 // templates/sgemm/application_shapes.json (one H200), with the launches from
 // templates/sgemm/sgemm.json's template launch; they are then judged on the
 // benchmark's timings of every variant on the 75 DeepBench shapes, none of
 // them tuned on. Two independent runs: h200_classes.json (11 variants; its
 // tree alone ran 23 of the shapes more than 5% slower than variant 0, up to
 // 4.7x: a 48-block grid on 512x1500x2816) and h200_example.json (the example
-// project's committed tuning, 10 variants). Both files are written by
-// scripts/record_dispatch.py.
+// project's committed tuning: 11 variants, tuned on 18 shapes). Both files are
+// written by scripts/record_dispatch.py.
 class RecordedClassRun : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -243,7 +243,7 @@ Judged judge(const DispatchTree& t, const std::vector<DispatchSample>& shapes, b
 }
 
 TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVariantZero) {
-  ASSERT_EQ(tuned_.size(), 17u);
+  ASSERT_GE(tuned_.size(), 17u);
   ASSERT_EQ(held_out_.size(), 75u);
   const DispatchTree t = grown(tuned_);
   ASSERT_TRUE(t.model.has_value());
@@ -267,10 +267,10 @@ TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVaria
   EXPECT_EQ(model.untimed, 0);  // on the tuned shapes every variant was timed
   EXPECT_GT(model.geomean_vs_fastest, tree.geomean_vs_fastest);
   EXPECT_GT(model.within_5pct, tree.within_5pct);
-  // Measured with this rule: 46 (h200_classes) and 61 (h200_example) of 75
-  // within 5% of the fastest; the tree guarded by the older veto-only wave
-  // model reached 40 on h200_classes, and 51 and 50 in the two benchmark
-  // runs of h200_example.
+  // Measured with this rule: 46 (h200_classes) and 67 (h200_example) of 75
+  // within 5% of the fastest; the benchmark's two runs of the example's
+  // header gave 66 and 67. The tree guarded by the older veto-only wave model
+  // reached 40 on h200_classes.
   EXPECT_GE(model.within_5pct, 44);
   EXPECT_GE(model.geomean_vs_fastest, 0.9);
 }
@@ -336,7 +336,7 @@ TEST_P(RecordedClassRun, GrownOnHalfOfTheSuiteTheModelHoldsOnTheOtherHalf) {
     EXPECT_EQ(model.slower_than_v0, 0) << model.worst;
     // Grown on benchmark rows, where a variant slower than 2x cuBLAS at its
     // probe was not timed, the fit sees such variants only where they were
-    // fast; one such pick was seen (h200_example, fold 1: 512x1x500000).
+    // fast; one such pick was seen (an earlier example tuning, fold 1: 512x1x500000).
     EXPECT_LE(model.untimed, 1);
   }
 }
