@@ -238,8 +238,8 @@ void evaluate(const json& req, size_t line_size) {
   double ms = 1.0;
   if (label.rfind("ok:", 0) == 0) ms = std::atof(label.c_str() + 3);
   // The cuBLAS baseline: $KOPT_FAKE_BASELINE_MS on every case when set.
-  if (const char* b = std::getenv("KOPT_FAKE_BASELINE_MS"); b && r.candidate.kind == kopt::eval::KernelRef::Kind::cublas_sgemm)
-    ms = std::atof(b);
+  const char* baseline_ms = std::getenv("KOPT_FAKE_BASELINE_MS");
+  if (baseline_ms && r.candidate.kind == kopt::eval::KernelRef::Kind::cublas_sgemm) ms = std::atof(baseline_ms);
   // A tuning-parameter label ("BM=64,BN=128"): a fixed pseudo-random latency
   // per configuration and case, so an optimizer run has a well-defined best.
   const bool tuned = label.find('=') != std::string::npos && label.rfind("ok:", 0) != 0;

@@ -344,6 +344,26 @@ TEST(ShapeClassesE2E, TheBaselineBoundsTheScreeningBeforeAnyCandidateIsTimed) {
     EXPECT_EQ(first_seen.size(), 2u) << h.dump(1);
     EXPECT_GT(timed, 0);
     EXPECT_EQ(read_json(r / "summary.json")["baseline_screen_factor"], 4.0);
+    if (baseline_ms >= 0.5) continue;
+    // Resumed, the bound comes from the recorded baseline (the run does not time it again): with the
+    // fake cuBLAS now at 1 ms, the new candidates' limit is still 0.4 ms.
+    const size_t before = h["attempts"].size();
+    const std::string resume =
+        "KOPT_FAKE_BASELINE_MS=1 " + optimize_spec(d, sgemm, "--resume " + r.string() + " --budget evals=6 --retime-rounds 1");
+    ASSERT_EQ(run(resume, err), 0) << kopt::fs::read_file(err);
+    const json h2 = read_json(r / "history.json");
+    int resumed_timed = 0;
+    for (size_t i = before; i < h2["attempts"].size(); ++i) {
+      const json& a = h2["attempts"][i];
+      EXPECT_NE(a["kind"], "baseline") << "the baseline was timed again on resume";
+      if (a["kind"] != "candidate") continue;
+      for (const auto& c : a["cases"])
+        if (c["role"] == "performance" && c.contains("latency")) {
+          ++resumed_timed;
+          EXPECT_NEAR(c.value("screen_ms", 0.0), 0.4, 1e-9) << a["label"] << ": " << c.dump();
+        }
+    }
+    EXPECT_GT(resumed_timed, 0) << "the resumed session evaluated no candidate";
   }
 }
 

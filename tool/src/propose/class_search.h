@@ -39,8 +39,9 @@ struct ClassSearchOptions {
   /// candidate was timed there: a class's first candidates and the seeds
   /// from its neighbours (a row kernel on 8192x1024x4096, a tiled kernel at
   /// K = 600000, 10-200x slower) are then screened after one probe launch
-  /// instead of 110 full launches on every case. With the defaults, a probe more than 2 x 4 = 8
-  /// times the baseline is screened. 0: the baseline is not used.
+  /// instead of 110 full launches on every case. With the defaults, a probe
+  /// more than 2 x 4 = 8 times the baseline is screened. 0: the baseline is
+  /// not used.
   double baseline_screen_factor = 4.0;
   /// Warm start between classes: the best `seeds_per_neighbour` ok
   /// configurations of each of the `neighbours` nearest tuned classes.

@@ -3,9 +3,9 @@
 //
 // Until kInitial results are in, proposals are random, each taking a value
 // of a switch that no earlier one has (covering_unseen(): the first
-// proposals cover both kernel bodies of a KIND switch). Afterwards, with probability
-// kEpsilon a proposal is a random unseen configuration (exploration).
-// Otherwise the candidates are kCandidates random unseen valid
+// proposals cover both kernel bodies of a KIND switch). Afterwards, with
+// probability kEpsilon a proposal is a random unseen configuration
+// (exploration). Otherwise the candidates are kCandidates random unseen valid
 // configurations plus the unseen neighbours of the kIncumbents best observed
 // ones (random candidates alone rarely land next to the best), and the
 // candidate with the lowest prediction wins. With probability kPolish the
