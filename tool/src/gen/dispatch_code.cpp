@@ -104,6 +104,7 @@ std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, s
   m.blocks_per_sm.assign(variants, 1);
   m.ms_per_work.assign(variants, INFINITY);
   m.ms_per_byte.assign(variants, 0.0);
+  m.ms_fixed.assign(variants, 0.0);
   m.block_work = "1";
   const nlohmann::json cases = sp.value("cases", nlohmann::json::object());
   for (const auto& [name, c] : cases.items()) {
@@ -136,9 +137,10 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
   const bool traffic = !m.traffic.empty();
   h << "/// The cost model (docs/dispatch.md, \"Off the tuned shapes\"). Off the tuned shapes, the variant\n"
     << "/// it predicts fastest runs where it is predicted faster than variant 0 by kMargin, else variant 0:\n"
-    << "/// predicted ms = kMsPerWork[v] * waves * block_work" << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "")
-    << ",\n/// waves = ceil(blocks / (kBlocksPerSm[v] * kSmCount)). kMsPerWork"
-    << (traffic ? " and kMsPerByte are a non-negative\n/// least-squares fit" : " is a least-squares fit")
+    << "/// predicted ms = kMsFixed[v] + kMsPerWork[v] * waves * block_work"
+    << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "")
+    << ",\n/// waves = ceil(blocks / (kBlocksPerSm[v] * kSmCount)). kMsFixed, kMsPerWork"
+    << (traffic ? " and kMsPerByte are a\n/// non-negative least-squares fit" : " are a non-negative least-squares fit")
     << " of the tuned shapes' measured medians, kBlocksPerSm is\n"
     << "/// the measured occupancy, and kMargin the smallest with which leave-one-out over the tuned\n"
     << "/// shapes never ran a variant slower than variant 0.\n"
@@ -149,6 +151,9 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
   h << "};\nconstexpr double kMsPerWork[" << n << "] = {";
   doubles(m.ms_per_work);
   h << "};  // HUGE_VAL: never timed on a tuned shape\n";
+  h << "constexpr double kMsFixed[" << n << "] = {";
+  doubles(m.ms_fixed.empty() ? std::vector<double>(n, 0.0) : m.ms_fixed);
+  h << "};\n";
   if (traffic) {
     h << "constexpr double kMsPerByte[" << n << "] = {";
     doubles(m.ms_per_byte);
@@ -186,7 +191,8 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
       << "  const LaunchConfig kopt_c = launch_config_variant(kopt_v, " << size_args << ");\n"
       << "  const double kopt_blocks = static_cast<double>(kopt_c.grid[0]) * kopt_c.grid[1] * kopt_c.grid[2];\n"
       << "  const double kopt_per_wave = static_cast<double>(kBlocksPerSm[kopt_v]) * kSmCount;\n"
-      << "  return kMsPerWork[kopt_v] * std::ceil((kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave) * kopt_work";
+      << "  return kMsFixed[kopt_v] +\n"
+      << "         kMsPerWork[kopt_v] * std::ceil((kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave) * kopt_work";
     if (traffic) h << " +\n         kMsPerByte[kopt_v] * (kopt_bytes > 0 ? kopt_bytes : 0.0)";
     h << ";\n}\n\n"
       << "/// The variant predicted fastest (the lowest index among equals; 0 when none is predicted).\n"

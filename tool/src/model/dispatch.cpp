@@ -173,47 +173,109 @@ bool has_launches(const DispatchSample& s) {
 
 double traffic_of(const DispatchSample& s, size_t v) { return s.traffic.empty() ? 0.0 : s.traffic[v]; }
 
-/// The two coefficients of variant v (ms per unit of waves * block_work, ms
-/// per byte of traffic), fitted on `samples` except `skip` (SIZE_MAX: none):
-/// non-negative least squares of the relative error, sum over the shapes
-/// where v was timed of (1 - (a * x1 + b * x2) / ms)^2, solved exactly by
-/// trying both coefficients free, then each alone (Lawson and Hanson,
-/// "Solving Least Squares Problems", 1974, ch. 23: with two unknowns the
-/// active-set method ends at one of these). {INFINITY, 0} where v was never
-/// timed (never predicted fast).
-std::pair<double, double> fit_variant(const std::vector<DispatchSample>& samples, const std::vector<int>& blocks_per_sm,
-                                      int sm_count, size_t v, size_t skip) {
-  double s11 = 0, s12 = 0, s22 = 0, s1 = 0, s2 = 0;
+/// The three coefficients of variant v (ms per unit of waves * block_work,
+/// ms per byte of traffic, ms per launch), fitted on `samples` except `skip`
+/// (SIZE_MAX: none): non-negative least squares of the relative error, sum
+/// over the shapes where v was timed of (1 - (a x1 + b x2 + c) / ms)^2. The
+/// optimum is the unconstrained least-squares solution on its own support
+/// (the Kuhn-Tucker conditions; Lawson and Hanson, "Solving Least Squares
+/// Problems", 1974, ch. 23), so with three unknowns trying every non-empty
+/// subset of them and keeping the best non-negative solution is exact.
+/// {INFINITY, 0, 0} where v was never timed (never predicted fast).
+struct Fit {
+  double per_work = INFINITY, per_byte = 0, fixed = 0;
+};
+Fit fit_variant(const std::vector<DispatchSample>& samples, const std::vector<int>& blocks_per_sm, int sm_count,
+                size_t v, size_t skip) {
+  // Normal equations of the rows x = (x1, x2, x3) = (work, traffic, 1) / ms against 1.
+  double g[3][3] = {}, r[3] = {};
   size_t rows = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     if (i == skip) continue;
     const double ms = samples[i].ms[v];
     const double work = waves(samples[i].blocks[v], blocks_per_sm[v], sm_count) * samples[i].block_work[v];
     if (!(std::isfinite(ms) && ms > 0 && work > 0)) continue;
-    const double x1 = work / ms, x2 = std::max(traffic_of(samples[i], v), 0.0) / ms;
-    if (!std::isfinite(x1 * x1) || !std::isfinite(x2 * x2)) continue;  // an absurd latency (1e-300 ms) says nothing
-    s11 += x1 * x1, s12 += x1 * x2, s22 += x2 * x2, s1 += x1, s2 += x2;
+    const double x[3] = {work / ms, std::max(traffic_of(samples[i], v), 0.0) / ms, 1.0 / ms};
+    if (!std::isfinite(x[0] * x[0]) || !std::isfinite(x[1] * x[1]) || !std::isfinite(x[2] * x[2]))
+      continue;  // an absurd latency (1e-300 ms) says nothing
+    for (int j = 0; j < 3; ++j) {
+      r[j] += x[j];
+      for (int k = 0; k < 3; ++k) g[j][k] += x[j] * x[k];
+    }
     ++rows;
   }
-  if (rows == 0 || !std::isfinite(s11) || !std::isfinite(s22) || !std::isfinite(s12)) return {INFINITY, 0.0};
-  // residual(a, b) = rows - 2 (a s1 + b s2) + a^2 s11 + 2 a b s12 + b^2 s22
-  auto residual = [&](double a, double b) { return rows - 2 * (a * s1 + b * s2) + a * a * s11 + 2 * a * b * s12 + b * b * s22; };
-  std::pair<double, double> best{s1 / s11, 0.0};  // work alone (s11 > 0: every row has work > 0)
-  double best_r = residual(best.first, 0.0);
-  const double det = s11 * s22 - s12 * s12;
-  if (s22 > 0 && det > 1e-12 * s11 * s22) {
-    const double a = (s1 * s22 - s2 * s12) / det, b = (s2 * s11 - s1 * s12) / det;
-    if (a >= 0 && b >= 0 && residual(a, b) < best_r) best = {a, b}, best_r = residual(a, b);
+  if (rows == 0) return {};
+  for (const auto& row : g)
+    for (double e : row)
+      if (!std::isfinite(e)) return {};
+  // residual(c) = rows - 2 c.r + c' G c
+  auto residual = [&](const double (&c)[3]) {
+    double q = static_cast<double>(rows);
+    for (int j = 0; j < 3; ++j) {
+      q -= 2 * c[j] * r[j];
+      for (int k = 0; k < 3; ++k) q += c[j] * g[j][k] * c[k];
+    }
+    return q;
+  };
+  double best[3] = {r[0] / g[0][0], 0, 0};  // work alone (g[0][0] > 0: every row has work > 0)
+  double best_r = residual(best);
+  for (int mask = 1; mask < 8; ++mask) {
+    int idx[3], n = 0;
+    for (int j = 0; j < 3; ++j)
+      if (mask & (1 << j)) idx[n++] = j;
+    // Gaussian elimination with partial pivoting on the n x n subsystem, scaled to a unit
+    // diagonal (the unknowns' units differ by many orders of magnitude).
+    double a[3][4], scale[3];
+    bool singular = false;
+    for (int j = 0; j < n; ++j) {
+      singular = singular || !(g[idx[j]][idx[j]] > 0);
+      scale[j] = singular ? 1.0 : std::sqrt(g[idx[j]][idx[j]]);
+    }
+    if (singular) continue;
+    for (int j = 0; j < n; ++j) {
+      for (int k = 0; k < n; ++k) a[j][k] = g[idx[j]][idx[k]] / (scale[j] * scale[k]);
+      a[j][n] = r[idx[j]] / scale[j];
+    }
+    for (int col = 0; col < n && !singular; ++col) {
+      int piv = col;
+      for (int j = col + 1; j < n; ++j)
+        if (std::fabs(a[j][col]) > std::fabs(a[piv][col])) piv = j;
+      if (!(std::fabs(a[piv][col]) > 1e-12)) {
+        singular = true;
+        break;
+      }
+      for (int k = 0; k <= n; ++k) std::swap(a[col][k], a[piv][k]);
+      for (int j = 0; j < n; ++j) {
+        if (j == col) continue;
+        const double f = a[j][col] / a[col][col];
+        for (int k = col; k <= n; ++k) a[j][k] -= f * a[col][k];
+      }
+    }
+    if (singular) continue;
+    double c[3] = {0, 0, 0};
+    bool feasible = true;
+    for (int j = 0; j < n; ++j) {
+      c[idx[j]] = a[j][n] / a[j][j] / scale[j];
+      feasible = feasible && std::isfinite(c[idx[j]]) && c[idx[j]] >= 0;
+    }
+    if (!feasible) continue;
+    const double q = residual(c);
+    if (q < best_r) {
+      best_r = q;
+      for (int j = 0; j < 3; ++j) best[j] = c[j];
+    }
   }
-  if (s22 > 0 && residual(0.0, s2 / s22) < best_r) best = {0.0, s2 / s22};
-  return best;
+  return {best[0], best[1], best[2]};
 }
 
 void fit(DispatchModel& m, const std::vector<DispatchSample>& samples, size_t skip) {
   m.ms_per_work.assign(m.blocks_per_sm.size(), INFINITY);
   m.ms_per_byte.assign(m.blocks_per_sm.size(), 0.0);
-  for (size_t v = 0; v < m.blocks_per_sm.size(); ++v)
-    std::tie(m.ms_per_work[v], m.ms_per_byte[v]) = fit_variant(samples, m.blocks_per_sm, m.sm_count, v, skip);
+  m.ms_fixed.assign(m.blocks_per_sm.size(), 0.0);
+  for (size_t v = 0; v < m.blocks_per_sm.size(); ++v) {
+    const Fit f = fit_variant(samples, m.blocks_per_sm, m.sm_count, v, skip);
+    m.ms_per_work[v] = f.per_work, m.ms_per_byte[v] = f.per_byte, m.ms_fixed[v] = f.fixed;
+  }
 }
 
 /// The variant the model predicts fastest (the lowest index among equals), or
@@ -235,7 +297,9 @@ double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work, dou
   const auto i = static_cast<size_t>(v);
   if (!(block_work > 0) || !std::isfinite(ms_per_work[i])) return INFINITY;
   const double per_byte = i < ms_per_byte.size() ? ms_per_byte[i] : 0.0;
-  return ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work + per_byte * std::max(traffic, 0.0);
+  const double fixed = i < ms_fixed.size() ? ms_fixed[i] : 0.0;
+  return fixed + ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work +
+         per_byte * std::max(traffic, 0.0);
 }
 
 int DispatchModel::choose(const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
@@ -261,6 +325,7 @@ nlohmann::json DispatchModel::to_json() const {
           {"blocks_per_sm", blocks_per_sm},
           {"ms_per_work", numbers(ms_per_work)},
           {"ms_per_byte", numbers(ms_per_byte.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_byte)},
+          {"ms_fixed", numbers(ms_fixed.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_fixed)},
           {"margin", margin ? nlohmann::json(*margin) : nlohmann::json(nullptr)},
           {"tuned", tuned},
           {"block_work", block_work},
@@ -284,6 +349,14 @@ std::optional<DispatchModel> DispatchModel::from_json(const JsonAt& at, int vari
     const JsonAt x = ms.at(v);
     m.ms_per_work.push_back(x.value().is_null() ? INFINITY : x.number(0));
     m.ms_per_byte.push_back(mb.at(v).number(0));
+  }
+  // ms_fixed: absent in models from before the launch term (read as 0: what they were fitted with).
+  if (auto mf = at.find("ms_fixed")) {
+    if (mf->size() != static_cast<size_t>(variant_count))
+      mf->fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
+    for (size_t v = 0; v < mf->size(); ++v) m.ms_fixed.push_back(mf->at(v).number(0));
+  } else {
+    m.ms_fixed.assign(static_cast<size_t>(variant_count), 0.0);
   }
   if (auto mg = at.find("margin"); mg && !mg->value().is_null()) m.margin = mg->number(0, 1e6);
   if (size_count == 0) at.fail("a model needs the tree's sizes: the tree has none");
