@@ -217,9 +217,10 @@ Fit fit_variant(const std::vector<DispatchSample>& samples, const std::vector<in
     }
     return q;
   };
-  double best[3] = {r[0] / g[0][0], 0, 0};  // work alone (g[0][0] > 0: every row has work > 0)
+  // The subset {work} in closed form (g[0][0] > 0: every row has work > 0), then the six others.
+  double best[3] = {r[0] / g[0][0], 0, 0};
   double best_r = residual(best);
-  for (int mask = 1; mask < 8; ++mask) {
+  for (int mask = 2; mask < 8; ++mask) {
     int idx[3], n = 0;
     for (int j = 0; j < 3; ++j)
       if (mask & (1 << j)) idx[n++] = j;
