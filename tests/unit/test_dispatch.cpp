@@ -20,6 +20,16 @@ using nlohmann::json;
 
 const std::vector<std::string> kMNK = {"M", "N", "K"};
 
+/// Expects DispatchTree::from_json to refuse `j` with an error naming `path`; `what` says what was wrong.
+void expect_refused(const json& j, int variants, const std::string& path, const std::string& what) {
+  try {
+    DispatchTree::from_json(j, "summary.json", variants);
+    FAIL() << what << " was accepted";
+  } catch (const kopt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
 DispatchSample sample(int64_t m, int64_t n, int64_t k, std::vector<double> ms) {
   return {std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k), {m, n, k}, std::move(ms)};
 }
@@ -291,20 +301,10 @@ TEST_P(RecordedClassRun, TheModelRoundTripsThroughJsonAndMalformedOnesAreNamed) 
 
   json bad = t.to_json();
   bad["model"]["blocks_per_sm"].erase(0);
-  try {
-    DispatchTree::from_json(bad, "summary.json", variants);
-    FAIL() << "a model with too few blocks_per_sm entries was accepted";
-  } catch (const kopt::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("$.model.blocks_per_sm"), std::string::npos) << e.what();
-  }
+  expect_refused(bad, variants, "$.model.blocks_per_sm", "a model with too few blocks_per_sm entries");
   bad = t.to_json();
   bad["model"]["traffic_bytes"] = "";
-  try {
-    DispatchTree::from_json(bad, "summary.json", variants);
-    FAIL() << "a model with traffic coefficients but no traffic_bytes was accepted";
-  } catch (const kopt::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("$.model.ms_per_byte"), std::string::npos) << e.what();
-  }
+  expect_refused(bad, variants, "$.model.ms_per_byte", "a model with traffic coefficients but no traffic_bytes");
   // A model from before the launch term (no "ms_fixed") reads with 0 there, as it was fitted.
   json no_fixed = t.to_json();
   no_fixed["model"].erase("ms_fixed");
@@ -313,12 +313,7 @@ TEST_P(RecordedClassRun, TheModelRoundTripsThroughJsonAndMalformedOnesAreNamed) 
   EXPECT_EQ(nf.model->ms_fixed, std::vector<double>(params_.size(), 0.0));
   bad = t.to_json();
   bad["model"]["ms_fixed"].erase(0);
-  try {
-    DispatchTree::from_json(bad, "summary.json", variants);
-    FAIL() << "a model with too few ms_fixed entries was accepted";
-  } catch (const kopt::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("$.model.ms_fixed"), std::string::npos) << e.what();
-  }
+  expect_refused(bad, variants, "$.model.ms_fixed", "a model with too few ms_fixed entries");
   // A model from an older kopt (no "rule": its margin was the veto's) reads as none.
   json old = t.to_json();
   old["model"].erase("rule");
@@ -414,12 +409,7 @@ TEST(DispatchModelEdges, ABareSampleGetsTheTreeAnAbsurdLatencyIsIgnoredAndAModel
   // A recorded model without tuned shapes would make a header that does not compile: refused.
   json j = t.to_json();
   j["model"]["tuned"] = json::array();
-  try {
-    DispatchTree::from_json(j, "summary.json", 2);
-    FAIL() << "a model without tuned shapes was accepted";
-  } catch (const kopt::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("$.model.tuned"), std::string::npos) << e.what();
-  }
+  expect_refused(j, 2, "$.model.tuned", "a model without tuned shapes");
 }
 
 }  // namespace
