@@ -258,7 +258,7 @@ TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVaria
   const DispatchTree t = grown(tuned_);
   ASSERT_TRUE(t.model.has_value());
   ASSERT_TRUE(t.model->margin.has_value()) << "no margin passed the leave-one-out check";
-  EXPECT_GE(*t.model->margin, 0.0);
+  EXPECT_GE(*t.model->margin, 0.05);  // never below the bar's 5%
   EXPECT_LE(*t.model->margin, 3.0);
   for (double b : t.model->ms_per_byte) EXPECT_GE(b, 0.0);
   for (double w : t.model->ms_per_work) EXPECT_GE(w, 0.0);
@@ -277,10 +277,12 @@ TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVaria
   EXPECT_EQ(model.untimed, 0);  // on the tuned shapes every variant was timed
   EXPECT_GT(model.geomean_vs_fastest, tree.geomean_vs_fastest);
   EXPECT_GT(model.within_5pct, tree.within_5pct);
-  // With this rule: 48 (h200_classes) and 69 (h200_example) of 75 within 5%
-  // of the fastest; 46 and 67 without the launch term (ms_fixed), where the
-  // benchmark's two runs of the example's header gave 66 and 67. The tree
-  // guarded by the older veto-only wave model reached 40 on h200_classes.
+  // With this rule: 47 (h200_classes) and 70 (h200_example) of 75 within 5%
+  // of the fastest. Unweighted, with a margin from 0: 48 and 69 (geomean
+  // 0.943 and 0.984 against 0.942 and 0.990 now); 46 and 67 without the
+  // launch term (ms_fixed) as well, where the benchmark's two runs of the
+  // example's header gave 66 and 67. The tree guarded by the older veto-only
+  // wave model reached 40 on h200_classes.
   EXPECT_GE(model.within_5pct, 44);
   EXPECT_GE(model.geomean_vs_fastest, 0.9);
 }
