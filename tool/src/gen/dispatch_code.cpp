@@ -140,10 +140,10 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
     << "/// predicted ms = kMsFixed[v] + kMsPerWork[v] * waves * block_work"
     << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "")
     << ",\n/// waves = ceil(blocks / (kBlocksPerSm[v] * kSmCount)). kMsFixed, kMsPerWork"
-    << (traffic ? " and kMsPerByte are a\n/// non-negative least-squares fit" : " are a non-negative least-squares fit")
+    << (traffic ? " and kMsPerByte are a\n/// non-negative weighted least-squares fit" : " are a non-negative weighted least-squares fit")
     << " of the tuned shapes' measured medians, kBlocksPerSm is\n"
-    << "/// the measured occupancy, and kMargin the smallest with which leave-one-out over the tuned\n"
-    << "/// shapes never ran a variant slower than variant 0.\n"
+    << "/// the measured occupancy, and kMargin the smallest (0.05 at least) with which leave-one-out\n"
+    << "/// over the tuned shapes never ran a variant slower than variant 0 (docs/dispatch.md).\n"
     << "namespace dispatch_model {\n"
     << "constexpr int kSmCount = " << m.sm_count << ";  // SMs of the GPU the variants were timed on\n"
     << "constexpr int kBlocksPerSm[" << n << "] = {";
