@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/shape_classes.h"
+#include "run/fingerprint.h"
+#include "spec/spec.h"
 #include "temp_dir.h"
 #include "util/fs.h"
 
@@ -434,6 +436,43 @@ TEST(ShapeClassesE2E, AClassWhoseSpaceIsExhaustedStillEvaluatesWhatItQueued) {
     EXPECT_EQ(c["evaluations"], s["valid_configurations"]) << c.dump();
     EXPECT_EQ(c["withdrawn"], 0) << c.dump();
   }
+}
+
+TEST(ShapeClassesE2E, TheSpecsSeedsAreEvaluatedFirstInEveryClass) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  // The transpose spec with its files named absolutely and three seeds, the
+  // last outside the space (TILE % BLOCK_ROWS != 0).
+  json spec = read_json(kSpec);
+  const std::string dir = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/";
+  for (const char* k : {"reference", "initial", "template"}) spec[k]["source"] = dir + spec[k]["source"].get<std::string>();
+  spec["tuning"]["seeds"] = json::parse(R"([{"TILE": 64, "BLOCK_ROWS": 16, "PAD": 1, "VEC": 4},
+                                            {"TILE": 16, "BLOCK_ROWS": 8, "PAD": 0, "VEC": 1},
+                                            {"TILE": 16, "BLOCK_ROWS": 32, "PAD": 0, "VEC": 1}])");
+  const fsys::path file = d.path() / "seeded.json";
+  std::ofstream(file) << spec.dump(1);
+  ASSERT_EQ(run(optimize_spec(d, file.string(), "--shape-classes 2 --screen-factor 0 --budget evals=10"), err), 0)
+      << kopt::fs::read_file(err);
+  const std::string log = kopt::fs::read_file(err);
+  EXPECT_NE(log.find("$.tuning.seeds: 2 of 3 configuration(s) are in the space and are evaluated first"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("not in the space (first: $.tuning.seeds[2]"), std::string::npos) << log;
+  // Class 2 also has class 1's best as seeds, after the spec's.
+  EXPECT_NE(log.find("$.tuning.seeds and the nearest tuned classes, class 2"), std::string::npos) << log;
+  std::map<std::string, std::vector<json>> by_class;  // "c1:" -> its candidates' params, in order
+  const json h = read_json(d.path() / "results" / "run-001" / "history.json");
+  for (const auto& a : h["attempts"])
+    if (a["kind"] == "candidate") by_class[a["label"].get<std::string>().substr(0, 3)].push_back(a["params"]);
+  ASSERT_EQ(by_class.size(), 2u);
+  for (const auto& [c, params] : by_class) {
+    ASSERT_GE(params.size(), 2u) << c;
+    EXPECT_EQ(params[0], spec["tuning"]["seeds"][0]) << c;
+    EXPECT_EQ(params[1], spec["tuning"]["seeds"][1]) << c;
+  }
+  // The seeds are no part of the workload: the run is the unseeded spec's.
+  const std::string run_hash = read_json(d.path() / "results" / "run-001" / "run.json")["spec_hash"];
+  EXPECT_EQ(run_hash, kopt::run::spec_fingerprint(kopt::spec::load_spec(kSpec)));
 }
 
 TEST(ShapeClassesE2E, BadValuesAreUsageErrors) {

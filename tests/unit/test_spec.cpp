@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "run/fingerprint.h"
 #include "spec/inputs.h"
 #include "spec/spec.h"
 #include "util/error.h"
@@ -463,6 +464,42 @@ TEST_F(SpecTest, Error134TrafficBytesNeedsBlockWork) {
   expect_error(d, "kopt.spec.134", {"$.launch.traffic_bytes", "needs block_work"});
   d["launch"]["block_work"] = "N";
   EXPECT_NO_THROW(parse(d));
+}
+
+TEST_F(SpecTest, SeedsAreWholeConfigurationsOfTheSpace) {
+  json d = base();
+  d["tuning"] = json::parse(R"({"params": {"BM": [32, 64], "TM": [4, 8]},
+                                "seeds": [{"BM": 64, "TM": 4}, {"TM": 8, "BM": 32}]})");
+  const Spec s = parse(d);
+  ASSERT_EQ(s.tuning.seeds.size(), 2u);
+  EXPECT_EQ(s.tuning.seeds[0], (std::map<std::string, int64_t>{{"BM", 64}, {"TM", 4}}));
+  EXPECT_EQ(s.tuning.seeds[1], (std::map<std::string, int64_t>{{"BM", 32}, {"TM", 8}}));
+  EXPECT_EQ(parse_spec(to_json(s), s.path), s);  // the seeds survive the round trip, in order
+
+  d["tuning"]["seeds"] = json::parse(R"([{"BM": 64, "TM": 4, "BN": 16}])");
+  expect_error(d, "kopt.spec.135", {"$.tuning.seeds[0].BN", "'BN' is not a tuning parameter"});
+  d["tuning"]["seeds"] = json::parse(R"([{"BM": 64, "TM": 4}, {"BM": 48, "TM": 4}])");
+  expect_error(d, "kopt.spec.135", {"$.tuning.seeds[1].BM", "48 is not one of the values", "'BM'"});
+  d["tuning"]["seeds"] = json::parse(R"([{"BM": 64}])");
+  expect_error(d, "kopt.spec.135", {"$.tuning.seeds[0]", "no value of tuning parameter 'TM'", "whole configuration"});
+  d["tuning"]["seeds"] = json::parse(R"([{"BM": 64, "TM": 4}, {"TM": 4, "BM": 64}])");
+  expect_error(d, "kopt.spec.135", {"$.tuning.seeds[1]", "same configuration as an earlier seed"});
+  d["tuning"]["seeds"] = json::parse(R"([{"BM": 64, "TM": 4.5}])");
+  expect_error(d, "kopt.spec.104", {"$.tuning.seeds[0].TM"});
+  d["tuning"]["seeds"] = json::parse(R"({"BM": 64, "TM": 4})");
+  expect_error(d, "kopt.spec.104", {"$.tuning.seeds"});
+}
+
+TEST_F(SpecTest, SeedsLeaveTheFingerprintAsItIs) {
+  // They only order the search: run folders and tuning caches of the same
+  // workload without them still match.
+  json d = base();
+  d["tuning"] = json::parse(R"({"params": {"BM": [32, 64], "TM": [4, 8]}})");
+  const std::string without = kopt::run::spec_fingerprint(parse(d));
+  d["tuning"]["seeds"] = json::parse(R"([{"BM": 64, "TM": 4}])");
+  EXPECT_EQ(kopt::run::spec_fingerprint(parse(d)), without);
+  d["tuning"]["params"]["TM"] = json::parse("[4, 8, 16]");  // the space is part of the workload
+  EXPECT_NE(kopt::run::spec_fingerprint(parse(d)), without);
 }
 
 TEST_F(SpecTest, TheSgemmTemplateSpecLoads) {

@@ -143,7 +143,10 @@ void ClassSearchProposer::begin_class(size_t k) {
       so.seeds.push_back(std::move(s));
     }
   }
-  if (!so.seeds.empty() && so.seeds_from.empty()) so.seeds_from = "warm start of class " + std::to_string(k + 1);
+  if (so.seeds.size() > o_.search.seeds.size())
+    so.seeds_from = o_.search.seeds.empty() ? "warm start of class " + std::to_string(k + 1)
+                                            : o_.search.seeds_from + " and the nearest tuned classes, class " +
+                                                  std::to_string(k + 1);
   c.search = std::make_unique<SearchProposer>(std::move(so));
   c.search->prepare(constants_);
   if (service_) c.search->start(*service_);

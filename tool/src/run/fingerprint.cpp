@@ -49,6 +49,9 @@ std::string spec_fingerprint(const spec::Spec& s) {
   // without them.
   if (auto t = j.find("template"); t != j.end() && t->is_object())
     if (auto l = t->find("launch"); l != t->end() && l->is_object()) l->erase("block_work"), l->erase("traffic_bytes");
+  // Nor do the search's seeds: they set the order in which configurations are
+  // tried, not what is measured.
+  if (auto t = j.find("tuning"); t != j.end() && t->is_object()) t->erase("seeds");
   return RunStore::hash_spec(j);
 }
 

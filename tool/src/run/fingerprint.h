@@ -18,7 +18,8 @@ nlohmann::json portable_spec_json(const spec::Spec& s);
 
 /// RunStore::hash_spec(portable_spec_json(s)) without the template launch's
 /// block_work and traffic_bytes (they change no measurement, only the dispatch
-/// model's reading).
+/// model's reading) and without $.tuning.seeds (they change only the order in
+/// which the search tries configurations).
 std::string spec_fingerprint(const spec::Spec& s);
 
 }  // namespace kopt::run

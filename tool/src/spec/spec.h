@@ -184,6 +184,13 @@ struct Tuning {
   std::vector<TuningParam> params;
   std::vector<Expr> constraints;        // each must evaluate non-zero
   std::vector<std::string> compile_options;
+  /// "seeds": whole configurations (every parameter, each at one of its
+  /// values) the parameter search evaluates first, in this order; a class
+  /// search (propose/class_search.h) evaluates them first in every class.
+  /// One that breaks a constraint on the GPU at hand is reported and skipped.
+  /// They change the search's order only, not the workload: the spec's
+  /// fingerprint leaves them out (run/fingerprint.h).
+  std::vector<std::map<std::string, int64_t>> seeds;
 };
 
 struct Spec {

@@ -100,7 +100,9 @@ json tuning_json(const Tuning& t) {
   for (const TuningParam& p : t.params) params[p.name] = p.values;
   json constraints = json::array();
   for (const Expr& e : t.constraints) constraints.push_back(expr_json(e));
-  return {{"params", params}, {"constraints", constraints}, {"compile_options", t.compile_options}};
+  json j = {{"params", params}, {"constraints", constraints}, {"compile_options", t.compile_options}};
+  if (!t.seeds.empty()) j["seeds"] = t.seeds;
+  return j;
 }
 
 }  // namespace
@@ -227,7 +229,7 @@ bool operator==(const TuningParam& a, const TuningParam& b) {
 
 bool operator==(const Tuning& a, const Tuning& b) {
   return a.params == b.params && a.constraints == b.constraints &&
-         a.compile_options == b.compile_options;
+         a.compile_options == b.compile_options && a.seeds == b.seeds;
 }
 
 bool operator==(const Spec& a, const Spec& b) {

@@ -218,7 +218,7 @@ Checks parse_checks(const Ctx& ctx, const json& j, const std::string& path) {
 
 Tuning parse_tuning(const Ctx& ctx, const json& j, const std::string& path) {
   expect_object(ctx, j, path);
-  check_keys(ctx, j, path, {"params", "constraints", "compile_options"});
+  check_keys(ctx, j, path, {"params", "constraints", "compile_options", "seeds"});
   Tuning t;
   if (const json* params = opt(j, "params")) {
     const std::string pp = child(path, "params");
@@ -246,6 +246,34 @@ Tuning parse_tuning(const Ctx& ctx, const json& j, const std::string& path) {
   }
   if (const json* v = opt(j, "compile_options")) {
     t.compile_options = get_string_list(ctx, *v, child(path, "compile_options"));
+  }
+  if (const json* seeds = opt(j, "seeds")) {
+    const std::string sp = child(path, "seeds");
+    expect_array(ctx, *seeds, sp);
+    for (size_t i = 0; i < seeds->size(); ++i) {
+      const std::string p = child(sp, i);
+      const json& seed = (*seeds)[i];
+      expect_object(ctx, seed, p);
+      std::map<std::string, int64_t> config;
+      for (const auto& [name, value] : seed.items()) {
+        const auto tp = std::find_if(t.params.begin(), t.params.end(),
+                                     [&](const TuningParam& q) { return q.name == name; });
+        if (tp == t.params.end())
+          ctx.fail("kopt.spec.135", child(p, name), "'" + name + "' is not a tuning parameter of $.tuning.params");
+        const int64_t v = get_int(ctx, value, child(p, name));
+        if (std::find(tp->values.begin(), tp->values.end(), v) == tp->values.end())
+          ctx.fail("kopt.spec.135", child(p, name),
+                   std::to_string(v) + " is not one of the values of tuning parameter '" + name + "'");
+        config[name] = v;
+      }
+      for (const TuningParam& tp : t.params)
+        if (!config.count(tp.name))
+          ctx.fail("kopt.spec.135", p, "the seed gives no value of tuning parameter '" + tp.name +
+                                           "' (a seed is a whole configuration)");
+      if (std::find(t.seeds.begin(), t.seeds.end(), config) != t.seeds.end())
+        ctx.fail("kopt.spec.135", p, "the same configuration as an earlier seed");
+      t.seeds.push_back(std::move(config));
+    }
   }
   return t;
 }

@@ -44,6 +44,20 @@ void add_warm_start(const OptimizeOptions& o, propose::SearchProposerOptions& so
   }
 }
 
+/// $.tuning.seeds after any --warm-start entries (a configuration in both is
+/// tried once, at its first place).
+void add_spec_seeds(const spec::Spec& s, const OptimizeOptions& o, propose::SearchProposerOptions& so) {
+  if (s.tuning.seeds.empty()) return;
+  so.seeds_from = so.seeds_from.empty() ? "$.tuning.seeds" : so.seeds_from + " and $.tuning.seeds";
+  for (size_t i = 0; i < s.tuning.seeds.size(); ++i) {
+    propose::Seed seed;
+    for (const auto& [name, v] : s.tuning.seeds[i]) seed.config[name] = v;
+    seed.origin = "$.tuning.seeds[" + std::to_string(i) + "]";
+    so.seeds.push_back(std::move(seed));
+  }
+  if (!o.quiet && !so.note) so.note = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+}
+
 /// The parameter search over the spec's template.
 propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) {
   if (!s.template_kernel)
@@ -61,6 +75,7 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   so.strategy = o.strategy;
   so.seed = o.seed;
   if (!o.warm_start.empty()) add_warm_start(o, so);
+  add_spec_seeds(s, o, so);
   // Shape classes: the performance cases grouped by size, one search each.
   std::vector<model::ShapePoint> points;
   std::vector<std::string> size_names;
