@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "model/dispatch.h"
@@ -167,7 +168,10 @@ TEST(Dispatch, RecordedH200SweepOfTheSgemmKinds) {
 // only 56 of 75 within 5% (40 and 59 on the other two records). It stays
 // counted here so that a change of the model that fixes it, or adds another,
 // shows.
-int known_slower_than_v0(const std::string& record) { return record == "h200_seeded.json" ? 1 : 0; }
+std::set<std::string> known_slower_than_v0(const std::string& record) {
+  if (record == "h200_seeded.json") return {"3072x1500x1024"};
+  return {};
+}
 class RecordedClassRun : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -229,6 +233,7 @@ class RecordedClassRun : public ::testing::TestWithParam<const char*> {
 
 struct Judged {
   int slower_than_v0 = 0, within_5pct = 0;
+  std::set<std::string> slower_than_v0_shapes;
   int untimed = 0;  // picks of a variant the benchmark did not time there (its probe launch was over 2x cuBLAS's)
   double geomean_vs_fastest = 0;  // geomean of fastest / dispatched, over the shapes where it was timed
   std::string worst;
@@ -247,6 +252,7 @@ Judged judge(const DispatchTree& t, const std::vector<DispatchSample>& shapes, b
     const double vs0 = mine / s.ms[0];
     if (std::isfinite(mine) && vs0 > 1.05) {
       ++j.slower_than_v0;
+      j.slower_than_v0_shapes.insert(s.name);
       if (vs0 > worst) {
         worst = vs0;
         j.worst = s.name + " (variant " + std::to_string(v) + ", " + std::to_string(vs0) + "x variant 0)";
@@ -264,7 +270,7 @@ Judged judge(const DispatchTree& t, const std::vector<DispatchSample>& shapes, b
   return j;
 }
 
-TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVariantZero) {
+TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsSlowerThanVariantZeroOnlyOnTheKnownMiss) {
   ASSERT_GE(tuned_.size(), 17u);
   ASSERT_EQ(held_out_.size(), 75u);
   const DispatchTree t = grown(tuned_);
@@ -285,7 +291,7 @@ TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVaria
             << " within 5% of the fastest, geomean fastest/dispatched " << tree.geomean_vs_fastest << "; the model "
             << "(margin " << *t.model->margin << ") " << model.slower_than_v0 << ", " << model.within_5pct << ", "
             << model.geomean_vs_fastest << "\n";
-  EXPECT_EQ(model.slower_than_v0, known_slower_than_v0(GetParam())) << model.worst;
+  EXPECT_EQ(model.slower_than_v0_shapes, known_slower_than_v0(GetParam())) << model.worst;
   EXPECT_EQ(model.untimed, 0);  // on the tuned shapes every variant was timed
   EXPECT_GT(model.geomean_vs_fastest, tree.geomean_vs_fastest);
   EXPECT_GT(model.within_5pct, tree.within_5pct);
@@ -359,7 +365,8 @@ TEST_P(RecordedClassRun, GrownOnHalfOfTheSuiteTheModelHoldsOnTheOtherHalf) {
               << model.slower_than_v0 << " (worst " << model.worst << "), " << model.within_5pct << ", "
               << model.untimed << " on a variant the benchmark did not time there\n";
     // h200_seeded, fold 0: the known miss above, 3072x1500x1024 again.
-    EXPECT_EQ(model.slower_than_v0, fold == 0 ? known_slower_than_v0(GetParam()) : 0) << model.worst;
+    EXPECT_EQ(model.slower_than_v0_shapes, fold == 0 ? known_slower_than_v0(GetParam()) : std::set<std::string>{})
+        << model.worst;
     // Grown on benchmark rows, where a variant slower than 2x cuBLAS at its
     // probe was not timed, the fit sees such variants only where they were
     // fast; one such pick was seen (an earlier example tuning, fold 1: 512x1x500000).

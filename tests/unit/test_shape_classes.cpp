@@ -459,7 +459,9 @@ TEST(ShapeClassesE2E, TheSpecsSeedsAreEvaluatedFirstInEveryClass) {
       << log;
   EXPECT_NE(log.find("not in the space (first: $.tuning.seeds[2]"), std::string::npos) << log;
   // Class 2 also has class 1's best as seeds, after the spec's.
-  EXPECT_NE(log.find("$.tuning.seeds and the nearest tuned classes, class 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("warm start of class 2 ($.tuning.seeds, the best of the nearest tuned classes): "),
+            std::string::npos)
+      << log;
   std::map<std::string, std::vector<json>> by_class;  // "c1:" -> its candidates' params, in order
   const json h = read_json(d.path() / "results" / "run-001" / "history.json");
   for (const auto& a : h["attempts"])
@@ -473,6 +475,41 @@ TEST(ShapeClassesE2E, TheSpecsSeedsAreEvaluatedFirstInEveryClass) {
   // The seeds are no part of the workload: the run is the unseeded spec's.
   const std::string run_hash = read_json(d.path() / "results" / "run-001" / "run.json")["spec_hash"];
   EXPECT_EQ(run_hash, kopt::run::spec_fingerprint(kopt::spec::load_spec(kSpec)));
+}
+
+TEST(ShapeClassesE2E, SeedsTakeAtMostHalfOfAClassShare) {
+  // 2 classes of 3 evaluations: one seed each, then the strategy's own.
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  json spec = read_json(kSpec);
+  const std::string dir = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/";
+  for (const char* k : {"reference", "initial", "template"}) spec[k]["source"] = dir + spec[k]["source"].get<std::string>();
+  spec["tuning"]["seeds"] = json::parse(R"([{"TILE": 64, "BLOCK_ROWS": 16, "PAD": 1, "VEC": 4},
+                                            {"TILE": 16, "BLOCK_ROWS": 8, "PAD": 0, "VEC": 1},
+                                            {"TILE": 32, "BLOCK_ROWS": 8, "PAD": 1, "VEC": 1}])");
+  const fsys::path file = d.path() / "seeded.json";
+  std::ofstream(file) << spec.dump(1);
+  ASSERT_EQ(run(optimize_spec(d, file.string(), "--shape-classes 2 --screen-factor 0 --budget evals=6"), err), 0)
+      << kopt::fs::read_file(err);
+  const std::string log = kopt::fs::read_file(err);
+  EXPECT_NE(log.find("$.tuning.seeds: 1 of 3 configuration(s) are in the space and are evaluated first"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("2 not used, over the seeds' share (first: $.tuning.seeds[1]: at most 1 seed(s), half of "
+                     "class 1's 3 evaluations)"),
+            std::string::npos)
+      << log;
+  const json h = read_json(d.path() / "results" / "run-001" / "history.json");
+  std::map<std::string, std::set<std::string>> distinct;  // class -> its configurations
+  for (const auto& a : h["attempts"])
+    if (a["kind"] == "candidate") distinct[a["label"].get<std::string>().substr(0, 3)].insert(a["params"].dump());
+  ASSERT_EQ(distinct.size(), 2u);
+  for (const auto& [c, configs] : distinct) {
+    EXPECT_EQ(configs.size(), 3u) << c << ": a seed and the strategy's own";
+    EXPECT_TRUE(configs.count(spec["tuning"]["seeds"][0].dump())) << c;
+    EXPECT_FALSE(configs.count(spec["tuning"]["seeds"][1].dump()) && configs.count(spec["tuning"]["seeds"][2].dump()))
+        << c;
+  }
 }
 
 TEST(ShapeClassesE2E, BadValuesAreUsageErrors) {

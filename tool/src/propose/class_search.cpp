@@ -143,10 +143,20 @@ void ClassSearchProposer::begin_class(size_t k) {
       so.seeds.push_back(std::move(s));
     }
   }
-  if (so.seeds.size() > o_.search.seeds.size())
-    so.seeds_from = o_.search.seeds.empty() ? "warm start of class " + std::to_string(k + 1)
-                                            : o_.search.seeds_from + " and the nearest tuned classes, class " +
-                                                  std::to_string(k + 1);
+  if (so.seeds.size() > o_.search.seeds.size()) {
+    // "warm start of class 2 (--warm-start w.json, $.tuning.seeds, the best
+    // of the nearest tuned classes)"; the file's description was given with class 1.
+    so.seeds_from = "warm start of class " + std::to_string(k + 1) + " (" +
+                    (o_.search.seeds_from.empty() ? std::string() : o_.search.seeds_from + ", ") +
+                    "the best of the nearest tuned classes)";
+    so.seeds_about.clear();
+  }
+  // Seeds may take half of a class's evaluations share, so that a short
+  // budget over many classes still searches in each.
+  if (c.share > 0) {
+    so.max_seeds = std::max<int64_t>(c.share / 2, 1);
+    so.max_seeds_why = "half of class " + std::to_string(k + 1) + "'s " + std::to_string(c.share) + " evaluations";
+  }
   c.search = std::make_unique<SearchProposer>(std::move(so));
   c.search->prepare(constants_);
   if (service_) c.search->start(*service_);

@@ -44,6 +44,12 @@ void SearchProposer::check_seeds() {
       not_used("listed twice", s.origin, "the configuration of " + it->second);
       continue;
     }
+    if (o_.max_seeds > 0 && static_cast<int64_t>(accepted_.size()) >= o_.max_seeds) {
+      not_used("over the seeds' share", s.origin,
+               "at most " + std::to_string(o_.max_seeds) + " seed(s)" +
+                   (o_.max_seeds_why.empty() ? std::string() : ", " + o_.max_seeds_why));
+      continue;
+    }
     seed_keys_[key] = s.origin;
     accepted_.push_back(s);
   }

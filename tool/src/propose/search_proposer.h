@@ -48,6 +48,12 @@ struct SearchProposerOptions {
   /// cache of kernel 'k' on 'A100', 12 entries").
   std::vector<Seed> seeds;
   std::string seeds_from, seeds_about;
+  /// At most this many seeds are accepted (the first, in order); the rest
+  /// are reported as not used. 0: no limit. A class search sets half of a
+  /// class's evaluations share, so that its own strategy still runs.
+  int64_t max_seeds = 0;
+  /// Why max_seeds is what it is, for the report ("half of class 2's 5 evaluations").
+  std::string max_seeds_why;
   /// Receives the one-line report of the seeds (how many are tried first,
   /// how many not and why) once prepare() has checked them; null: silent.
   std::function<void(const std::string&)> note;

@@ -48,7 +48,12 @@ void add_warm_start(const OptimizeOptions& o, propose::SearchProposerOptions& so
 /// tried once, at its first place).
 void add_spec_seeds(const spec::Spec& s, const OptimizeOptions& o, propose::SearchProposerOptions& so) {
   if (s.tuning.seeds.empty()) return;
-  so.seeds_from = so.seeds_from.empty() ? "$.tuning.seeds" : so.seeds_from + " and $.tuning.seeds";
+  if (so.seeds_from.empty()) {
+    so.seeds_from = "$.tuning.seeds";
+  } else {  // the warm-start file's description stays beside its name
+    so.seeds_from += (so.seeds_about.empty() ? "" : " (" + so.seeds_about + ")") + std::string(" and $.tuning.seeds");
+    so.seeds_about.clear();
+  }
   for (size_t i = 0; i < s.tuning.seeds.size(); ++i) {
     propose::Seed seed;
     for (const auto& [name, v] : s.tuning.seeds[i]) seed.config[name] = v;
