@@ -472,6 +472,21 @@ TEST(ShapeClassesE2E, TheSpecsSeedsAreEvaluatedFirstInEveryClass) {
     EXPECT_EQ(params[0], spec["tuning"]["seeds"][0]) << c;
     EXPECT_EQ(params[1], spec["tuning"]["seeds"][1]) << c;
   }
+  // Both classes evaluated the seeds: a configuration is re-timed, and is a
+  // variant, once however many classes found it.
+  const json sum = read_json(d.path() / "results" / "run-001" / "summary.json");
+  std::set<std::string> retimed;
+  for (const auto& e : sum["retime"]) {
+    const std::string label = e["label"].get<std::string>();
+    EXPECT_TRUE(retimed.insert(label.substr(label.find(':') + 1)).second) << "re-timed twice: " << label;
+  }
+  if (sum.contains("specialization")) {
+    std::set<std::string> variants;
+    for (const auto& v : sum["specialization"]["variants"]) {
+      const std::string label = v["label"].get<std::string>();
+      EXPECT_TRUE(variants.insert(label.substr(label.find(':') + 1)).second) << "a variant twice: " << label;
+    }
+  }
   // The seeds are no part of the workload: the run is the unseeded spec's.
   const std::string run_hash = read_json(d.path() / "results" / "run-001" / "run.json")["spec_hash"];
   EXPECT_EQ(run_hash, kopt::run::spec_fingerprint(kopt::spec::load_spec(kSpec)));

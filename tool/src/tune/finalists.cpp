@@ -41,11 +41,25 @@ std::string cases_key(std::vector<std::string> names) {
 /// ranked in (one group in a plain run; one per shape class).
 std::string timed_cases_key(const Attempt& a) { return cases_key(model::timed_performance_cases(a)); }
 
+/// What makes two finalists the same kernel: a candidate's source, compile
+/// options and configuration (the same configuration found by two shape
+/// classes, a seed or a neighbour's best, is re-timed and offered as a
+/// variant once), else the attempt itself.
+std::string finalist_key(const Attempt& a) {
+  if (a.kind != "candidate" || a.params.empty() || a.source.empty()) return a.kind + "#" + std::to_string(a.index);
+  std::string k = a.source + '\0';
+  for (const auto& o : a.compile_options) k += o + '\0';
+  for (const auto& [name, v] : a.params) k += name + "=" + std::to_string(v) + ",";
+  return k;
+}
+
 /// The top `top` ok candidates and initial kernels by geomean, in each group
 /// of attempts timed on the same performance cases (so per shape class), then
 /// (with specialisation) each performance case's fastest, so that the
-/// per-case choice is made on the same interleaved measurements. The first
-/// is the best of the largest group.
+/// per-case choice is made on the same interleaved measurements. A
+/// configuration already ranked from an earlier group is left out (the next
+/// one of the group takes its place). The first is the best of the largest
+/// group.
 std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history, int top, bool specialize,
                                              const std::vector<std::string>& perf_cases) {
   std::vector<const Attempt*> all_ok;
@@ -58,7 +72,6 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
   for (auto& [key, g] : groups) {
     std::stable_sort(g.begin(), g.end(),
                      [](const Attempt* x, const Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
-    if (g.size() > static_cast<size_t>(std::max(top, 1))) g.resize(static_cast<size_t>(std::max(top, 1)));
     ordered.push_back(g);
   }
   // The group timed on the most cases first (a plain run's only group; with
@@ -68,14 +81,22 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
     return std::count(kx.begin(), kx.end(), '\n') > std::count(ky.begin(), ky.end(), '\n');
   });
   std::vector<const Attempt*> ranked;
-  for (const auto& g : ordered)
-    for (const auto* a : g) ranked.push_back(a);
+  std::set<std::string> seen;
+  for (const auto& g : ordered) {
+    size_t taken = 0;
+    for (const auto* a : g) {
+      if (taken >= static_cast<size_t>(std::max(top, 1))) break;
+      if (!seen.insert(finalist_key(*a)).second) continue;
+      ranked.push_back(a);
+      ++taken;
+    }
+  }
   if (specialize && perf_cases.size() > 1)
     for (const auto& name : perf_cases) {
       const Attempt* fastest = nullptr;
       for (const auto* a : all_ok)
         if (!fastest || median_ms(*a, name) < median_ms(*fastest, name)) fastest = a;
-      if (fastest && std::find(ranked.begin(), ranked.end(), fastest) == ranked.end()) ranked.push_back(fastest);
+      if (fastest && seen.insert(finalist_key(*fastest)).second) ranked.push_back(fastest);
     }
   return ranked;
 }
