@@ -438,19 +438,27 @@ TEST(ShapeClassesE2E, AClassWhoseSpaceIsExhaustedStillEvaluatesWhatItQueued) {
   }
 }
 
+/// The transpose spec with its files named absolutely and two seeds, then
+/// `third`, written to d/seeded.json; *spec gets the document.
+fsys::path seeded_transpose(const TempDir& d, const json& third, json* spec) {
+  *spec = read_json(kSpec);
+  const std::string dir = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/";
+  for (const char* k : {"reference", "initial", "template"})
+    (*spec)[k]["source"] = dir + (*spec)[k]["source"].get<std::string>();
+  (*spec)["tuning"]["seeds"] = json::parse(R"([{"TILE": 64, "BLOCK_ROWS": 16, "PAD": 1, "VEC": 4},
+                                               {"TILE": 16, "BLOCK_ROWS": 8, "PAD": 0, "VEC": 1}])");
+  (*spec)["tuning"]["seeds"].push_back(third);
+  const fsys::path file = d.path() / "seeded.json";
+  std::ofstream(file) << spec->dump(1);
+  return file;
+}
+
 TEST(ShapeClassesE2E, TheSpecsSeedsAreEvaluatedFirstInEveryClass) {
   TempDir d;
   const fsys::path err = d.path() / "err";
-  // The transpose spec with its files named absolutely and three seeds, the
-  // last outside the space (TILE % BLOCK_ROWS != 0).
-  json spec = read_json(kSpec);
-  const std::string dir = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/";
-  for (const char* k : {"reference", "initial", "template"}) spec[k]["source"] = dir + spec[k]["source"].get<std::string>();
-  spec["tuning"]["seeds"] = json::parse(R"([{"TILE": 64, "BLOCK_ROWS": 16, "PAD": 1, "VEC": 4},
-                                            {"TILE": 16, "BLOCK_ROWS": 8, "PAD": 0, "VEC": 1},
-                                            {"TILE": 16, "BLOCK_ROWS": 32, "PAD": 0, "VEC": 1}])");
-  const fsys::path file = d.path() / "seeded.json";
-  std::ofstream(file) << spec.dump(1);
+  // The third seed is outside the space (TILE % BLOCK_ROWS != 0).
+  json spec;
+  const fsys::path file = seeded_transpose(d, {{"TILE", 16}, {"BLOCK_ROWS", 32}, {"PAD", 0}, {"VEC", 1}}, &spec);
   ASSERT_EQ(run(optimize_spec(d, file.string(), "--shape-classes 2 --screen-factor 0 --budget evals=10"), err), 0)
       << kopt::fs::read_file(err);
   const std::string log = kopt::fs::read_file(err);
@@ -496,14 +504,8 @@ TEST(ShapeClassesE2E, SeedsTakeAtMostHalfOfAClassShare) {
   // 2 classes of 3 evaluations: one seed each, then the strategy's own.
   TempDir d;
   const fsys::path err = d.path() / "err";
-  json spec = read_json(kSpec);
-  const std::string dir = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/";
-  for (const char* k : {"reference", "initial", "template"}) spec[k]["source"] = dir + spec[k]["source"].get<std::string>();
-  spec["tuning"]["seeds"] = json::parse(R"([{"TILE": 64, "BLOCK_ROWS": 16, "PAD": 1, "VEC": 4},
-                                            {"TILE": 16, "BLOCK_ROWS": 8, "PAD": 0, "VEC": 1},
-                                            {"TILE": 32, "BLOCK_ROWS": 8, "PAD": 1, "VEC": 1}])");
-  const fsys::path file = d.path() / "seeded.json";
-  std::ofstream(file) << spec.dump(1);
+  json spec;
+  const fsys::path file = seeded_transpose(d, {{"TILE", 32}, {"BLOCK_ROWS", 8}, {"PAD", 1}, {"VEC", 1}}, &spec);
   ASSERT_EQ(run(optimize_spec(d, file.string(), "--shape-classes 2 --screen-factor 0 --budget evals=6"), err), 0)
       << kopt::fs::read_file(err);
   const std::string log = kopt::fs::read_file(err);
