@@ -483,18 +483,15 @@ TEST(ShapeClassesE2E, TheSpecsSeedsAreEvaluatedFirstInEveryClass) {
   // Both classes evaluated the seeds: a configuration is re-timed, and is a
   // variant, once however many classes found it.
   const json sum = read_json(d.path() / "results" / "run-001" / "summary.json");
-  std::set<std::string> retimed;
-  for (const auto& e : sum["retime"]) {
-    const std::string label = e["label"].get<std::string>();
-    EXPECT_TRUE(retimed.insert(label.substr(label.find(':') + 1)).second) << "re-timed twice: " << label;
-  }
-  if (sum.contains("specialization")) {
-    std::set<std::string> variants;
-    for (const auto& v : sum["specialization"]["variants"]) {
-      const std::string label = v["label"].get<std::string>();
-      EXPECT_TRUE(variants.insert(label.substr(label.find(':') + 1)).second) << "a variant twice: " << label;
+  auto expect_each_once = [](const json& entries, const std::string& what) {
+    std::set<std::string> configs;  // the labels without their class prefix
+    for (const auto& e : entries) {
+      const std::string label = e["label"].get<std::string>();
+      EXPECT_TRUE(configs.insert(label.substr(label.find(':') + 1)).second) << what << " twice: " << label;
     }
-  }
+  };
+  expect_each_once(sum["retime"], "re-timed");
+  if (sum.contains("specialization")) expect_each_once(sum["specialization"]["variants"], "a variant");
   // The seeds are no part of the workload: the run is the unseeded spec's.
   const std::string run_hash = read_json(d.path() / "results" / "run-001" / "run.json")["spec_hash"];
   EXPECT_EQ(run_hash, kopt::run::spec_fingerprint(kopt::spec::load_spec(kSpec)));

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "model/dispatch.h"
+#include "search/space.h"
 #include "tune/dispatch_launches.h"
 #include "tune/driver_impl.h"
 #include "util/interrupt.h"
@@ -49,8 +50,7 @@ std::string finalist_key(const Attempt& a) {
   if (a.kind != "candidate" || a.params.empty() || a.source.empty()) return a.kind + "#" + std::to_string(a.index);
   std::string k = a.source + '\0';
   for (const auto& o : a.compile_options) k += o + '\0';
-  for (const auto& [name, v] : a.params) k += name + "=" + std::to_string(v) + ",";
-  return k;
+  return k + search::config_key(a.params);
 }
 
 /// The top `top` ok candidates and initial kernels by geomean, in each group

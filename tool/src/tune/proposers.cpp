@@ -14,6 +14,9 @@
 namespace kopt::tune {
 namespace {
 
+/// The search's seed report, on stderr.
+void note_on_stderr(const std::string& line) { std::cerr << "kopt: " << line << "\n"; }
+
 /// --warm-start FILE as seeds of the search, best recorded first; what cannot
 /// be tried (recorded as failed, a value that is no integer) comes along with
 /// its reason, to be counted in the report.
@@ -40,7 +43,7 @@ void add_warm_start(const OptimizeOptions& o, propose::SearchProposerOptions& so
   }
   if (!o.quiet) {
     if (!w.note.empty()) std::cerr << "kopt: --warm-start " << fs::display(o.warm_start) << ": " << w.note << "\n";
-    so.note = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+    so.note = note_on_stderr;
   }
 }
 
@@ -56,11 +59,11 @@ void add_spec_seeds(const spec::Spec& s, const OptimizeOptions& o, propose::Sear
   }
   for (size_t i = 0; i < s.tuning.seeds.size(); ++i) {
     propose::Seed seed;
-    for (const auto& [name, v] : s.tuning.seeds[i]) seed.config[name] = v;
+    seed.config = s.tuning.seeds[i];
     seed.origin = "$.tuning.seeds[" + std::to_string(i) + "]";
     so.seeds.push_back(std::move(seed));
   }
-  if (!o.quiet && !so.note) so.note = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
+  if (!o.quiet) so.note = note_on_stderr;
 }
 
 /// The parameter search over the spec's template.
