@@ -157,8 +157,9 @@ TEST(Dispatch, RecordedH200SweepOfTheSgemmKinds) {
 // 4.7x: a 48-block grid on 512x1500x2816) and h200_example.json (the example
 // project's committed tuning: 11 variants, tuned on 18 shapes), and a third,
 // h200_seeded.json (the example re-tuned with the spec's first five seeds,
-// 2026-12-03: 7 variants, not committed). All three are written by
-// scripts/record_dispatch.py.
+// 2026-12-03: 7 variants, not committed) and a fourth, h200_six_seeds.json
+// (re-tuned with all six seeds and deduplicated finalists, 2026-12-03: 11
+// variants, not committed). All four are written by scripts/record_dispatch.py.
 //
 // The one known miss: on h200_seeded, 3072x1500x1024 runs variant 5 (a 128x64
 // tile, 576 blocks in two waves), predicted 0.260 ms against variant 0's
@@ -167,9 +168,10 @@ TEST(Dispatch, RecordedH200SweepOfTheSgemmKinds) {
 // and moves 5 shapes out of 5% of the fastest; 0.15 refuses it, but leaves
 // only 56 of 75 within 5% (40 and 59 on the other two records). It stays
 // counted here so that a change of the model that fixes it, or adds another,
-// shows.
+// shows. h200_six_seeds misses on the same shape: variant 9 (a 128x64 tile,
+// 3 stages) runs 12.3% slower than variant 0 in both benchmark runs.
 std::set<std::string> known_slower_than_v0(const std::string& record) {
-  if (record == "h200_seeded.json") return {"3072x1500x1024"};
+  if (record == "h200_seeded.json" || record == "h200_six_seeds.json") return {"3072x1500x1024"};
   return {};
 }
 class RecordedClassRun : public ::testing::TestWithParam<const char*> {
@@ -296,7 +298,8 @@ TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsSlowerThanVariantZer
   EXPECT_GT(model.geomean_vs_fastest, tree.geomean_vs_fastest);
   EXPECT_GT(model.within_5pct, tree.within_5pct);
   // With this rule: 47 (h200_classes), 70 (h200_example) and 71
-  // (h200_seeded; the benchmark's two runs of its header: 70 and 71) of 75
+  // (h200_seeded; the benchmark's two runs of its header: 70 and 71) and 65
+  // (h200_six_seeds; the benchmark's two runs: 65 and 64) of 75
   // within 5% of the fastest. Unweighted, with a margin from 0: 48 and 69 (geomean
   // 0.943 and 0.984 against 0.942 and 0.990 now); 46 and 67 without the
   // launch term (ms_fixed) as well, where the benchmark's two runs of the
@@ -364,7 +367,7 @@ TEST_P(RecordedClassRun, GrownOnHalfOfTheSuiteTheModelHoldsOnTheOtherHalf) {
               << "variant 0 (worst " << tree.worst << "), " << tree.within_5pct << " within 5%; the model "
               << model.slower_than_v0 << " (worst " << model.worst << "), " << model.within_5pct << ", "
               << model.untimed << " on a variant the benchmark did not time there\n";
-    // h200_seeded, fold 0: the known miss above, 3072x1500x1024 again.
+    // h200_seeded and h200_six_seeds, fold 0: the known miss above, 3072x1500x1024 again.
     EXPECT_EQ(model.slower_than_v0_shapes, fold == 0 ? known_slower_than_v0(GetParam()) : std::set<std::string>{})
         << model.worst;
     // Grown on benchmark rows, where a variant slower than 2x cuBLAS at its
@@ -374,7 +377,8 @@ TEST_P(RecordedClassRun, GrownOnHalfOfTheSuiteTheModelHoldsOnTheOtherHalf) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(H200, RecordedClassRun, ::testing::Values("h200_classes.json", "h200_example.json", "h200_seeded.json"),
+INSTANTIATE_TEST_SUITE_P(H200, RecordedClassRun, ::testing::Values("h200_classes.json", "h200_example.json", "h200_seeded.json",
+                                           "h200_six_seeds.json"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param).substr(0, std::string(i.param).find('.'));
                          });
