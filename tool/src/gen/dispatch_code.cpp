@@ -60,7 +60,7 @@ bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t var
       if (!x.is_number_integer()) return false;
       sc.sizes[k] = x.get<int64_t>();
     }
-    model::DispatchSample d{name, {}, {}, {}, {}, {}};
+    model::DispatchSample d{name, {}, {}, {}, {}, {}, {}};
     for (const auto& sz : tree.sizes) {
       if (!sc.sizes.count(sz)) return false;
       d.sizes.push_back(sc.sizes.at(sz));
@@ -69,11 +69,13 @@ bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t var
     samples.push_back(std::move(d));
   }
   // A launch that does not resolve for these parameters: keep what was recorded.
-  if (!tune::fill_dispatch_launches(samples, *launch, params, [&](const std::string& name) { return &cases.at(name); })
+  const spec::Expr data_bytes = spec::data_bytes_expr(spec);
+  if (!tune::fill_dispatch_launches(samples, *launch, data_bytes, params,
+                                    [&](const std::string& name) { return &cases.at(name); })
            .empty())
     return false;
   auto fitted = model::derive_dispatch_model(tree, samples, blocks_per_sm, sm.get<int>(), launch->block_work.text(),
-                                            launch->traffic_bytes.text());
+                                            launch->traffic_bytes.text(), data_bytes.text());
   if (!fitted) return false;
   tree.model = std::move(fitted);
   return true;
@@ -105,6 +107,8 @@ std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, s
   m.ms_per_work.assign(variants, INFINITY);
   m.ms_per_byte.assign(variants, 0.0);
   m.ms_fixed.assign(variants, 0.0);
+  m.ms_per_work_spread.assign(variants, 0.0);
+  m.ms_per_data_byte.assign(variants, 0.0);
   m.block_work = "1";
   const nlohmann::json cases = sp.value("cases", nlohmann::json::object());
   for (const auto& [name, c] : cases.items()) {
@@ -135,15 +139,16 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
     for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << (std::isfinite(xs[v]) ? fmt_exact(xs[v]) : std::string("HUGE_VAL"));
   };
   const bool traffic = !m.traffic.empty();
+  const bool data = !m.data_bytes.empty();
   h << "/// The cost model (docs/dispatch.md, \"Off the tuned shapes\"). Off the tuned shapes, the variant\n"
     << "/// it predicts fastest runs where it is predicted faster than variant 0 by kMargin, else variant 0:\n"
-    << "/// predicted ms = kMsFixed[v] + kMsPerWork[v] * waves * block_work"
-    << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "")
-    << ",\n/// waves = ceil(blocks / (kBlocksPerSm[v] * kSmCount)). kMsFixed, kMsPerWork"
-    << (traffic ? " and kMsPerByte are a\n/// non-negative weighted least-squares fit" : " are a non-negative weighted least-squares fit")
-    << " of the tuned shapes' measured medians, kBlocksPerSm is\n"
-    << "/// the measured occupancy, and kMargin the smallest (0.05 at least) with which leave-one-out\n"
-    << "/// over the tuned shapes never ran a variant slower than variant 0 (docs/dispatch.md).\n"
+    << "/// predicted ms = kMsFixed[v] + kMsPerWork[v] * waves * block_work\n"
+    << "///   + kMsPerWorkSpread[v] * spread_waves * block_work"
+    << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "") << (data ? " + kMsPerDataByte[v] * data_bytes" : "")
+    << ",\n/// waves = ceil(spread_waves), spread_waves = blocks / (kBlocksPerSm[v] * kSmCount). The kMs\n"
+    << "/// coefficients are a non-negative weighted least-squares fit of the tuned shapes' measured\n"
+    << "/// medians, kBlocksPerSm is the measured occupancy, and kMargin the smallest (0.05 at least)\n"
+    << "/// with which leave-one-out over the tuned shapes never ran a variant slower than variant 0.\n"
     << "namespace dispatch_model {\n"
     << "constexpr int kSmCount = " << m.sm_count << ";  // SMs of the GPU the variants were timed on\n"
     << "constexpr int kBlocksPerSm[" << n << "] = {";
@@ -154,6 +159,14 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
   h << "constexpr double kMsFixed[" << n << "] = {";
   doubles(m.ms_fixed.empty() ? std::vector<double>(n, 0.0) : m.ms_fixed);
   h << "};\n";
+  h << "constexpr double kMsPerWorkSpread[" << n << "] = {";
+  doubles(m.ms_per_work_spread.empty() ? std::vector<double>(n, 0.0) : m.ms_per_work_spread);
+  h << "};\n";
+  if (data) {
+    h << "constexpr double kMsPerDataByte[" << n << "] = {";
+    doubles(m.ms_per_data_byte);
+    h << "};\n";
+  }
   if (traffic) {
     h << "constexpr double kMsPerByte[" << n << "] = {";
     doubles(m.ms_per_byte);
@@ -176,14 +189,44 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
     << "  for (const auto& kopt_t : kTuned)\n    if (";
   for (size_t d = 0; d < order.size(); ++d) h << (d ? " && " : "") << "kopt_t[" << d << "] == " << order[d];
   h << ") return true;\n  return false;\n}\n\n";
+  const bool support = !m.support.empty();
+  if (support && m.margin) {
+    h << "/// Per variant and size (";
+    for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
+    h << "): the least and greatest value over the tuned shapes where it ran\n"
+      << "/// within 2x of the fastest variant; {0, -1}: none. Off the tuned shapes a variant other than 0\n"
+      << "/// runs only where every size is within 2x of its range (docs/dispatch.md).\n"
+      << "constexpr long long kSupport[" << n << "][" << std::max<size_t>(order.size(), 1) << "][2] = {";
+    for (size_t v = 0; v < n; ++v) {
+      h << (v ? ", " : "") << "{";
+      for (size_t d = 0; d < std::max<size_t>(order.size(), 1); ++d) {
+        const bool has = v < m.support.size() && m.support[v].size() == order.size() && d < order.size();
+        h << (d ? ", " : "") << "{" << (has ? m.support[v][d][0] : 0) << ", " << (has ? m.support[v][d][1] : -1) << "}";
+      }
+      h << "}";
+    }
+    h << "};\n\n/// Whether variant kopt_v may run off the tuned shapes at these sizes (kSupport).\n"
+      << "inline bool supported(int kopt_v, " << size_params << ") {\n"
+      << "  if (kopt_v == 0) return true;\n"
+      << "  const long long kopt_x[] = {";
+    for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
+    h << "};\n  for (int kopt_d = 0; kopt_d < " << order.size() << "; ++kopt_d) {\n"
+      << "    const long long* kopt_r = kSupport[kopt_v][kopt_d];\n"
+      << "    if (kopt_r[1] < kopt_r[0]) return false;\n"
+      << "    if (2.0 * static_cast<double>(kopt_x[kopt_d]) < static_cast<double>(kopt_r[0]) ||\n"
+      << "        static_cast<double>(kopt_x[kopt_d]) > 2.0 * static_cast<double>(kopt_r[1]))\n"
+      << "      return false;\n  }\n  return true;\n}\n\n";
+  }
   if (m.margin) {
     h << "/// Predicted latency (ms) of variant kopt_v for the given sizes (HUGE_VAL where its block work\n"
       << "/// is not positive).\n"
       << "inline double predicted_ms(int kopt_v, " << size_params << ") {\n"
-      << "  double kopt_work = 0" << (traffic ? ", kopt_bytes = 0" : "") << ";\n  switch (kopt_v) {\n";
+      << "  double kopt_work = 0" << (traffic ? ", kopt_bytes = 0" : "") << (data ? ", kopt_data = 0" : "")
+      << ";\n  switch (kopt_v) {\n";
     for (size_t v = 0; v < n; ++v) {
       h << "    case " << v << ": kopt_work = variant" << v << "::block_work(" << size_args << ");";
       if (traffic) h << " kopt_bytes = variant" << v << "::traffic_bytes(" << size_args << ");";
+      if (data) h << " kopt_data = variant" << v << "::data_bytes(" << size_args << ");";
       h << " break;\n";
     }
     h << "    default: return HUGE_VAL;\n  }\n"
@@ -191,14 +234,18 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
       << "  const LaunchConfig kopt_c = launch_config_variant(kopt_v, " << size_args << ");\n"
       << "  const double kopt_blocks = static_cast<double>(kopt_c.grid[0]) * kopt_c.grid[1] * kopt_c.grid[2];\n"
       << "  const double kopt_per_wave = static_cast<double>(kBlocksPerSm[kopt_v]) * kSmCount;\n"
-      << "  return kMsFixed[kopt_v] +\n"
-      << "         kMsPerWork[kopt_v] * std::ceil((kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave) * kopt_work";
+      << "  const double kopt_spread = (kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave;\n"
+      << "  return kMsFixed[kopt_v] + kMsPerWork[kopt_v] * std::ceil(kopt_spread) * kopt_work +\n"
+      << "         kMsPerWorkSpread[kopt_v] * kopt_spread * kopt_work";
     if (traffic) h << " +\n         kMsPerByte[kopt_v] * (kopt_bytes > 0 ? kopt_bytes : 0.0)";
+    if (data) h << " +\n         kMsPerDataByte[kopt_v] * (kopt_data > 0 ? kopt_data : 0.0)";
     h << ";\n}\n\n"
-      << "/// The variant predicted fastest (the lowest index among equals; 0 when none is predicted).\n"
+      << "/// The variant predicted fastest (the lowest index among equals; 0 when none is predicted)"
+      << (support ? ", among those supported there" : "") << ".\n"
       << "inline int fastest_predicted(" << size_params << ") {\n"
       << "  int kopt_best = 0;\n  double kopt_best_ms = HUGE_VAL;\n"
       << "  for (int kopt_v = 0; kopt_v < " << n << "; ++kopt_v) {\n"
+      << (support ? "    if (!supported(kopt_v, " + size_args + ")) continue;\n" : std::string())
       << "    const double kopt_ms = predicted_ms(kopt_v, " << size_args << ");\n"
       << "    if (kopt_ms < kopt_best_ms) kopt_best = kopt_v, kopt_best_ms = kopt_ms;\n  }\n"
       << "  return kopt_best;\n}\n";

@@ -142,8 +142,9 @@ const std::set<std::string>& reserved_names() {
       "kVariantLabels", "LaunchConfig", "launch_config",
       "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
       // the cost model's (docs/dispatch.md), and a macro it uses
-      "HUGE_VAL", "measured_variant", "dispatch_model", "block_work", "traffic_bytes", "kSmCount", "kBlocksPerSm", "kMsPerWork",
-      "kMsPerByte", "kMargin", "kTuned", "tuned", "predicted_ms", "fastest_predicted",
+      "HUGE_VAL", "measured_variant", "dispatch_model", "block_work", "traffic_bytes", "data_bytes", "kSmCount",
+      "kBlocksPerSm", "kMsPerWork", "kMsPerByte", "kMsFixed", "kMsPerWorkSpread", "kMsPerDataByte", "kMargin",
+      "kSupport", "supported", "kTuned", "tuned", "predicted_ms", "fastest_predicted",
       // C++20 keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
       "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
@@ -248,7 +249,7 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
   // of the sizes and each variant's parameters. The expressions are the
   // model's own (the ones its coefficients were fitted with), whatever the
   // spec given to generate says now.
-  std::optional<spec::Expr> block_work, traffic;
+  std::optional<spec::Expr> block_work, traffic, data;
   if (dispatch && dispatch->model) {
     auto parse = [&](const std::string& text, const char* what) {
       spec::Expr e;
@@ -268,6 +269,7 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
     };
     block_work = parse(dispatch->model->block_work, "block_work");
     if (!dispatch->model->traffic.empty()) traffic = parse(dispatch->model->traffic, "traffic_bytes");
+    if (!dispatch->model->data_bytes.empty()) data = parse(dispatch->model->data_bytes, "data_bytes");
   }
   auto size_params = [&] {
     std::string p;
@@ -356,6 +358,13 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
         << "inline double traffic_bytes(" << size_params() << ") {\n";
       for (const auto& s : sizes) h << "  (void)" << s << ";\n";
       h << "  return static_cast<double>(" << traffic->text() << ");\n}\n";
+    }
+    if (data) {
+      h << "/// The bytes of every buffer of the case (what the launch reads and writes at the least), for the\n"
+        << "/// dispatch model.\n"
+        << "inline double data_bytes(" << size_params() << ") {\n";
+      for (const auto& s : sizes) h << "  (void)" << s << ";\n";
+      h << "  return static_cast<double>(" << data->text() << ");\n}\n";
     }
     h << "}  // namespace variant" << i << "\n\n";
   }

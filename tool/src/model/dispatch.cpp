@@ -1,6 +1,7 @@
 #include "model/dispatch.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,16 @@ constexpr double kFailedRegret = 13.815510557964274;  // log(1e6)
 // On the recorded H200 runs (tests/data/dispatch) a margin of 0 passed the
 // leave-one-out check and still ran 1024x3000x2048 5.3% slower than variant 0.
 constexpr double kMinMargin = 0.05;
+
+// The support of a variant (DispatchModel::support): the tuned shapes where it
+// ran within kSupportCut of the fastest variant (2, the default
+// --screen-factor: slower ones are screened there); off the tuned shapes it is
+// chosen only within kSupportFactor of their range in every size. On the
+// recorded H200 runs, a row kernel fitted on N <= 4 alone predicted
+// 35x1500x2560 at less than half of its measured time (1.46x variant 0 there)
+// when half of the DeepBench suite was the tuned shapes.
+constexpr double kSupportCut = 2.0;
+constexpr double kSupportFactor = 2.0;
 
 struct Grower {
   const std::vector<DispatchSample>& samples;
@@ -173,19 +184,28 @@ double waves(int64_t blocks, int blocks_per_sm, int sm_count) {
   return static_cast<double>((std::max<int64_t>(blocks, 1) + per_wave - 1) / per_wave);
 }
 
+/// Waves without the rounding up: blocks / (blocks_per_sm * sm_count).
+double spread_waves(int64_t blocks, int blocks_per_sm, int sm_count) {
+  return static_cast<double>(std::max<int64_t>(blocks, 1)) /
+         (static_cast<double>(std::max(blocks_per_sm, 1)) * std::max(sm_count, 1));
+}
+
 bool has_launches(const DispatchSample& s) {
   return !s.blocks.empty() && s.blocks.size() == s.ms.size() && s.block_work.size() == s.ms.size() &&
-         (s.traffic.empty() || s.traffic.size() == s.ms.size());
+         (s.traffic.empty() || s.traffic.size() == s.ms.size()) &&
+         (s.data_bytes.empty() || s.data_bytes.size() == s.ms.size());
 }
 
 double traffic_of(const DispatchSample& s, size_t v) { return s.traffic.empty() ? 0.0 : s.traffic[v]; }
+double data_of(const DispatchSample& s, size_t v) { return s.data_bytes.empty() ? 0.0 : s.data_bytes[v]; }
 
-/// The three coefficients of variant v (ms per unit of waves * block_work,
-/// ms per byte of traffic, ms per launch), fitted on `samples` except `skip`
-/// (SIZE_MAX: none): non-negative weighted least squares of the relative
-/// error, sum over the shapes where v was timed of
-/// w^2 (1 - (a x1 + b x2 + c) / ms)^2 with w^2 = sqrt(fastest ms on the shape
-/// / v's ms). The weight fits a variant mostly where it is near the fastest,
+/// The five coefficients of variant v (ms per unit of waves * block_work,
+/// ms per byte of traffic, ms per launch, ms per unit of spread waves *
+/// block_work, ms per byte of the case's data), fitted on `samples` except
+/// `skip` (SIZE_MAX: none): non-negative weighted least squares of the
+/// relative error, sum over the shapes where v was timed of
+/// w^2 (1 - (c . x) / ms)^2 with w^2 = sqrt(fastest ms on the shape / v's
+/// ms). The weight fits a variant mostly where it is near the fastest,
 /// which is where the choice between variants is made: a row kernel 20x
 /// slower than a tiled one on a large square shape says little about its time
 /// at N = 1. The square root keeps those shapes in the fit: on the two
@@ -194,32 +214,39 @@ double traffic_of(const DispatchSample& s, size_t v) { return s.traffic.empty() 
 /// other half, and larger powers lost shapes on both runs. The optimum is the
 /// unconstrained least-squares solution on its own support
 /// (the Kuhn-Tucker conditions; Lawson and Hanson, "Solving Least Squares
-/// Problems", 1974, ch. 23), so with three unknowns trying every non-empty
-/// subset of them and keeping the best non-negative solution is exact.
-/// {INFINITY, 0, 0} where v was never timed (never predicted fast).
+/// Problems", 1974, ch. 23), so with five unknowns trying every non-empty
+/// subset of them (31) and keeping the best non-negative solution is exact.
+/// A term whose quantity is 0 on every shape (no traffic_bytes, no data
+/// bytes) is never in a solution. {INFINITY, 0, ...} where v was never timed
+/// (never predicted fast).
 struct Fit {
-  double per_work = INFINITY, per_byte = 0, fixed = 0;
+  double per_work = INFINITY, per_byte = 0, fixed = 0, per_work_spread = 0, per_data_byte = 0;
 };
 Fit fit_variant(const std::vector<DispatchSample>& samples, const std::vector<int>& blocks_per_sm, int sm_count,
                 size_t v, size_t skip) {
-  // Normal equations of the rows x = (x1, x2, x3) = (work, traffic, 1) / ms
+  constexpr int kTerms = 5;
+  // Normal equations of the rows x = (waves * work, traffic, 1, spread waves * work, data) / ms
   // against 1, each row's square weighted by w^2 = sqrt(fastest / ms).
-  double g[3][3] = {}, r[3] = {}, weights = 0;
+  double g[kTerms][kTerms] = {}, r[kTerms] = {}, weights = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     if (i == skip) continue;
-    const double ms = samples[i].ms[v];
-    const double work = waves(samples[i].blocks[v], blocks_per_sm[v], sm_count) * samples[i].block_work[v];
+    const DispatchSample& s = samples[i];
+    const double ms = s.ms[v];
+    const double work = waves(s.blocks[v], blocks_per_sm[v], sm_count) * s.block_work[v];
     if (!(std::isfinite(ms) && ms > 0 && work > 0)) continue;
-    const double x[3] = {work / ms, std::max(traffic_of(samples[i], v), 0.0) / ms, 1.0 / ms};
-    if (!std::isfinite(x[0] * x[0]) || !std::isfinite(x[1] * x[1]) || !std::isfinite(x[2] * x[2]))
-      continue;  // an absurd latency (1e-300 ms) says nothing
+    const double x[kTerms] = {work / ms, std::max(traffic_of(s, v), 0.0) / ms, 1.0 / ms,
+                              spread_waves(s.blocks[v], blocks_per_sm[v], sm_count) * s.block_work[v] / ms,
+                              std::max(data_of(s, v), 0.0) / ms};
+    bool finite = true;
+    for (double e : x) finite = finite && std::isfinite(e * e);
+    if (!finite) continue;  // an absurd latency (1e-300 ms) says nothing
     double fastest = ms;
-    for (double o : samples[i].ms)
+    for (double o : s.ms)
       if (std::isfinite(o) && o > 0) fastest = std::min(fastest, o);
     const double w2 = std::sqrt(fastest / ms);  // in (0, 1]
-    for (int j = 0; j < 3; ++j) {
+    for (int j = 0; j < kTerms; ++j) {
       r[j] += w2 * x[j];
-      for (int k = 0; k < 3; ++k) g[j][k] += w2 * x[j] * x[k];
+      for (int k = 0; k < kTerms; ++k) g[j][k] += w2 * x[j] * x[k];
     }
     weights += w2;
   }
@@ -228,24 +255,24 @@ Fit fit_variant(const std::vector<DispatchSample>& samples, const std::vector<in
     for (double e : row)
       if (!std::isfinite(e)) return {};
   // residual(c) = sum w^2 - 2 c.r + c' G c
-  auto residual = [&](const double (&c)[3]) {
+  auto residual = [&](const double (&c)[kTerms]) {
     double q = weights;
-    for (int j = 0; j < 3; ++j) {
+    for (int j = 0; j < kTerms; ++j) {
       q -= 2 * c[j] * r[j];
-      for (int k = 0; k < 3; ++k) q += c[j] * g[j][k] * c[k];
+      for (int k = 0; k < kTerms; ++k) q += c[j] * g[j][k] * c[k];
     }
     return q;
   };
-  // The subset {work} in closed form (g[0][0] > 0: every row has work > 0), then the six others.
-  double best[3] = {r[0] / g[0][0], 0, 0};
+  // The subset {waves * work} in closed form (g[0][0] > 0: every row has work > 0), then the others.
+  double best[kTerms] = {r[0] / g[0][0], 0, 0, 0, 0};
   double best_r = residual(best);
-  for (int mask = 2; mask < 8; ++mask) {
-    int idx[3], n = 0;
-    for (int j = 0; j < 3; ++j)
+  for (int mask = 2; mask < (1 << kTerms); ++mask) {
+    int idx[kTerms], n = 0;
+    for (int j = 0; j < kTerms; ++j)
       if (mask & (1 << j)) idx[n++] = j;
     // Gaussian elimination with partial pivoting on the n x n subsystem, scaled to a unit
     // diagonal (the unknowns' units differ by many orders of magnitude).
-    double a[3][4], scale[3];
+    double a[kTerms][kTerms + 1], scale[kTerms];
     bool singular = false;
     for (int j = 0; j < n; ++j) {
       singular = singular || !(g[idx[j]][idx[j]] > 0);
@@ -272,7 +299,7 @@ Fit fit_variant(const std::vector<DispatchSample>& samples, const std::vector<in
       }
     }
     if (singular) continue;
-    double c[3] = {0, 0, 0};
+    double c[kTerms] = {};
     bool feasible = true;
     for (int j = 0; j < n; ++j) {
       c[idx[j]] = a[j][n] / a[j][j] / scale[j];
@@ -282,30 +309,51 @@ Fit fit_variant(const std::vector<DispatchSample>& samples, const std::vector<in
     const double q = residual(c);
     if (q < best_r) {
       best_r = q;
-      for (int j = 0; j < 3; ++j) best[j] = c[j];
+      for (int j = 0; j < kTerms; ++j) best[j] = c[j];
     }
   }
-  return {best[0], best[1], best[2]};
+  return {best[0], best[1], best[2], best[3], best[4]};
 }
 
 void fit(DispatchModel& m, const std::vector<DispatchSample>& samples, size_t skip) {
   m.ms_per_work.assign(m.blocks_per_sm.size(), INFINITY);
   m.ms_per_byte.assign(m.blocks_per_sm.size(), 0.0);
   m.ms_fixed.assign(m.blocks_per_sm.size(), 0.0);
+  m.ms_per_work_spread.assign(m.blocks_per_sm.size(), 0.0);
+  m.ms_per_data_byte.assign(m.blocks_per_sm.size(), 0.0);
   for (size_t v = 0; v < m.blocks_per_sm.size(); ++v) {
     const Fit f = fit_variant(samples, m.blocks_per_sm, m.sm_count, v, skip);
     m.ms_per_work[v] = f.per_work, m.ms_per_byte[v] = f.per_byte, m.ms_fixed[v] = f.fixed;
+    m.ms_per_work_spread[v] = f.per_work_spread, m.ms_per_data_byte[v] = f.per_data_byte;
   }
 }
 
+/// Whether variant v may be chosen off the tuned shapes at `sizes`: within
+/// kSupportFactor of its support in every size (always, for variant 0 and
+/// for a model without support).
+bool supported(const DispatchModel& m, size_t v, const std::vector<int64_t>& sizes) {
+  if (v == 0 || m.support.empty()) return true;
+  const auto& box = m.support[v];
+  if (box.size() != sizes.size()) return false;  // no supporting shape
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const double x = static_cast<double>(sizes[d]);
+    if (x * kSupportFactor < static_cast<double>(box[d][0]) || x > static_cast<double>(box[d][1]) * kSupportFactor)
+      return false;
+  }
+  return true;
+}
+
 /// The variant the model predicts fastest (the lowest index among equals), or
-/// -1 when it predicts none.
+/// -1 when it predicts none; with `sizes`, among the variants supported there.
 int fastest_predicted(const DispatchModel& m, const std::vector<int64_t>& blocks, const std::vector<double>& block_work,
-                      const std::vector<double>& traffic) {
+                      const std::vector<double>& traffic, const std::vector<double>& data_bytes,
+                      const std::vector<int64_t>* sizes = nullptr) {
   int best = -1;
   double best_ms = INFINITY;
   for (size_t v = 0; v < m.ms_per_work.size() && v < blocks.size() && v < block_work.size(); ++v) {
-    const double p = m.predicted_ms(static_cast<int>(v), blocks[v], block_work[v], traffic.empty() ? 0.0 : traffic[v]);
+    if (sizes && !supported(m, v, *sizes)) continue;
+    const double p = m.predicted_ms(static_cast<int>(v), blocks[v], block_work[v], traffic.empty() ? 0.0 : traffic[v],
+                                    data_bytes.empty() ? 0.0 : data_bytes[v]);
     if (p < best_ms) best = static_cast<int>(v), best_ms = p;
   }
   return best;
@@ -313,25 +361,27 @@ int fastest_predicted(const DispatchModel& m, const std::vector<int64_t>& blocks
 
 }  // namespace
 
-double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work, double traffic) const {
+double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work, double traffic, double data) const {
   const auto i = static_cast<size_t>(v);
   if (!(block_work > 0) || !std::isfinite(ms_per_work[i])) return INFINITY;
-  const double per_byte = i < ms_per_byte.size() ? ms_per_byte[i] : 0.0;
-  const double fixed = i < ms_fixed.size() ? ms_fixed[i] : 0.0;
-  return fixed + ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work +
-         per_byte * std::max(traffic, 0.0);
+  auto at = [i](const std::vector<double>& xs) { return i < xs.size() ? xs[i] : 0.0; };
+  return at(ms_fixed) + ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work +
+         at(ms_per_work_spread) * spread_waves(blocks, blocks_per_sm[i], sm_count) * block_work +
+         at(ms_per_byte) * std::max(traffic, 0.0) + at(ms_per_data_byte) * std::max(data, 0.0);
 }
 
 int DispatchModel::choose(const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
-                          const std::vector<double>& block_work, const std::vector<double>& traffic) const {
+                          const std::vector<double>& block_work, const std::vector<double>& traffic,
+                          const std::vector<double>& data_bytes) const {
   if (std::find(tuned.begin(), tuned.end(), sizes) != tuned.end()) return -1;
   if (!margin || blocks.empty() || block_work.empty()) return 0;
-  const int v = fastest_predicted(*this, blocks, block_work, traffic);
+  const int v = fastest_predicted(*this, blocks, block_work, traffic, data_bytes, &sizes);
   if (v <= 0) return 0;
-  const auto i = static_cast<size_t>(v);
-  const double t = traffic.empty() ? 0.0 : traffic[i], t0 = traffic.empty() ? 0.0 : traffic[0];
-  return predicted_ms(v, blocks[i], block_work[i], t) * (1.0 + *margin) <= predicted_ms(0, blocks[0], block_work[0], t0) ? v
-                                                                                                                        : 0;
+  auto predicted = [&](size_t i) {
+    return predicted_ms(static_cast<int>(i), blocks[i], block_work[i], traffic.empty() ? 0.0 : traffic[i],
+                        data_bytes.empty() ? 0.0 : data_bytes[i]);
+  };
+  return predicted(static_cast<size_t>(v)) * (1.0 + *margin) <= predicted(0) ? v : 0;
 }
 
 nlohmann::json DispatchModel::to_json() const {
@@ -346,10 +396,16 @@ nlohmann::json DispatchModel::to_json() const {
           {"ms_per_work", numbers(ms_per_work)},
           {"ms_per_byte", numbers(ms_per_byte.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_byte)},
           {"ms_fixed", numbers(ms_fixed.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_fixed)},
+          {"ms_per_work_spread",
+           numbers(ms_per_work_spread.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_work_spread)},
+          {"ms_per_data_byte",
+           numbers(ms_per_data_byte.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_data_byte)},
           {"margin", margin ? nlohmann::json(*margin) : nlohmann::json(nullptr)},
           {"tuned", tuned},
           {"block_work", block_work},
-          {"traffic_bytes", traffic}};
+          {"traffic_bytes", traffic},
+          {"data_bytes", data_bytes},
+          {"support", support}};
 }
 
 std::optional<DispatchModel> DispatchModel::from_json(const JsonAt& at, int variant_count, size_t size_count) {
@@ -378,6 +434,18 @@ std::optional<DispatchModel> DispatchModel::from_json(const JsonAt& at, int vari
   } else {
     m.ms_fixed.assign(static_cast<size_t>(variant_count), 0.0);
   }
+  // ms_per_work_spread, ms_per_data_byte: absent in models from before them (read as 0).
+  auto optional_terms = [&](const char* key, std::vector<double>& out) -> std::optional<JsonAt> {
+    out.assign(static_cast<size_t>(variant_count), 0.0);
+    auto a = at.find(key);
+    if (!a) return std::nullopt;
+    if (a->size() != static_cast<size_t>(variant_count))
+      a->fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
+    for (size_t v = 0; v < a->size(); ++v) out[v] = a->at(v).number(0);
+    return a;
+  };
+  optional_terms("ms_per_work_spread", m.ms_per_work_spread);
+  const std::optional<JsonAt> md = optional_terms("ms_per_data_byte", m.ms_per_data_byte);
   if (auto mg = at.find("margin"); mg && !mg->value().is_null()) m.margin = mg->number(0, 1e6);
   if (size_count == 0) at.fail("a model needs the tree's sizes: the tree has none");
   const JsonAt tuned = at.at("tuned");
@@ -395,12 +463,34 @@ std::optional<DispatchModel> DispatchModel::from_json(const JsonAt& at, int vari
   for (size_t v = 0; v < m.ms_per_byte.size(); ++v)
     if (m.ms_per_byte[v] > 0 && m.traffic.empty())
       mb.at(v).fail("a positive ms_per_byte needs the traffic_bytes expression it was fitted with");
+  if (auto d = at.find("data_bytes")) m.data_bytes = d->string();
+  // support: absent in models from before it (no limit).
+  if (auto sp = at.find("support")) {
+    if (sp->size() != static_cast<size_t>(variant_count))
+      sp->fail("expected one entry per variant (" + std::to_string(variant_count) + ")");
+    for (size_t v = 0; v < sp->size(); ++v) {
+      const JsonAt box = sp->at(v);
+      if (box.size() != 0 && box.size() != size_count)
+        box.fail("expected no range (no supporting shape) or one per size (" + std::to_string(size_count) + ")");
+      std::vector<std::array<int64_t, 2>> b;
+      for (size_t d = 0; d < box.size(); ++d) {
+        const JsonAt r = box.at(d);
+        if (r.size() != 2) r.fail("expected [least, greatest]");
+        const int64_t lo = r.at(0).integer(0, int64_t{1} << 62), hi = r.at(1).integer(lo, int64_t{1} << 62);
+        b.push_back({lo, hi});
+      }
+      m.support.push_back(std::move(b));
+    }
+  }
+  for (size_t v = 0; v < m.ms_per_data_byte.size(); ++v)
+    if (m.ms_per_data_byte[v] > 0 && m.data_bytes.empty())
+      md->at(v).fail("a positive ms_per_data_byte needs the data_bytes expression it was fitted with");
   return m;
 }
 
 int DispatchTree::select_guarded(const DispatchSample& s) const {
   if (!model || !has_launches(s)) return select(s.sizes);
-  const int v = model->choose(s.sizes, s.blocks, s.block_work, s.traffic);
+  const int v = model->choose(s.sizes, s.blocks, s.block_work, s.traffic, s.data_bytes);
   return v < 0 ? select(s.sizes) : v;
 }
 
@@ -521,20 +611,40 @@ DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::v
 
 std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
                                                    const std::vector<int>& blocks_per_sm, int sm_count,
-                                                   const std::string& block_work, const std::string& traffic) {
+                                                   const std::string& block_work, const std::string& traffic,
+                                                   const std::string& data_bytes) {
   const size_t variants = blocks_per_sm.size();
   if (samples.size() < 3 || variants < 2 || sm_count <= 0) return std::nullopt;
   for (int b : blocks_per_sm)
     if (b <= 0) return std::nullopt;
   for (const auto& s : samples)
-    if (s.ms.size() != variants || !has_launches(s) || s.traffic.empty() != traffic.empty()) return std::nullopt;
+    if (s.ms.size() != variants || !has_launches(s) || s.traffic.empty() != traffic.empty() ||
+        s.data_bytes.empty() != data_bytes.empty())
+      return std::nullopt;
   DispatchModel m;
   m.sm_count = sm_count;
   m.blocks_per_sm = blocks_per_sm;
   m.block_work = block_work;
   m.traffic = traffic;
+  m.data_bytes = data_bytes;
   fit(m, samples, SIZE_MAX);
   for (const auto& s : samples) m.tuned.push_back(s.sizes);
+  m.support.assign(variants, {});
+  for (const auto& s : samples) {
+    double fastest = INFINITY;
+    for (double x : s.ms)
+      if (std::isfinite(x) && x > 0) fastest = std::min(fastest, x);
+    for (size_t v = 0; v < variants; ++v) {
+      if (!(std::isfinite(s.ms[v]) && s.ms[v] > 0 && s.ms[v] <= kSupportCut * fastest)) continue;
+      auto& box = m.support[v];
+      if (box.empty()) {
+        for (int64_t x : s.sizes) box.push_back({x, x});
+      } else {
+        for (size_t d = 0; d < s.sizes.size(); ++d)
+          box[d] = {std::min(box[d][0], s.sizes[d]), std::max(box[d][1], s.sizes[d])};
+      }
+    }
+  }
   // Leave-one-out: per left-out shape, the model fitted without it, the
   // variant it predicts fastest and the two predictions.
   struct Held {
@@ -546,11 +656,11 @@ std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, con
     if (!(std::isfinite(s.ms[0]) && s.ms[0] > 0)) continue;  // no variant 0 to compare with
     DispatchModel mk = m;
     fit(mk, samples, k);
-    const int pick = fastest_predicted(mk, s.blocks, s.block_work, s.traffic);
+    const int pick = fastest_predicted(mk, s.blocks, s.block_work, s.traffic, s.data_bytes);
     if (pick <= 0) continue;  // variant 0 runs whatever the margin
     const auto p = static_cast<size_t>(pick);
-    held.push_back({mk.predicted_ms(pick, s.blocks[p], s.block_work[p], traffic_of(s, p)),
-                    mk.predicted_ms(0, s.blocks[0], s.block_work[0], traffic_of(s, 0)), s.ms[p], s.ms[0]});
+    held.push_back({mk.predicted_ms(pick, s.blocks[p], s.block_work[p], traffic_of(s, p), data_of(s, p)),
+                    mk.predicted_ms(0, s.blocks[0], s.block_work[0], traffic_of(s, 0), data_of(s, 0)), s.ms[p], s.ms[0]});
   }
   for (int step = 0; step <= 30; ++step) {
     const double margin = std::max(kMinMargin, 0.1 * step);

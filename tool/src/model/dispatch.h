@@ -29,30 +29,41 @@
 // calibrated on the same measurements, picks (DispatchModel). It predicts a
 // variant's time on a shape as
 //
-//   ms_fixed[v] + ms_per_work[v] * ceil(blocks / (blocks_per_sm[v] * sm_count)) * block_work
-//     + ms_per_byte[v] * traffic_bytes
+//   ms_fixed[v] + ms_per_work[v] * ceil(w) * block_work + ms_per_work_spread[v] * w * block_work
+//     + ms_per_byte[v] * traffic_bytes + ms_per_data_byte[v] * data_bytes,
+//   w = blocks / (blocks_per_sm[v] * sm_count)
 //
 // with the launch's grid size, one block's work and the launch's traffic
-// from the template's expressions (spec::Launch::block_work, traffic_bytes):
-// a fixed cost per launch, a wave-quantised compute term and a memory term,
-// as a roofline counts them, summed. The three coefficients of each variant
-// are a non-negative least-squares fit of the relative error on the tuned
-// shapes, each shape's square weighted by the square root of
-// fastest / the variant's latency there, so that a variant is fitted mostly
-// where it competes (on the example's recorded run this moved 512x1x500000
-// off a 32-block row kernel 1.47x slower than the fastest). Without the fixed
-// term, the shapes that take a few microseconds (launch and ramp-up) pulled
-// the other two coefficients up and mispredicted the long ones: on the
-// recorded H200 runs the term puts 2 more of the 75 DeepBench shapes within
-// 5% of the fastest variant. The variant predicted fastest runs where it is
-// predicted faster than variant 0 by a margin, else variant 0. The margin is
-// the smallest on a grid of 0.05, 0.1, 0.2, ..., 3 with which leave-one-out
-// over the tuned shapes (the model refitted without the shape left out) never
-// runs a variant slower than variant 0 by more than the noise on it; 0.05 at
-// least, the bar's 5%, so that a predicted gain within the model's error is
-// not taken.
+// from the template's expressions (spec::Launch::block_work, traffic_bytes)
+// and the bytes of the case's buffers (spec::data_bytes_expr): a fixed cost
+// per launch, the compute as whole waves and as the work spread evenly over
+// the SMs (a last wave that is partly full costs between the two), the
+// traffic, and the data a cold L2 must bring from DRAM, as a roofline counts
+// them, summed. The five coefficients of each variant are a non-negative
+// least-squares fit of the relative error on the tuned shapes, each shape's
+// square weighted by the square root of fastest / the variant's latency
+// there, so that a variant is fitted mostly where it competes (on the
+// example's recorded run this moved 512x1x500000 off a 32-block row kernel
+// 1.47x slower than the fastest). The fixed term: without it, the shapes that
+// take a few microseconds pulled the others up and mispredicted the long ones
+// (2 more of the 75 DeepBench shapes within 5% of the fastest with it). The
+// spread and data terms: without them, a 64x64 split-K tile at 6 blocks per
+// SM was predicted 14-20% fast at one or two waves, and a 3-stage 128x64 tile
+// ran 3072x1500x1024 12% slower than variant 0 on two recorded runs; with
+// them, no recorded run has a DeepBench shape more than 5% slower than
+// variant 0, and three of four put more within 5% of the fastest
+// (docs/dispatch.md). The variant predicted fastest among those supported
+// at the shape (within 2x, in every size, of the tuned shapes where it ran
+// within 2x of the fastest variant: the fit is not trusted far from its data)
+// runs where it is predicted faster than variant 0 by a margin, else variant
+// 0. The margin is the smallest on a grid of 0.05, 0.1, 0.2, ..., 3 with which
+// leave-one-out over the tuned shapes (the model refitted without the shape
+// left out, the support not applied) never runs a variant slower than
+// variant 0 by more than the noise on it; 0.05 at least, the bar's 5%, so
+// that a predicted gain within the model's error is not taken.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +91,10 @@ struct DispatchSample {
   std::vector<int64_t> blocks;
   std::vector<double> block_work;
   std::vector<double> traffic;
+  /// For the model (may be empty: none): per variant, the bytes of every
+  /// buffer of the case at its sizes (spec::data_bytes_expr): what the launch
+  /// reads and writes at the least, from DRAM when the L2 starts cold.
+  std::vector<double> data_bytes;
 };
 
 /// The cost model that dispatches off the tuned shapes (see the top of this
@@ -92,6 +107,10 @@ struct DispatchModel {
   std::vector<double> ms_per_work;   // fitted, >= 0: ms per unit of waves * block_work (INFINITY: never timed)
   std::vector<double> ms_per_byte;   // fitted, >= 0: ms per byte of traffic (0 without traffic_bytes)
   std::vector<double> ms_fixed;      // fitted, >= 0: ms per launch (models from before it: 0)
+  /// fitted, >= 0: ms per unit of blocks / (blocks_per_sm * sm_count) * block_work, the waves not
+  /// rounded up (models from before it: 0)
+  std::vector<double> ms_per_work_spread;
+  std::vector<double> ms_per_data_byte;  // fitted, >= 0: ms per byte of the case's data (0 without data_bytes)
   /// Off the tuned shapes the variant v predicted fastest runs where
   /// predicted_ms(v) * (1 + margin) <= predicted_ms(0), margin >= 0.05. Unset: no margin up to 3
   /// passed the leave-one-out check, and variant 0 runs off the tuned shapes.
@@ -102,17 +121,27 @@ struct DispatchModel {
   /// units are the coefficients'.
   std::string block_work;
   std::string traffic;
+  std::string data_bytes;  // the data-bytes expression (spec::data_bytes_expr; empty: none)
+  /// Per variant, per size (the tree's order): [least, greatest] value of
+  /// that size over the tuned shapes where the variant ran within 2x of the
+  /// fastest variant. Off the tuned shapes a variant other than 0 is chosen
+  /// only where every size is within 2x of its range (x >= least / 2 and
+  /// x <= greatest * 2): the model is not trusted far from where the variant
+  /// was measured. An empty entry: no such shape (never chosen). Empty
+  /// (models from before it): no limit.
+  std::vector<std::vector<std::array<int64_t, 2>>> support;
 
   /// Predicted latency (ms) of variant v with `blocks` blocks of `block_work`
-  /// each and `traffic` bytes; INFINITY where block_work is not positive or
-  /// ms_per_work unknown.
-  double predicted_ms(int v, int64_t blocks, double block_work, double traffic) const;
+  /// each, `traffic` bytes moved and `data` bytes of data; INFINITY where
+  /// block_work is not positive or ms_per_work unknown.
+  double predicted_ms(int v, int64_t blocks, double block_work, double traffic, double data = 0) const;
   /// The variant for a shape with these sizes and, per variant, these
-  /// launches' blocks, block work and traffic (traffic may be empty): -1 on a
-  /// tuned shape (the tree decides there), else the fastest predicted where it
-  /// passes the margin, else 0.
+  /// launches' blocks, block work, traffic and data bytes (traffic and data
+  /// may be empty): -1 on a tuned shape (the tree decides there), else the
+  /// fastest predicted where it passes the margin, else 0.
   int choose(const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
-             const std::vector<double>& block_work, const std::vector<double>& traffic) const;
+             const std::vector<double>& block_work, const std::vector<double>& traffic,
+             const std::vector<double>& data_bytes = {}) const;
   nlohmann::json to_json() const;
   /// Nullopt for a model from an older kopt (no "rule"); throws
   /// kopt::SpecError naming the JSON path for a malformed one.
@@ -173,7 +202,8 @@ DispatchTree derive_dispatch(const std::vector<std::string>& sizes, const std::v
 /// in the model for the header).
 std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, const std::vector<DispatchSample>& samples,
                                                    const std::vector<int>& blocks_per_sm, int sm_count,
-                                                   const std::string& block_work, const std::string& traffic = "");
+                                                   const std::string& block_work, const std::string& traffic = "",
+                                                   const std::string& data_bytes = "");
 
 /// For a report or a test: per sample, the variant the tree picks and its
 /// latency over the fastest one's (1.0 = the fastest).

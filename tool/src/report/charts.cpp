@@ -697,9 +697,13 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
       t.rule += tree->model->margin
                     ? " Off the tuned shapes, the variant a cost model (waves of block work at the measured "
                       "occupancy" + std::string(tree->model->traffic.empty() ? "" : ", plus the launch's traffic") +
+                          std::string(tree->model->data_bytes.empty() ? "" : " and the case's data") +
                           ", fitted on the same medians) predicts fastest runs where it is predicted faster than "
                           "variant 0 by " + fmt(*tree->model->margin * 100, "%.3g") +
-                          "%, a margin chosen by leave-one-out; else variant 0."
+                          "%, a margin chosen by leave-one-out" +
+                          std::string(tree->model->support.empty() ? "" : ", and within 2x of the sizes it was "
+                                                                          "measured on") +
+                          "; else variant 0."
                     : " Off the tuned shapes variant 0 runs: no margin of the cost model passed the leave-one-out "
                       "check.";
   } else if (t.variants.size() > 1)

@@ -175,6 +175,14 @@ Bindings bindings_for(const Case& c, const std::map<std::string, int64_t>& param
   return b;
 }
 
+Expr data_bytes_expr(const Spec& spec) {
+  std::string text;
+  for (const Param& p : spec.signature)
+    if (p.is_buffer && !p.count.empty())
+      text += (text.empty() ? "" : " + ") + ("(" + p.count.text() + ")*" + std::to_string(dtype_size(p.dtype)));
+  return text.empty() ? Expr() : Expr::parse(text);
+}
+
 const std::vector<std::string>& constraint_constant_names() {
   static const std::vector<std::string> kNames = {"MAX_SHARED_PER_BLOCK", "MAX_THREADS_PER_BLOCK",
                                                   "REGS_PER_SM", "SM_COUNT", "WARP_SIZE"};

@@ -246,6 +246,14 @@ nlohmann::json to_json(const Spec& s);
 /// Throws SpecError(kopt.spec.130) if a parameter name shadows a size.
 Bindings bindings_for(const Case& c, const std::map<std::string, int64_t>& params);
 
+/// The bytes of every buffer of the signature, as one expression of the
+/// sizes (and any tuning parameter a count names): sum of
+/// (count) * dtype_size over the buffers, e.g. "(M*K)*4 + (K*N)*4 + (M*N)*4"
+/// for SGEMM. What a launch reads and writes at the least; the dispatch's
+/// cost model takes it as its data term (model/dispatch.h). Empty when the
+/// signature has no buffer.
+Expr data_bytes_expr(const Spec& spec);
+
 /// Names that tuning constraints may use besides sizes and tuning parameters:
 /// device limits and estimates that the optimizer binds (search::Space
 /// constants): MAX_SHARED_PER_BLOCK, MAX_THREADS_PER_BLOCK, REGS_PER_SM,

@@ -16,14 +16,16 @@
 
 namespace kopt::tune {
 
-/// Fills samples[i].blocks, .block_work and .traffic (one entry per variant,
-/// in the order of `params`) from `launch` (a template launch with
-/// block_work; traffic only when it has traffic_bytes) evaluated at the case
+/// Fills samples[i].blocks, .block_work, .traffic and .data_bytes (one entry
+/// per variant, in the order of `params`) from `launch` (a template launch
+/// with block_work; traffic only when it has traffic_bytes) and `data_bytes`
+/// (spec::data_bytes_expr; data only when not empty) evaluated at the case
 /// `case_of(sample.name)` with each variant's parameters. Returns an empty
 /// string when every sample was filled; otherwise clears every sample's
 /// launches and returns why (a case not found, or the message of the
-/// kopt.launch.501 error of an expression that does not resolve).
+/// kopt.launch.501 or kopt.expr error of an expression that does not resolve).
 std::string fill_dispatch_launches(std::vector<model::DispatchSample>& samples, const spec::Launch& launch,
+                                   const spec::Expr& data_bytes,
                                    const std::vector<std::map<std::string, int64_t>>& params,
                                    const std::function<const spec::Case*(const std::string&)>& case_of);
 

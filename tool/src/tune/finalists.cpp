@@ -126,7 +126,8 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
   }
   std::vector<std::map<std::string, int64_t>> params;
   for (size_t i : pool) params.push_back(ranked[i]->params);
-  const std::string why = fill_dispatch_launches(samples, *launch, params, [&](const std::string& name) {
+  const spec::Expr data_bytes = spec::data_bytes_expr(spec_);
+  const std::string why = fill_dispatch_launches(samples, *launch, data_bytes, params, [&](const std::string& name) {
     const auto found = case_of.find(name);
     return found == case_of.end() ? nullptr : found->second;
   });
@@ -135,7 +136,7 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
     return;
   }
   tree.model = model::derive_dispatch_model(tree, samples, blocks_per_sm, device_->sm_count, launch->block_work.text(),
-                                            launch->traffic_bytes.text());
+                                            launch->traffic_bytes.text(), data_bytes.text());
   if (tree.model && !o_.quiet) {
     std::cerr << "kopt: dispatch: off the tuned shapes the variant the cost model predicts fastest runs ";
     if (tree.model->margin)
