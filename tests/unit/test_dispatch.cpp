@@ -153,14 +153,16 @@ TEST(Dispatch, RecordedH200SweepOfTheSgemmKinds) {
 // templates/sgemm/application_shapes.json (one H200), with the launches from
 // templates/sgemm/sgemm.json's template launch; they are then judged on the
 // benchmark's timings of every variant on the 75 DeepBench shapes, none of
-// them tuned on. Two independent runs: h200_classes.json (11 variants; its
+// them tuned on. Five independent runs: h200_classes.json (11 variants; its
 // tree alone ran 23 of the shapes more than 5% slower than variant 0, up to
 // 4.7x: a 48-block grid on 512x1500x2816) and h200_example.json (the example
-// project's committed tuning: 11 variants, tuned on 18 shapes), and a third,
-// h200_seeded.json (the example re-tuned with the spec's first five seeds,
-// 2026-12-03: 7 variants, not committed) and a fourth, h200_six_seeds.json
+// project's tuning committed until 2026-12-04: 11 variants, tuned on 18
+// shapes), h200_seeded.json (the example re-tuned with the spec's first five
+// seeds, 2026-12-03: 7 variants, not committed), h200_six_seeds.json
 // (re-tuned with all six seeds and deduplicated finalists, 2026-12-03: 11
-// variants, not committed). All four are written by scripts/record_dispatch.py.
+// variants, not committed) and h200_spread.json (re-tuned with this model,
+// 2026-12-04: 11 variants; the example's committed tuning). All five are
+// written by scripts/record_dispatch.py.
 //
 // The miss these records once named: on h200_seeded, 3072x1500x1024 ran
 // variant 5 (a 3-stage 128x64 tile, 576 blocks in 1.45 waves), predicted
@@ -297,8 +299,10 @@ TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVaria
   EXPECT_EQ(model.untimed, 0);  // on the tuned shapes every variant was timed
   EXPECT_GT(model.geomean_vs_fastest, tree.geomean_vs_fastest);
   EXPECT_GT(model.within_5pct, tree.within_5pct);
-  // With this rule: 53 (h200_classes), 68 (h200_example), 75 (h200_seeded)
-  // and 69 (h200_six_seeds) of 75 within 5% of the fastest. Before the
+  // With this rule: 53 (h200_classes), 68 (h200_example), 75 (h200_seeded),
+  // 69 (h200_six_seeds) and 75 (h200_spread, the committed tuning; the
+  // benchmark's two runs of its header: 75 and 75) of 75 within 5% of the
+  // fastest. Before the
   // spread-waves and data terms and the support (docs/dispatch.md): 47, 70,
   // 71 and 65, with 3072x1500x1024 12% slower than variant 0 on the two
   // seeded records (the benchmark's two runs of the example's header then:
@@ -308,6 +312,7 @@ TEST_P(RecordedClassRun, OffTheTunedShapesTheModelPicksAndIsNeverSlowerThanVaria
   // well. The tree guarded by the older veto-only wave model reached 40 on
   // h200_classes.
   EXPECT_GE(model.within_5pct, 50);
+  if (std::string(GetParam()) == "h200_spread.json") EXPECT_EQ(model.within_5pct, 75);
   EXPECT_GE(model.geomean_vs_fastest, 0.9);
 }
 
@@ -407,7 +412,7 @@ TEST_P(RecordedClassRun, GrownOnHalfOfTheSuiteTheModelHoldsOnTheOtherHalf) {
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, RecordedClassRun, ::testing::Values("h200_classes.json", "h200_example.json", "h200_seeded.json",
-                                           "h200_six_seeds.json"),
+                                           "h200_six_seeds.json", "h200_spread.json"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param).substr(0, std::string(i.param).find('.'));
                          });
