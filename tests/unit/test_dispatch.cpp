@@ -371,6 +371,12 @@ TEST_P(RecordedClassRun, TheModelRoundTripsThroughJsonAndMalformedOnesAreNamed) 
   ASSERT_TRUE(od.model.has_value());
   EXPECT_EQ(od.model->ms_per_work_spread, std::vector<double>(params_.size(), 0.0));
   EXPECT_TRUE(od.model->support.empty());
+  // ...and is written back as it was read: no "support" (no limit), which reads again.
+  EXPECT_FALSE(od.to_json()["model"].contains("support"));
+  const DispatchTree od2 = DispatchTree::from_json(od.to_json(), "summary.json", variants);
+  ASSERT_TRUE(od2.model.has_value());
+  EXPECT_TRUE(od2.model->support.empty());
+  for (const auto& x : held_out_) EXPECT_EQ(od2.select_guarded(x), od.select_guarded(x)) << x.name;
   // A model from an older kopt (no "rule": its margin was the veto's) reads as none.
   json old = t.to_json();
   old["model"].erase("rule");

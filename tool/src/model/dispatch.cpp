@@ -333,6 +333,7 @@ void fit(DispatchModel& m, const std::vector<DispatchSample>& samples, size_t sk
 /// for a model without support).
 bool supported(const DispatchModel& m, size_t v, const std::vector<int64_t>& sizes) {
   if (v == 0 || m.support.empty()) return true;
+  if (v >= m.support.size()) return false;
   const auto& box = m.support[v];
   if (box.size() != sizes.size()) return false;  // no supporting shape
   for (size_t d = 0; d < sizes.size(); ++d) {
@@ -390,22 +391,25 @@ nlohmann::json DispatchModel::to_json() const {
     for (double x : xs) a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
     return a;
   };
-  return {{"rule", "fastest_predicted"},
-          {"sm_count", sm_count},
-          {"blocks_per_sm", blocks_per_sm},
-          {"ms_per_work", numbers(ms_per_work)},
-          {"ms_per_byte", numbers(ms_per_byte.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_byte)},
-          {"ms_fixed", numbers(ms_fixed.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_fixed)},
-          {"ms_per_work_spread",
-           numbers(ms_per_work_spread.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_work_spread)},
-          {"ms_per_data_byte",
-           numbers(ms_per_data_byte.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : ms_per_data_byte)},
-          {"margin", margin ? nlohmann::json(*margin) : nlohmann::json(nullptr)},
-          {"tuned", tuned},
-          {"block_work", block_work},
-          {"traffic_bytes", traffic},
-          {"data_bytes", data_bytes},
-          {"support", support}};
+  // A term missing from a hand-built model is written as 0, as from_json reads a model from before it.
+  auto or_zero = [&](const std::vector<double>& xs) {
+    return numbers(xs.empty() ? std::vector<double>(ms_per_work.size(), 0.0) : xs);
+  };
+  nlohmann::json j = {{"rule", "fastest_predicted"},
+                      {"sm_count", sm_count},
+                      {"blocks_per_sm", blocks_per_sm},
+                      {"ms_per_work", numbers(ms_per_work)},
+                      {"ms_per_byte", or_zero(ms_per_byte)},
+                      {"ms_fixed", or_zero(ms_fixed)},
+                      {"ms_per_work_spread", or_zero(ms_per_work_spread)},
+                      {"ms_per_data_byte", or_zero(ms_per_data_byte)},
+                      {"margin", margin ? nlohmann::json(*margin) : nlohmann::json(nullptr)},
+                      {"tuned", tuned},
+                      {"block_work", block_work},
+                      {"traffic_bytes", traffic},
+                      {"data_bytes", data_bytes}};
+  if (!support.empty()) j["support"] = support;  // absent: no limit (a model from before it)
+  return j;
 }
 
 std::optional<DispatchModel> DispatchModel::from_json(const JsonAt& at, int variant_count, size_t size_count) {

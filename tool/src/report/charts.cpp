@@ -695,8 +695,8 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
              "than variant 0 on one of its shapes (docs/dispatch.md).";
     if (tree->model)
       t.rule += tree->model->margin
-                    ? " Off the tuned shapes, the variant a cost model (waves of block work at the measured "
-                      "occupancy" + std::string(tree->model->traffic.empty() ? "" : ", plus the launch's traffic") +
+                    ? " Off the tuned shapes, the variant a cost model (whole and spread waves of block work at the "
+                      "measured occupancy" + std::string(tree->model->traffic.empty() ? "" : ", plus the launch's traffic") +
                           std::string(tree->model->data_bytes.empty() ? "" : " and the case's data") +
                           ", fitted on the same medians) predicts fastest runs where it is predicted faster than "
                           "variant 0 by " + fmt(*tree->model->margin * 100, "%.3g") +
