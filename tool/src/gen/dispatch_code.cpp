@@ -195,7 +195,8 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
     for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
     h << "): the least and greatest value over the tuned shapes where it ran\n"
       << "/// within 2x of the fastest variant; {0, -1}: none. Off the tuned shapes a variant other than 0\n"
-      << "/// runs only where every size is within 2x of its range (docs/dispatch.md).\n"
+      << "/// runs only where every size is within kSupportFactor of its range (docs/dispatch.md).\n"
+      << "constexpr double kSupportFactor = " << fmt_exact(model::kSupportFactor) << ";\n"
       << "constexpr long long kSupport[" << n << "][" << std::max<size_t>(order.size(), 1) << "][2] = {";
     for (size_t v = 0; v < n; ++v) {
       h << (v ? ", " : "") << "{";
@@ -213,8 +214,8 @@ std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std:
     h << "};\n  for (int kopt_d = 0; kopt_d < " << order.size() << "; ++kopt_d) {\n"
       << "    const long long* kopt_r = kSupport[kopt_v][kopt_d];\n"
       << "    if (kopt_r[1] < kopt_r[0]) return false;\n"
-      << "    if (2.0 * static_cast<double>(kopt_x[kopt_d]) < static_cast<double>(kopt_r[0]) ||\n"
-      << "        static_cast<double>(kopt_x[kopt_d]) > 2.0 * static_cast<double>(kopt_r[1]))\n"
+      << "    if (static_cast<double>(kopt_x[kopt_d]) * kSupportFactor < static_cast<double>(kopt_r[0]) ||\n"
+      << "        static_cast<double>(kopt_x[kopt_d]) > static_cast<double>(kopt_r[1]) * kSupportFactor)\n"
       << "      return false;\n  }\n  return true;\n}\n\n";
   }
   if (m.margin) {

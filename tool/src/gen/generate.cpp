@@ -144,7 +144,7 @@ const std::set<std::string>& reserved_names() {
       // the cost model's (docs/dispatch.md), and a macro it uses
       "HUGE_VAL", "measured_variant", "dispatch_model", "block_work", "traffic_bytes", "data_bytes", "kSmCount",
       "kBlocksPerSm", "kMsPerWork", "kMsPerByte", "kMsFixed", "kMsPerWorkSpread", "kMsPerDataByte", "kMargin",
-      "kSupport", "supported", "kTuned", "tuned", "predicted_ms", "fastest_predicted",
+      "kSupport", "kSupportFactor", "supported", "kTuned", "tuned", "predicted_ms", "fastest_predicted",
       // C++20 keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
       "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",

@@ -28,16 +28,6 @@ constexpr double kFailedRegret = 13.815510557964274;  // log(1e6)
 // leave-one-out check and still ran 1024x3000x2048 5.3% slower than variant 0.
 constexpr double kMinMargin = 0.05;
 
-// The support of a variant (DispatchModel::support): the tuned shapes where it
-// ran within kSupportCut of the fastest variant (2, the default
-// --screen-factor: slower ones are screened there); off the tuned shapes it is
-// chosen only within kSupportFactor of their range in every size. On the
-// recorded H200 runs, a row kernel fitted on N <= 4 alone predicted
-// 35x1500x2560 at less than half of its measured time (1.46x variant 0 there)
-// when half of the DeepBench suite was the tuned shapes.
-constexpr double kSupportCut = 2.0;
-constexpr double kSupportFactor = 2.0;
-
 struct Grower {
   const std::vector<DispatchSample>& samples;
   int variants;

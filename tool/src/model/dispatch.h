@@ -77,6 +77,17 @@ class JsonAt;
 
 namespace kopt::model {
 
+/// The support of a variant (DispatchModel::support): the tuned shapes where
+/// it ran within kSupportCut of the fastest variant (2, the default
+/// --screen-factor: slower ones are screened there); off the tuned shapes it
+/// is chosen only within kSupportFactor of their range in every size (kopt
+/// and the generated header both use this constant). On the recorded H200
+/// runs, a row kernel fitted on N <= 4 alone predicted 35x1500x2560 at less
+/// than half of its measured time (1.46x variant 0 there) when half of the
+/// DeepBench suite was the tuned shapes.
+constexpr double kSupportCut = 2.0;
+constexpr double kSupportFactor = 2.0;
+
 /// One tuned shape: its sizes (launch-header order) and the median latency of
 /// each variant on it, in ms (INFINITY or NaN: the variant failed or was not
 /// timed there; never chosen for it).
