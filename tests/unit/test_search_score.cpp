@@ -76,6 +76,24 @@ TEST(ScoreTest, MethodologyWorkedByHand) {
   EXPECT_EQ(m.score({trace({2.0})}), m.score({trace({2.0, 2.0, 2.0})}));
 }
 
+// Nine values 1, 2, 3, 3, 4, 5, 5, 6, 7 (median 4): the range is 1-3
+// evaluations, and after 3 draws the baseline's position round(30 / 4) = 8
+// (7.5, ties to even) is the optimum's: that point is undefined and left out.
+// Random search: 1 draw: round(10 / 2) = 5 -> 3; 2 draws: round(20 / 3) = 7 -> 2.
+// The run 4, 2, 1: (4-3)/(1-3) = -0.5, (2-2)/(1-2) = 0.
+TEST(ScoreTest, PointsWhereTheBaselineIsAtTheOptimumAreLeftOut) {
+  const Methodology m({1, 3, 5, 2, 4, 6, 3, 5, 7});
+  EXPECT_EQ(m.first_evaluation(), 1u);
+  EXPECT_EQ(m.last_evaluation(), 3u);
+  EXPECT_EQ(m.random_value(3), m.optimum());
+  const std::vector<double> curve = m.standardised_curve({trace({4.0, 2.0, 1.0})});
+  ASSERT_EQ(curve.size(), 3u);
+  EXPECT_EQ(curve[0], -0.5);
+  EXPECT_EQ(curve[1], 0.0);
+  EXPECT_TRUE(std::isnan(curve[2]));
+  EXPECT_EQ(m.score({trace({4.0, 2.0, 1.0})}), -0.25);
+}
+
 TEST(ScoreTest, SpacesAndRunsThatCannotBeScored) {
   auto expect_id = [](const std::function<void()>& f, const std::string& id, const std::string& needle) {
     try {

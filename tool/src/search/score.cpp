@@ -265,13 +265,18 @@ std::vector<double> Methodology::standardised_curve(const std::vector<Trace>& ru
     const double pos = at.empty() ? n - 1 : std::min(n - 1, round_even(*median(at)));
     const double curve = sorted_[static_cast<size_t>(pos)];
     const double random = random_value(f);
-    if (random == optimum()) bad_runs("the random-search baseline reaches the optimum within the range");
-    out.push_back((curve - random) / (optimum() - random));
+    out.push_back(random == optimum() ? kNaN : (curve - random) / (optimum() - random));
   }
   return out;
 }
 
-double Methodology::score(const std::vector<Trace>& runs) const { return mean(standardised_curve(runs)); }
+double Methodology::score(const std::vector<Trace>& runs) const {
+  std::vector<double> defined;
+  for (double v : standardised_curve(runs))
+    if (!std::isnan(v)) defined.push_back(v);
+  if (defined.empty()) bad_runs("the random-search baseline is at the optimum throughout the range");
+  return mean(defined);
+}
 
 double Methodology::first_second() const {
   return o_.cutoff_percentile_start > 0 ? static_cast<double>(first_) * median_seconds_ : 0.0;
@@ -375,11 +380,14 @@ std::optional<double> Methodology::score_over_time(const std::vector<Trace>& run
     for (size_t i = k + 1; i < resolution; ++i) curve[i] = curve[k];
   }
   double sum = 0;
+  size_t defined = 0;
   for (size_t i = 0; i < resolution; ++i) {
-    if (optimum() == random[i]) bad_runs("the random-search baseline reaches the optimum within the time range");
+    if (optimum() == random[i]) continue;  // as standardised_curve()
     sum += (curve[i] - random[i]) / (optimum() - random[i]);
+    ++defined;
   }
-  return sum / double(resolution);
+  if (!defined) bad_runs("the random-search baseline is at the optimum throughout the time range");
+  return sum / double(defined);
 }
 
 }  // namespace kopt::search::score

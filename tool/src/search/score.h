@@ -107,11 +107,15 @@ class Methodology {
 
   /// The score over evaluations of these runs (one per seed). A run shorter
   /// than last_evaluation() keeps its last best. Throws
-  /// UsageError(kopt.search.804) for no runs, or a value of a run that is
-  /// not among the space's values.
+  /// UsageError(kopt.search.804) for no runs, a value of a run that is
+  /// not among the space's values, or no defined point (standardised_curve()).
   double score(const std::vector<Trace>& runs) const;
   /// The standardised curve behind score(), one value per evaluation count
-  /// from first_evaluation() to last_evaluation().
+  /// from first_evaluation() to last_evaluation(). Where the baseline itself
+  /// is at the optimum (in small spaces, as its position is rounded ties to
+  /// even: N = 9, M = 3 gives 7.5 -> 8, the optimum's position), the value is
+  /// undefined (NaN) and left out of score(); the package refuses such a
+  /// space (a division by zero).
   std::vector<double> standardised_curve(const std::vector<Trace>& runs) const;
 
   /// Whether the space has evaluation costs (the time axis).
