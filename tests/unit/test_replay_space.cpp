@@ -153,5 +153,43 @@ TEST(ReplaySpaceTest, SyntheticFamiliesHaveTheirFeatures) {
   }
 }
 
+// What the replay tests claim of the default strategy on the recorded SGEMM
+// sweeps (test_search_replay.cpp), on the development spaces, which have the
+// features of the public sweeps where those claims failed for the earlier
+// default (convolution and point-in-polygon landscapes: failures beside the
+// best, jagged values, interacting switches, needles): within 5% of the
+// optimum in a fifth of the space or less (the mean over the seeds), and,
+// where at most 1 in 20 configurations is that near (elsewhere random
+// sampling gets there in a handful of evaluations and no strategy can do
+// much better), quicker than random sampling (medians) with a higher
+// methodology score; the same to 1%. Random sampling often needs thousands
+// of evaluations here; runs stop at 2000 (not getting there counts as more).
+// The spaces of fewer than 1000 configurations are left out: random-3 has
+// 108, half of them failing, and a score range of its first 17 evaluations,
+// where every strategy scores about -20 (the calculated baseline ignores
+// failures) and the order of two such numbers is noise.
+TEST(ReplaySpaceTest, TheDefaultBeatsRandomOnTheDevelopmentSpaces) {
+  ReplayOptions o;
+  o.seeds = 10;
+  o.max_evaluations = 2000;
+  const double never = std::numeric_limits<double>::infinity();
+  for (const auto& [family, seed] : development_spaces()) {
+    const Replay r(synthetic_space(family, seed));
+    SCOPED_TRACE(r.recorded().label);
+    if (r.size() < 1000) continue;
+    const std::string def = default_strategy(r.size());
+    const StrategyMeasures d = r.measure(def, o), random = r.measure("random", o);
+    double sum = 0;
+    for (const auto& n : d.to5) sum += n ? double(*n) : double(o.max_evaluations + 1);
+    EXPECT_LE(sum / o.seeds, double(r.size()) / 5) << def;
+    const bool hard5 = r.within(0.05) * 20 <= r.size(), hard1 = r.within(0.01) * 20 <= r.size();
+    if (hard5) {
+      EXPECT_LT(d.median_to5().value_or(never), random.median_to5().value_or(never)) << def << " vs random, to 5%";
+      EXPECT_GT(d.score, random.score) << def << " vs random, score";
+    }
+    if (hard1) EXPECT_LT(d.median_to1().value_or(never), random.median_to1().value_or(never)) << def << " vs random, to 1%";
+  }
+}
+
 }  // namespace
 }  // namespace kopt::search::replay
