@@ -204,7 +204,8 @@ Finalists Driver::choose_finalists() {
     // left holds another round as long as the last one.
     double last_round_min = 0;
     for (int round = 0; round < rounds && !util::interrupted(); ++round) {
-      if (round > 0 && o_.max_minutes > 0 && minutes_elapsed() + last_round_min > o_.max_minutes) {
+      const std::optional<double> minutes_left = budget_left().minutes;
+      if (round > 0 && minutes_left && last_round_min > *minutes_left) {
         if (!o_.quiet)
           std::cerr << "kopt: re-timing stopped after " << round << " of " << rounds
                     << " rounds: the minutes budget is spent\n";
@@ -215,7 +216,7 @@ Finalists Driver::choose_finalists() {
         if (failed[i]) continue;
         model::Result r;
         try {
-          r = ev_->evaluate(retime_candidate(*ranked[i]), false);
+          r = runner_->evaluate(retime_candidate(*ranked[i]), false);
         } catch (const util::Interrupted&) {
           break;  // interrupted() holds: the re-timing is dropped below
         }
@@ -251,7 +252,7 @@ Finalists Driver::choose_finalists() {
         f.retime.push_back({{"index", ranked[i]->index}, {"label", ranked[i]->label}, {"geomeans_ms", g[i]},
                             {"median_ms", g[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
                             {"cases_median_ms", cases}, {"failed_recheck", static_cast<bool>(failed[i])}});
-        if (ev_->device_ordinal() >= 0) f.retime.back()["device"] = ev_->device_ordinal();
+        if (runner_->primary() < runner_->size()) f.retime.back()["device"] = runner_->slot(runner_->primary()).device;
         if (!failed[i] && !g[i].empty() && median < best_median) {
           best_median = median;
           f.winner = ranked[i];
