@@ -112,6 +112,15 @@ struct Script {
   void add(Step s) { steps.push_back(std::move(s)); }
 };
 
+/// `n` turns, each evaluating another variant of the repaired kernel.
+void add_evaluations(Script& s, int n) {
+  for (int i = 0; i < n; ++i) {
+    json a = eval_args("repaired.cu", "vadd_repaired");
+    a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
+    s.add(reply({call("evaluate_candidate", a)}));
+  }
+}
+
 class ScriptedClient : public kopt::agent::LlmClient {
  public:
   ScriptedClient(std::shared_ptr<Script> s, LlmConfig c) : s_(std::move(s)), c_(std::move(c)) {}
@@ -525,11 +534,7 @@ TEST(AgentLoop, TokenBudgetStopsBeforeTheNextTurn) {
 TEST(AgentLoop, ForcedToolChoiceStillEndsWithinBudget) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  for (int i = 0; i < 4; ++i) {
-    json a = eval_args("repaired.cu", "vadd_repaired");
-    a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
-    s->add(reply({call("evaluate_candidate", a)}));
-  }
+  add_evaluations(*s, 4);
   auto o = base_options(t);
   o.budget.evaluations = 2;
   o.agent.tool_choice = "evaluate_candidate";
@@ -546,11 +551,7 @@ TEST(AgentLoop, ForcedToolChoiceStillEndsWithinBudget) {
 TEST(AgentLoop, PatienceEndsTheLoopAfterEvaluationsWithoutImprovement) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  for (int i = 0; i < 6; ++i) {
-    json a = eval_args("repaired.cu", "vadd_repaired");
-    a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
-    s->add(reply({call("evaluate_candidate", a)}));
-  }
+  add_evaluations(*s, 6);
   auto o = base_options(t, /*gpu=*/true);  // every candidate ok, 1 ms: only the first one improves
   o.budget.patience = 2;
   const RunOut r = run_with(o, s);
@@ -586,11 +587,7 @@ TEST(AgentLoop, ModelTurnsAndEvaluationsAreSeparateItems) {
   {
     TempDir t;
     auto s = std::make_shared<Script>();
-    for (int i = 0; i < 3; ++i) {
-      json a = eval_args("repaired.cu", "vadd_repaired");
-      a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
-      s->add(reply({call("evaluate_candidate", a)}));
-    }
+    add_evaluations(*s, 3);
     auto o = base_options(t);
     o.budget.evaluations = 1;
     o.budget.model_turns = 5;
