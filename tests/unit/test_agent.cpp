@@ -725,6 +725,30 @@ TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
   EXPECT_EQ(r.summary["strategy"], "hybrid");
 }
 
+// evals=N counts every evaluation of the run, a template's configurations
+// too: the driver's stop condition ends the template's search at the limit,
+// and the conversation stops with the item as its reason.
+TEST(AgentLoop, HybridTemplateConfigurationsCountAgainstTheEvaluations) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("propose_template",
+                     {{"source", kopt::fs::read_file(kData + "template.cu")},
+                      {"entry", "vadd_tmpl"},
+                      {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
+                      {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
+                      {"constraints", {"BS * ITEMS <= 512"}}})}));
+  s->add(text("done"));
+  auto o = base_options(t);
+  o.strategy = "hybrid";
+  o.agent.template_evaluations = 4;
+  o.budget.evaluations = 2;
+  o.budget.model_turns = 10;
+  const RunOut r = run_with(o, s);
+  EXPECT_EQ(r.history["attempts"].size(), 3u) << r.history.dump();  // the initial kernel + 2 configurations
+  EXPECT_EQ(s->requests.size(), 1u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_evaluations") << r.summary["agent"].dump();
+}
+
 // ---------------------------------------------------------------------------
 // fetch_url: the agent's libcurl client against a local page server
 

@@ -98,6 +98,9 @@ void Session::converse_optimize() {
   // driver asks for its first candidate.
   bridge_->wait_for_driver();
   converse(hybrid_ ? "hybrid" : "agent");
+  // The driver stopped asking (a budget item it enforces ran out while a
+  // template was tuned): the reason is the item.
+  if (stop_code_.empty()) stop_for_driver();
 }
 
 void Session::stop_for_driver() {

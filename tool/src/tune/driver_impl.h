@@ -123,6 +123,8 @@ class Driver final : public propose::EvaluationService {
   void evaluate_baseline();
   // pipeline.cpp
   void run_pipeline();
+  /// The console line after attempt `a` (best so far, rate, ETA, the stop conditions' status).
+  std::string progress_line(const model::Attempt& a, double search_minutes, bool several) const;
   // finalists.cpp
   Finalists choose_finalists();
   /// Derives the dispatch tree's cost model (model/dispatch.h) where the

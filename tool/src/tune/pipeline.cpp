@@ -183,6 +183,29 @@ class Pipeline {
   std::vector<std::optional<Clock::time_point>> idle_since_;
 };
 
+std::string Driver::progress_line(const model::Attempt& a, double mins, bool several) const {
+  const model::Attempt* best = store_->best();
+  std::ostringstream line;
+  const int64_t evals = o_.budget.evaluations;
+  line << "[" << stats_.evaluated << (evals > 0 ? "/" + std::to_string(evals) : "") << "] ";
+  if (const std::string p = proposer_.progress(); !p.empty()) {
+    line << p;  // shape classes: the geomeans are over one class's cases, the ratios to all cases' meaningless
+  } else if (best && best->result.geomean_ms) {
+    line << "best " << fmt(*best->result.geomean_ms) << " ms";
+    if (reference_geomean_) line << " (" << fmt(*reference_geomean_ / *best->result.geomean_ms, 3) << "x ref";
+    if (cublas_geomean_) line << ", " << fmt(*cublas_geomean_ / *best->result.geomean_ms, 3) << "x cuBLAS";
+    if (reference_geomean_) line << ")";
+  }
+  line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
+  if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
+  if (several && a.result.device) line << " on device " << *a.result.device;
+  line << " | " << fmt(stats_.evaluated / std::max(mins, 1e-9), 3) << "/min";
+  if (evals > 0 && stats_.evaluated > 0)
+    line << " | ETA " << fmt(mins / stats_.evaluated * (evals - stats_.evaluated), 2) << " min";
+  line << " | " << stop_->status();
+  return line.str();
+}
+
 void Driver::run_pipeline() {
   stats_.threads = compile_threads(o_.compile_threads);
   const bool several = runner_->size() > 1;
@@ -309,27 +332,8 @@ void Driver::run_pipeline() {
     const model::Attempt& a = record("candidate", current.candidate, r);
     proposer_.observe(current.candidate, a);
 
-    const model::Attempt* best = store_->best();
     const double mins = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
-    std::ostringstream line;
-    const int64_t evals = o_.budget.evaluations;
-    line << "[" << stats_.evaluated << (evals > 0 ? "/" + std::to_string(evals) : "") << "] ";
-    if (const std::string p = proposer_.progress(); !p.empty()) {
-      line << p;  // shape classes: the geomeans are over one class's cases, the ratios to all cases' meaningless
-    } else if (best && best->result.geomean_ms) {
-      line << "best " << fmt(*best->result.geomean_ms) << " ms";
-      if (reference_geomean_) line << " (" << fmt(*reference_geomean_ / *best->result.geomean_ms, 3) << "x ref";
-      if (cublas_geomean_) line << ", " << fmt(*cublas_geomean_ / *best->result.geomean_ms, 3) << "x cuBLAS";
-      if (reference_geomean_) line << ")";
-    }
-    line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
-    if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
-    if (several && a.result.device) line << " on device " << *a.result.device;
-    line << " | " << fmt(stats_.evaluated / std::max(mins, 1e-9), 3) << "/min";
-    if (evals > 0 && stats_.evaluated > 0)
-      line << " | ETA " << fmt(mins / stats_.evaluated * (evals - stats_.evaluated), 2) << " min";
-    line << " | " << stop_->status();
-    progress.line(line.str());
+    progress.line(progress_line(a, mins, several));
     if (!failure) pipe.refill();
   }
   progress.done();
