@@ -374,6 +374,39 @@ TEST(Cli, GenerateChecksEveryArgumentBeforeAnyWork) {
   EXPECT_FALSE(fsys::exists(d / "cache")) << "nothing compiled";
 }
 
+// --check (optimize_kernel() runs it when configuring): what the run would
+// reject before tuning, exit 2 with its message; 0 otherwise, with nothing
+// written and the tuning cache's content left to the build.
+TEST(Cli, GenerateCheckJudgesAsTheRunWouldAndWritesNothing) {
+  kopt::test::TempDir d("kopt-cli-gen-check");
+  std::ofstream(d / "garbage.json") << "[1, 2";
+  std::ofstream(d / "capture.json") << "{\"kopt_capture\": 1,";
+  const std::string out = " --out-dir " + (d / "out").string() + " --cache-dir " + (d / "cache").string() +
+                          " --depfile " + (d / "out" / "k.d").string() + " --check";
+  const std::string gen = "generate --name k --spec " + kSgemmSpec + out;
+  CliRun r = run(gen + " --budget evals=5 --strategy random --cache-file " + (d / "garbage.json").string() +
+                 " --cases-from " + (d / "not_yet.json").string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(fsys::exists(d / "out")) << "nothing written";
+  EXPECT_FALSE(fsys::exists(d / "cache")) << "nothing compiled";
+  expect_usage_error(gen + " --budget evals=abc", "--budget");
+  expect_usage_error(gen + " --strategy magic", "--strategy");
+  r = run(gen + " --cases-from " + (d / "capture.json").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("capture.json: not valid JSON"), std::string::npos) << r.err;
+  // What the parameter search needs of the spec: vadd has no template. The
+  // agent's needs are read when it runs; --no-tune searches nothing.
+  const std::string vadd = "generate --name k --spec " + std::string(KOPT_TEST_DATA_DIR) + "/agent/vadd.json" + out;
+  r = run(vadd);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("[kopt.opt.003]"), std::string::npos) << r.err;
+  EXPECT_EQ(run(vadd + " --strategy agent").code, 0);
+  EXPECT_EQ(run(vadd + " --no-tune").code, 0);
+  EXPECT_FALSE(fsys::exists(d / "out"));
+}
+
 TEST(Cli, ErrorsAreOneLineWithUserTextClipped) {
   const std::string huge(100000, 'x');  // one argument may hold 128 KiB
   const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 ";
