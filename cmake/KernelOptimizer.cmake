@@ -557,6 +557,7 @@ function(_kopt_add_generate)
                       COMMAND "${CMAKE_COMMAND}" "-D_KOPT_CASES_FROM=${arg_CASES_FROM}" "-D_KOPT_CASES_STAMP=${stamp}"
                               -P "${_KOPT_MODULE_DIR}/KernelOptimizer.cmake"
                       BYPRODUCTS "${stamp}"
+                      COMMENT "KernelOptimizer: checking ${arg_CASES_FROM} for new shapes of ${arg_NAME}"
                       VERBATIM)
     add_dependencies(optimize_${arg_NAME} kopt_cases_from_${arg_NAME})
   endif()
