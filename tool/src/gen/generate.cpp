@@ -5,11 +5,7 @@
 #include <optional>
 #include <iostream>
 #include <map>
-#include <regex>
-#include <set>
-#include <sstream>
 
-#include "gen/capture_code.h"
 #include "gen/depfile.h"
 #include "gen/dispatch_code.h"
 #include "model/dispatch.h"
@@ -26,23 +22,6 @@
 
 namespace kopt::gen {
 namespace {
-
-/// Size names in the order a user writes them: scalars of the signature whose
-/// value is a bare size name first (M, N, K for SGEMM), then the rest sorted.
-std::vector<std::string> size_order(const spec::Spec& s) {
-  std::set<std::string> all;
-  for (const auto& c : s.cases)
-    for (const auto& [k, v] : c.sizes) all.insert(k);
-  std::vector<std::string> order;
-  for (const auto& p : s.signature) {
-    if (p.is_buffer || p.float_value || p.value.empty()) continue;
-    const std::string& t = p.value.text();
-    if (all.count(t) && std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
-  }
-  for (const auto& n : all)
-    if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
-  return order;
-}
 
 /// Writes both outputs, each atomically; only called once both are ready.
 void emit(const GenerateOptions& o, const spec::Spec& s, const std::vector<KernelVariant>& variants,
@@ -124,336 +103,6 @@ std::string gpu_label(const nlohmann::json& gpu) {
 }
 
 }  // namespace
-
-
-namespace {
-
-/// One variant's parsed annotations, checked.
-spec::Annotations variant_annotations(const KernelVariant& v) { return spec::parse_variant_annotations(v.source, v.origin); }
-
-using spec::variant_entry;
-
-/// Names the header declares itself (and C++'s keywords): a size or tuning
-/// parameter with one of these names would not compile.
-const std::set<std::string>& reserved_names() {
-  static const std::set<std::string> names = {
-      // the header's own names
-      "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "kEntry", "kVariants",
-      "kVariantLabels", "LaunchConfig", "launch_config",
-      "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
-      // the cost model's (docs/dispatch.md), and a macro it uses
-      "HUGE_VAL", "measured_variant", "dispatch_model", "block_work", "traffic_bytes", "data_bytes", "kSmCount",
-      "kBlocksPerSm", "kMsPerWork", "kMsPerByte", "kMsFixed", "kMsPerWorkSpread", "kMsPerDataByte", "kMargin",
-      "kSupport", "kSupportFactor", "supported", "kTuned", "tuned", "predicted_ms", "fastest_predicted",
-      // C++20 keywords and alternative tokens
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
-      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
-      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default",
-      "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float",
-      "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not",
-      "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
-      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert",
-      "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef",
-      "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
-      "xor", "xor_eq", "NULL"};
-  return names;
-}
-
-/// A size or tuning parameter name the header can declare: not reserved, not
-/// in the header's own kopt_ prefix, not a variantN namespace.
-void check_header_name(const std::string& name, const std::string& what, const std::string& where) {
-  static const std::regex variant_ns("^variant[0-9]+$");
-  static const std::regex ident("^[A-Za-z_][A-Za-z0-9_]*$");
-  if (!std::regex_match(name, ident))
-    throw SpecError("kopt.gen.108", where + ": the " + what + " '" + name.substr(0, 100) +
-                                        "' is not a C identifier, so the generated launch header cannot declare it");
-  if (reserved_names().count(name) || name.rfind("kopt_", 0) == 0 || name.rfind("__", 0) == 0 ||
-      std::regex_match(name, variant_ns))
-    throw SpecError("kopt.gen.108", where + ": the " + what + " '" + name +
-                                        "' cannot be a name in the generated launch header (a C++ keyword or one "
-                                        "of the header's own names); rename it");
-}
-
-/// Every name a variant's launch expressions use must be a size (an argument
-/// of launch_config()) or one of the variant's kopt:param constants, or the
-/// header would not compile.
-void check_launch_names(const spec::Annotations& a, const KernelVariant& v, const std::vector<std::string>& sizes) {
-  const std::string where = v.origin.empty() ? std::string("the kernel") : v.origin;
-  for (const auto& [k, value] : a.params) {
-    (void)value;
-    check_header_name(k, "kopt:param", where);
-  }
-  std::string size_list;
-  for (const auto& s : sizes) size_list += (size_list.empty() ? "" : ", ") + s;
-  const auto check = [&](const char* line, const spec::Expr& e) {
-    for (const std::string& n : e.names()) {
-      if (std::find(sizes.begin(), sizes.end(), n) != sizes.end() || a.params.count(n)) continue;
-      throw SpecError("kopt.gen.107",
-                      where + ": kopt:" + line + " '" + e.text() + "' uses '" + n +
-                          "', which is neither a size of the workload (" + (size_list.empty() ? "none" : size_list) +
-                          ") nor a '// kopt:param " + n +
-                          "=VALUE' line of the kernel, so the launch header would not compile; write the launch "
-                          "in terms of the sizes, or give the kernel its tuning parameters' values (a tuned "
-                          "best.cu has them)");
-    }
-  };
-  for (const auto& e : *a.grid) check("grid", e);
-  for (const auto& e : *a.block) check("block", e);
-  if (a.shared_bytes) check("shared", *a.shared_bytes);
-}
-
-std::string c_string(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += (ch == '\n' ? ' ' : ch);
-  }
-  return out + "\"";
-}
-
-}  // namespace
-
-std::string launch_header(const std::string& name, const std::string& source, const spec::Spec& spec,
-                          const std::string& origin) {
-  return launch_header(name, std::vector<KernelVariant>{{source, origin, "", {}}}, spec);
-}
-
-std::string launch_header(const std::string& name, const std::vector<KernelVariant>& variants, const spec::Spec& spec,
-                          const model::DispatchTree* dispatch) {
-  if (variants.empty()) throw UsageError("kopt.gen.105", "no kernel to generate a launch header for");
-  static const std::regex ident("^[A-Za-z_][A-Za-z0-9_]*$");
-  if (!std::regex_match(name, ident))
-    throw UsageError("kopt.gen.102", "kernel name '" + name + "' is not a C identifier");
-  const std::vector<std::string> sizes = size_order(spec);
-  for (const auto& sz : sizes) check_header_name(sz, "size", spec.path.empty() ? "the spec" : spec.path.string());
-  std::vector<spec::Annotations> ann;
-  for (const auto& v : variants) {
-    ann.push_back(variant_annotations(v));
-    check_launch_names(ann.back(), v, sizes);
-  }
-  const size_t n = variants.size();
-  if (dispatch && n > 1) {
-    for (const auto& d : dispatch->sizes)
-      if (std::find(sizes.begin(), sizes.end(), d) == sizes.end())
-        throw SpecError("kopt.gen.109", "the measured dispatch asks about '" + d.substr(0, 100) +
-                                            "', which is not a size of the workload; re-tune to record a new one");
-    for (const auto& node : dispatch->nodes)
-      if (node.dim < 0 && (node.variant < 0 || static_cast<size_t>(node.variant) >= n))
-        throw SpecError("kopt.gen.109", "the measured dispatch picks variant " + std::to_string(node.variant) +
-                                            ", but there are " + std::to_string(n) + "; re-tune to record a new one");
-  } else {
-    dispatch = nullptr;
-  }
-  // The cost model needs one block's work and the launch's traffic per
-  // variant: the template's block_work and traffic_bytes expressions in terms
-  // of the sizes and each variant's parameters. The expressions are the
-  // model's own (the ones its coefficients were fitted with), whatever the
-  // spec given to generate says now.
-  std::optional<spec::Expr> block_work, traffic, data;
-  if (dispatch && dispatch->model) {
-    auto parse = [&](const std::string& text, const char* what) {
-      spec::Expr e;
-      try {
-        e = spec::Expr::parse(text);
-      } catch (const Error&) {
-        throw SpecError("kopt.gen.109", std::string("the measured dispatch's model has a ") + what +
-                                            " that does not parse ('" + text.substr(0, 100) + "'); re-tune to record a new one");
-      }
-      for (const auto& a : ann)
-        for (const std::string& nm : e.names())
-          if (std::find(sizes.begin(), sizes.end(), nm) == sizes.end() && !a.params.count(nm))
-            throw SpecError("kopt.gen.109", "the measured dispatch's model uses '" + nm.substr(0, 100) + "' in its " +
-                                                what + ", which is neither a size nor a parameter of every variant; "
-                                                "re-tune to record a new one");
-      return e;
-    };
-    block_work = parse(dispatch->model->block_work, "block_work");
-    if (!dispatch->model->traffic.empty()) traffic = parse(dispatch->model->traffic, "traffic_bytes");
-    if (!dispatch->model->data_bytes.empty()) data = parse(dispatch->model->data_bytes, "data_bytes");
-  }
-  auto size_params = [&] {
-    std::string p;
-    for (size_t i = 0; i < sizes.size(); ++i) p += (i ? ", " : "") + std::string("long long ") + sizes[i];
-    return p;
-  };
-  auto size_args = [&] {
-    std::string p;
-    for (size_t i = 0; i < sizes.size(); ++i) p += (i ? ", " : "") + sizes[i];
-    return p;
-  };
-  std::ostringstream h;
-  h << "// Generated by kopt generate: the launch configuration of " << name << ".cu. Do not edit.\n"
-    << "// grid, block and shared memory follow the kernel's kopt: annotations, evaluated with\n"
-    << "// 64-bit integer arithmetic as kopt does.\n//\n";
-  if (sizes.empty()) {
-    h << "// The workload has no size names: launch_config() takes no arguments.";
-  } else {
-    h << "// Arguments: launch_config(" << size_args() << "). The sizes come in the order of the\n"
-      << "// kernel signature's scalar parameters that are sizes, then any other size names sorted.\n"
-      << "// They are all long long, so swapped sizes compile: pass them in this order.";
-  }
-  if (n > 1 && dispatch)
-    h << "\n// " << n << " shape-specialised variants: launch_config() picks one for the given sizes by\n"
-      << "// select_variant(): a decision tree grown on the variants' measured latencies on the tuned\n"
-      << "// shapes and, with a cost model, that model off them (docs/dispatch.md); variant 0 is the best\n"
-      << "// single configuration for every case.";
-  else if (n > 1)
-    h << "\n// " << n << " shape-specialised variants: launch_config() picks, for the given sizes, the\n"
-      << "// variant tuned on the nearest performance case (distance: sum of squared log size ratios);\n"
-      << "// variant 0 is the best single configuration for every case.";
-  h << "\n#pragma once\n\n#include <cmath>\n#include <cstddef>\n";
-  if (!sizes.empty()) h << "\n" << capture_includes();
-  h << "\nnamespace kopt_" << name << " {\n\n"
-    << "inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }\n"
-    << "inline long long min(long long a, long long b) { return a < b ? a : b; }\n"
-    << "template <typename... R>\n"
-    << "inline long long min(long long a, long long b, long long c, R... r) { return min(min(a, b), c, r...); }\n"
-    << "inline long long max(long long a, long long b) { return a > b ? a : b; }\n"
-    << "template <typename... R>\n"
-    << "inline long long max(long long a, long long b, long long c, R... r) { return max(max(a, b), c, r...); }\n"
-    << "inline long long abs(long long a) { return a < 0 ? -a : a; }\n"
-    << "inline long long align_up(long long a, long long b) { return ceil_div(a, b) * b; }\n"
-    << "inline long long pow2(long long a) { return 1LL << a; }\n"
-    << "inline long long log2(long long a) { long long r = 0; while (a > 1) { a >>= 1; ++r; } return r; }\n"
-    << "inline long long is_pow2(long long a) { return a > 0 && (a & (a - 1)) == 0; }\n\n"
-    << "/// The __global__ function of variant 0 (the best single configuration).\n"
-    << "constexpr const char* kEntry = \"" << variant_entry(*ann[0].entry, 0, n) << "\";\n"
-    << "/// Number of tuned variants (kernels[] below).\n"
-    << "constexpr int kVariants = " << n << ";\n"
-    << "/// Each variant's tuning parameters, as text.\n"
-    << "constexpr const char* kVariantLabels[] = {";
-  for (size_t i = 0; i < n; ++i) {
-    std::string label = variants[i].label;
-    if (label.empty())
-      for (const auto& [k, v] : ann[i].params) label += (label.empty() ? "" : ",") + k + "=" + std::to_string(v);
-    h << (i ? ", " : "") << c_string(label);
-  }
-  h << "};\n\n";
-  if (!ann[0].params.empty()) {
-    h << "/// Tuning parameters of variant 0 (baked into " << name << ".cu).\n";
-    for (const auto& [k, v] : ann[0].params) h << "constexpr long long " << k << " = " << v << ";\n";
-    h << "\n";
-  }
-  h << "struct LaunchConfig {\n  unsigned grid[3];\n  unsigned block[3];\n  std::size_t shared_bytes;  // dynamic shared memory\n"
-    << "  int variant;               // index into kernels[] (0 when there is one variant)\n};\n\n";
-  for (size_t i = 0; i < n; ++i) {
-    const spec::Annotations& a = ann[i];
-    h << "namespace variant" << i << " {\n";
-    for (const auto& [k, v] : a.params) h << "constexpr long long " << k << " = " << v << ";\n";
-    h << "inline LaunchConfig launch_config(" << size_params() << ") {\n";
-    for (const auto& s : sizes) h << "  (void)" << s << ";\n";
-    h << "  LaunchConfig kopt_c;\n";
-    for (int d = 0; d < 3; ++d) h << "  kopt_c.grid[" << d << "] = static_cast<unsigned>(" << (*a.grid)[d].text() << ");\n";
-    for (int d = 0; d < 3; ++d) h << "  kopt_c.block[" << d << "] = static_cast<unsigned>(" << (*a.block)[d].text() << ");\n";
-    h << "  kopt_c.shared_bytes = static_cast<std::size_t>(" << (a.shared_bytes ? a.shared_bytes->text() : "0") << ");\n"
-      << "  kopt_c.variant = " << i << ";\n  return kopt_c;\n}\n";
-    if (block_work) {
-      h << "/// One block's work (the template's block_work when it was tuned), for the dispatch model.\n"
-        << "inline double block_work(" << size_params() << ") {\n";
-      for (const auto& s : sizes) h << "  (void)" << s << ";\n";
-      h << "  return static_cast<double>(" << block_work->text() << ");\n}\n";
-    }
-    if (traffic) {
-      h << "/// The bytes the launch moves (the template's traffic_bytes when it was tuned), for the dispatch model.\n"
-        << "inline double traffic_bytes(" << size_params() << ") {\n";
-      for (const auto& s : sizes) h << "  (void)" << s << ";\n";
-      h << "  return static_cast<double>(" << traffic->text() << ");\n}\n";
-    }
-    if (data) {
-      h << "/// The bytes of every buffer of the case (what the launch reads and writes at the least), for the\n"
-        << "/// dispatch model.\n"
-        << "inline double data_bytes(" << size_params() << ") {\n";
-      for (const auto& s : sizes) h << "  (void)" << s << ";\n";
-      h << "  return static_cast<double>(" << data->text() << ");\n}\n";
-    }
-    h << "}  // namespace variant" << i << "\n\n";
-  }
-  h << "/// Grid, block and dynamic shared memory of variant `v` for the given sizes.\n"
-    << "inline LaunchConfig launch_config_variant(int kopt_v" << (sizes.empty() ? "" : ", ") << size_params()
-    << ") {\n  switch (kopt_v) {\n";
-  for (size_t i = 1; i < n; ++i)
-    h << "    case " << i << ": return variant" << i << "::launch_config(" << size_args() << ");\n";
-  h << "    default: return variant0::launch_config(" << size_args() << ");\n  }\n}\n\n";
-  // The tuned shapes and their variants.
-  std::vector<std::pair<std::vector<int64_t>, size_t>> shapes;
-  for (size_t i = 0; i < n; ++i)
-    for (const auto& sh : variants[i].shapes) {
-      std::vector<int64_t> vals;
-      for (const auto& sz : sizes) vals.push_back(sh.count(sz) ? sh.at(sz) : 1);
-      shapes.emplace_back(vals, i);
-    }
-  if (dispatch) {
-    h << "/// The variant for the given sizes: the measured dispatch. Grown on every variant's median\n"
-      << "/// latency on every tuned shape: each tuned shape gets a variant within "
-      << dispatch->noise * 100 << "% of its fastest\n"
-      << "/// where a few questions can say so, and a leaf never takes a variant that was measured\n"
-      << "/// slower than variant 0 on one of its shapes (docs/dispatch.md).\n"
-      << "inline int " << (block_work ? "measured_variant(" : "select_variant(") << size_params() << ") {\n";
-    for (const auto& sz : sizes) h << "  (void)" << sz << ";\n";
-    h << dispatch->to_cpp(2) << "}\n\n";
-    if (block_work) h << cost_model_cpp(*dispatch->model, dispatch->sizes, n, size_params(), size_args());
-  } else {
-  h << "/// The variant for the given sizes: the one tuned on the nearest tuned shape.\n"
-    << "inline int select_variant(" << size_params() << ") {\n";
-  if (n == 1 || shapes.empty() || sizes.empty()) {
-    for (const auto& s : sizes) h << "  (void)" << s << ";\n";
-    h << "  return 0;\n}\n\n";
-  } else {
-    h << "  struct kopt_shape { double sizes[" << sizes.size() << "]; int variant; };\n"
-      << "  static const kopt_shape kopt_tuned[] = {";
-    for (size_t j = 0; j < shapes.size(); ++j) {
-      h << (j ? ", " : "") << "{{";
-      for (size_t d = 0; d < shapes[j].first.size(); ++d) h << (d ? ", " : "") << shapes[j].first[d] << ".0";
-      h << "}, " << shapes[j].second << "}";
-    }
-    h << "};\n  const double kopt_want[] = {";
-    for (size_t d = 0; d < sizes.size(); ++d) h << (d ? ", " : "") << "static_cast<double>(" << sizes[d] << ")";
-    h << "};\n  int kopt_best = 0;\n  double kopt_best_d = 1e300;\n"
-      << "  for (const kopt_shape& kopt_s : kopt_tuned) {\n    double kopt_d = 0;\n"
-      << "    for (int kopt_i = 0; kopt_i < " << sizes.size() << "; ++kopt_i) {\n"
-      << "      const double kopt_r = std::log((kopt_want[kopt_i] > 1 ? kopt_want[kopt_i] : 1.0) /\n"
-      << "                                     (kopt_s.sizes[kopt_i] > 1 ? kopt_s.sizes[kopt_i] : 1.0));\n"
-      << "      kopt_d += kopt_r * kopt_r;\n    }\n"
-      << "    if (kopt_d < kopt_best_d) {\n      kopt_best_d = kopt_d;\n      kopt_best = kopt_s.variant;\n    }\n"
-      << "  }\n  return kopt_best;\n}\n\n";
-  }
-  }
-  if (!sizes.empty()) h << capture_code(name, sizes);
-  h << "/// Grid, block, dynamic shared memory and variant for the given problem sizes.\n"
-    << "inline LaunchConfig launch_config(" << size_params() << ") {\n";
-  if (!sizes.empty())
-    h << kCaptureIf << "\n  capture::record({{" << size_args() << "}});  // KOPT_CAPTURE: counts these sizes\n#endif\n";
-  h << "  return launch_config_variant(select_variant(" << size_args() << ")" << (sizes.empty() ? "" : ", ")
-    << size_args() << ");\n}\n\n"
-    << "}  // namespace kopt_" << name << "\n";
-
-  // Declarations live outside the namespace: the definitions are extern "C".
-  h << "\n#ifdef __CUDACC__\n";
-  bool half = false;
-  for (const auto& p : spec.signature) half = half || p.dtype == spec::DType::f16 || p.dtype == spec::DType::bf16;
-  if (half) h << "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n";
-  h << "/// The tuned kernel" << (n > 1 ? "s" : "") << " (defined in " << name << ".cu).\n";
-  for (size_t i = 0; i < n; ++i) {
-    h << "extern \"C\" __global__ void " << variant_entry(*ann[i].entry, i, n) << "(";
-    for (size_t j = 0; j < spec.signature.size(); ++j) {
-      const spec::Param& p = spec.signature[j];
-      h << (j ? ", " : "") << (p.is_buffer && p.role == spec::Role::input ? "const " : "") << spec::dtype_c_type(p.dtype)
-        << (p.is_buffer ? "* " : " ") << p.name;
-    }
-    h << ");\n";
-  }
-  h << "namespace kopt_" << name << " {\n"
-    << "/// Every variant's kernel, by LaunchConfig::variant.\n"
-    << "inline constexpr decltype(&::" << variant_entry(*ann[0].entry, 0, n) << ") kernels[] = {";
-  for (size_t i = 0; i < n; ++i) h << (i ? ", " : "") << "&::" << variant_entry(*ann[i].entry, i, n);
-  h << "};\n"
-    << "/// The best single configuration's kernel (variant 0), whatever its entry point is called.\n"
-    << "inline constexpr auto kernel = kernels[0];\n"
-    << "/// The kernel to launch with `c` (from launch_config()).\n"
-    << "inline auto kernel_for(const LaunchConfig& c) { return kernels[c.variant]; }\n"
-    << "}  // namespace kopt_" << name << "\n#endif\n";
-  return h.str();
-}
 
 std::string combine_variants(const std::vector<KernelVariant>& variants) {
   std::vector<spec::VariantSource> vs;
@@ -603,6 +252,106 @@ void write_cache(const std::filesystem::path& file, const nlohmann::json& cache)
   fs::write_file_atomic(file, dump_json(cache, 2) + "\n");
 }
 
+namespace {
+
+/// The fingerprints a cache entry is matched by: the spec with these cases,
+/// and (with --input-cases) the spec with its own cases ("" otherwise).
+struct SpecHashes {
+  std::string hash, base_hash;
+};
+
+/// After tuning: the cache with this GPU's entry for the spec replaced by the
+/// run's result, written to --cache-out, else --cache-file.
+void write_updated_cache(const GenerateOptions& o, const spec::Spec& s, const nlohmann::json& cache,
+                         const SpecHashes& hashes, const nlohmann::json& summary, const nlohmann::json& device,
+                         const std::vector<KernelVariant>& variants) {
+  const std::string& hash = hashes.hash;
+  const std::string& base_hash = hashes.base_hash;
+  const std::string& best = variants.front().source;
+    nlohmann::json updated = cache;
+    nlohmann::json entries = nlohmann::json::array();
+    // One entry per GPU for this spec and these cases; an entry tuned on
+    // an earlier capture of the same spec is replaced too.
+    for (const auto& e : updated["entries"])
+      if (!((e["spec_hash"] == hash || (!base_hash.empty() && e.value("base_spec_hash", "") == base_hash)) &&
+            e["gpu"].value("name", "") == device.value("name", "") &&
+            e["gpu"].value("compute_capability", "") == device.value("compute_capability", "")))
+        entries.push_back(e);
+    nlohmann::json fb = summary.value("final_best", nlohmann::json::object());
+    entries.push_back({{"workload", s.name},
+                       {"spec_hash", hash},
+                       {"gpu", {{"name", device.value("name", "")},
+                                {"compute_capability", device.value("compute_capability", "")}}},
+                       {"kernel_source", best},
+                       {"params", fb.value("params", nlohmann::json::object())},
+                       {"geomean_ms", fb.value("geomean_ms", 0.0)},
+                       {"best", fb},
+                       {"cublas_geomean_ms", summary.value("cublas_geomean_ms", 0.0)},
+                       {"specialization", summary.value("specialization", nlohmann::json())},
+                       {"tool_version", KOPT_VERSION},
+                       {"created", now_iso8601_utc()}});
+    if (!base_hash.empty()) entries.back()["base_spec_hash"] = base_hash;
+    if (variants.size() > 1) {
+      nlohmann::json vs = nlohmann::json::array();
+      for (const auto& v : variants)
+        vs.push_back({{"label", v.label}, {"kernel_source", v.source}, {"shapes", v.shapes}});
+      entries.back()["variants"] = vs;
+    }
+    updated["entries"] = entries;
+    const std::filesystem::path& out = o.cache_out.empty() ? o.cache_file : o.cache_out;
+    write_cache(out, updated);
+    if (o.cache_out.empty())
+      std::cerr << "kopt generate: updated the tuning cache " << out.string() << "\n";
+    else
+      std::cerr << "kopt generate: wrote the updated tuning cache to " << out.string() << " (" << o.cache_file.string()
+                << " is left as it is: copy the file over it to keep this tuning, or use UPDATE_CACHE)\n";
+}
+
+/// A build without tuning: the cache entry for this spec (and the target
+/// GPU), with `other_note` set when it was tuned on other cases; null, with
+/// `cache_note` saying why, when the cache holds none or several.
+const nlohmann::json* cache_entry(const GenerateOptions& o, const nlohmann::json& cache, const SpecHashes& hashes,
+                                  std::string* other_note, std::string* cache_note) {
+  const std::string& hash = hashes.hash;
+  const std::string& base_hash = hashes.base_hash;
+  std::vector<const nlohmann::json*> matching, other_cases;
+  std::vector<std::string> stale;
+  for (const auto& e : cache["entries"]) {
+    const bool same = e["spec_hash"] == hash;
+    const bool other = !same && !base_hash.empty() &&
+                       (e["spec_hash"] == base_hash || e.value("base_spec_hash", "") == base_hash);
+    if (!same && !other) {
+      stale.push_back(gpu_label(e["gpu"]));
+      continue;
+    }
+    if (o.target_gpu.empty() || e["gpu"].value("name", "") == o.target_gpu) (same ? matching : other_cases).push_back(&e);
+  }
+  // Nothing tuned on these cases: an entry of the same spec tuned on other
+  // cases (the spec's own, or an earlier capture), one per GPU, the capture's first.
+  if (matching.empty() && !other_cases.empty()) {
+    std::map<std::string, const nlohmann::json*> per_gpu;
+    for (const nlohmann::json* e : other_cases) {
+      const std::string g = gpu_label((*e)["gpu"]);
+      if (!per_gpu.count(g) || e->contains("base_spec_hash")) per_gpu[g] = e;
+    }
+    for (const auto& [g, e] : per_gpu) matching.push_back(e);
+    *other_note = "; tuned on other cases than " + o.optimize.input_cases.filename().string() +
+                 " (the spec's or an earlier capture's): re-tune on a GPU for these";
+  }
+  if (!stale.empty())
+    std::cerr << "kopt generate: warning: the tuning cache " << o.cache_file.string() << " holds " << stale.size()
+              << " stale entr" << (stale.size() == 1 ? "y" : "ies")
+              << " (the spec changed since they were tuned); they are not used. Re-tune on a GPU to refresh it.\n";
+  if (matching.size() == 1) return matching.front();
+  if (matching.size() > 1)
+    *cache_note = "; the cache holds several GPUs for this spec: set KOPT_TARGET_GPU to choose one";
+  else if (!o.target_gpu.empty())
+    *cache_note = "; the cache has no entry for KOPT_TARGET_GPU='" + o.target_gpu + "'";
+  return nullptr;
+}
+
+}  // namespace
+
 int generate(const GenerateOptions& options) {
   GenerateOptions o = options;
   if (o.name.empty()) throw UsageError("kopt.gen.103", "--name is required");
@@ -685,50 +434,11 @@ int generate(const GenerateOptions& options) {
       const auto [summary, device] = read_run_outputs(run_dir);
       std::optional<model::DispatchTree> dispatch;
       const std::vector<KernelVariant> variants = run_variants(run_dir, summary, s, &dispatch);
-      const std::string& best = variants.front().source;
       launch_header(o.name, variants, s, dispatch ? &*dispatch : nullptr);  // throws (writing nothing) when it would not compile
       // The cache is written before the outputs: it is also an input of the
       // build step, so the outputs must end up newer than it (or the next
       // build would tune again).
-      if (!o.cache_file.empty()) {
-        nlohmann::json updated = cache;
-        nlohmann::json entries = nlohmann::json::array();
-        // One entry per GPU for this spec and these cases; an entry tuned on
-        // an earlier capture of the same spec is replaced too.
-        for (const auto& e : updated["entries"])
-          if (!((e["spec_hash"] == hash || (!base_hash.empty() && e.value("base_spec_hash", "") == base_hash)) &&
-                e["gpu"].value("name", "") == device.value("name", "") &&
-                e["gpu"].value("compute_capability", "") == device.value("compute_capability", "")))
-            entries.push_back(e);
-        nlohmann::json fb = summary.value("final_best", nlohmann::json::object());
-        entries.push_back({{"workload", s.name},
-                           {"spec_hash", hash},
-                           {"gpu", {{"name", device.value("name", "")},
-                                    {"compute_capability", device.value("compute_capability", "")}}},
-                           {"kernel_source", best},
-                           {"params", fb.value("params", nlohmann::json::object())},
-                           {"geomean_ms", fb.value("geomean_ms", 0.0)},
-                           {"best", fb},
-                           {"cublas_geomean_ms", summary.value("cublas_geomean_ms", 0.0)},
-                           {"specialization", summary.value("specialization", nlohmann::json())},
-                           {"tool_version", KOPT_VERSION},
-                           {"created", now_iso8601_utc()}});
-        if (!base_hash.empty()) entries.back()["base_spec_hash"] = base_hash;
-        if (variants.size() > 1) {
-          nlohmann::json vs = nlohmann::json::array();
-          for (const auto& v : variants)
-            vs.push_back({{"label", v.label}, {"kernel_source", v.source}, {"shapes", v.shapes}});
-          entries.back()["variants"] = vs;
-        }
-        updated["entries"] = entries;
-        const std::filesystem::path& out = o.cache_out.empty() ? o.cache_file : o.cache_out;
-        write_cache(out, updated);
-        if (o.cache_out.empty())
-          std::cerr << "kopt generate: updated the tuning cache " << out.string() << "\n";
-        else
-          std::cerr << "kopt generate: wrote the updated tuning cache to " << out.string() << " (" << o.cache_file.string()
-                    << " is left as it is: copy the file over it to keep this tuning, or use UPDATE_CACHE)\n";
-      }
+      if (!o.cache_file.empty()) write_updated_cache(o, s, cache, {hash, base_hash}, summary, device, variants);
       emit(o, s, variants, "tuned on " + gpu_label(device) + " (run " + run_dir.filename().string() + ")", dispatch);
       return 0;
     }
@@ -744,51 +454,17 @@ int generate(const GenerateOptions& options) {
   }
 
   // 2. The tuning cache.
-  std::vector<const nlohmann::json*> matching, other_cases;
-  std::vector<std::string> stale;
-  for (const auto& e : cache["entries"]) {
-    const bool same = e["spec_hash"] == hash;
-    const bool other = !same && !base_hash.empty() &&
-                       (e["spec_hash"] == base_hash || e.value("base_spec_hash", "") == base_hash);
-    if (!same && !other) {
-      stale.push_back(gpu_label(e["gpu"]));
-      continue;
-    }
-    if (o.target_gpu.empty() || e["gpu"].value("name", "") == o.target_gpu) (same ? matching : other_cases).push_back(&e);
-  }
-  // Nothing tuned on these cases: an entry of the same spec tuned on other
-  // cases (the spec's own, or an earlier capture), one per GPU, the capture's first.
-  std::string other_note;
-  if (matching.empty() && !other_cases.empty()) {
-    std::map<std::string, const nlohmann::json*> per_gpu;
-    for (const nlohmann::json* e : other_cases) {
-      const std::string g = gpu_label((*e)["gpu"]);
-      if (!per_gpu.count(g) || e->contains("base_spec_hash")) per_gpu[g] = e;
-    }
-    for (const auto& [g, e] : per_gpu) matching.push_back(e);
-    other_note = "; tuned on other cases than " + o.optimize.input_cases.filename().string() +
-                 " (the spec's or an earlier capture's): re-tune on a GPU for these";
-  }
-  if (!stale.empty())
-    std::cerr << "kopt generate: warning: the tuning cache " << o.cache_file.string() << " holds " << stale.size()
-              << " stale entr" << (stale.size() == 1 ? "y" : "ies")
-              << " (the spec changed since they were tuned); they are not used. Re-tune on a GPU to refresh it.\n";
-  if (matching.size() == 1) {
-    const nlohmann::json& e = *matching.front();
+  std::string other_note, cache_note;
+  if (const nlohmann::json* e = cache_entry(o, cache, {hash, base_hash}, &other_note, &cache_note)) {
     copy_cache();
     std::optional<model::DispatchTree> dispatch;
-    const std::vector<KernelVariant> variants = cache_variants(e, o.cache_file.string(), s, &dispatch);
+    const std::vector<KernelVariant> variants = cache_variants(*e, o.cache_file.string(), s, &dispatch);
     emit(o, s, variants,
-         "from the tuning cache " + o.cache_file.filename().string() + ", tuned on " + gpu_label(e["gpu"]) + " (" +
+         "from the tuning cache " + o.cache_file.filename().string() + ", tuned on " + gpu_label((*e)["gpu"]) + " (" +
              no_gpu_reason + other_note + ")",
          dispatch);
     return 0;
   }
-  std::string cache_note;
-  if (matching.size() > 1)
-    cache_note = "; the cache holds several GPUs for this spec: set KOPT_TARGET_GPU to choose one";
-  else if (!o.target_gpu.empty())
-    cache_note = "; the cache has no entry for KOPT_TARGET_GPU='" + o.target_gpu + "'";
 
   // 3. The initial kernel.
   if (!s.initial)
