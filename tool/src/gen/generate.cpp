@@ -409,7 +409,10 @@ int generate(const GenerateOptions& options) {
     copy_cache();
     std::optional<model::DispatchTree> dispatch;
     const std::vector<KernelVariant> variants = run_variants(o.from_run, summary, s, &dispatch);
-    emit(o, s, variants, "from run " + o.from_run.string() + ", tuned on " + gpu_label(device), dispatch);
+    // The run by its folder's name: the outputs carry no path of this machine.
+    const std::filesystem::path run = o.from_run.lexically_normal();
+    const std::string run_name = (run.has_filename() ? run : run.parent_path()).filename().string();
+    emit(o, s, variants, "from run " + run_name + ", tuned on " + gpu_label(device), dispatch);
     return 0;
   }
 
