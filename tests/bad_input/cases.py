@@ -801,6 +801,14 @@ add(
     cli("optimize_resume_empty_folder", optimize("--resume", "{dir}/empty"), "--resume|empty",
         setup=mk_dir("empty")),
     cli("optimize_description_only_empty", optimize("--description", "", spec=None), "--spec|--description"),
+    cli("optimize_option_typo", optimize("--budgte", "40"), "unknown option '--budgte' \\(did you mean '--budget'\\?\\)",
+        note="named as typed, with the closest option (CLI11 alone lists the extras backwards)"),
+    cli("optimize_subcommand_typo", [K, "optimze", "--spec", "{spec}"], "'optimze' \\(did you mean 'optimize'\\?\\)"),
+    cli("unknown_subcommand_help", [K, "replay", "--help"], "unknown subcommand 'replay'",
+        note="not the general help with exit 0"),
+    cli("optimize_worker_launcher_folder", optimize("--worker-launcher", "{dir}"), "--worker-launcher.*folder"),
+    cli("evaluate_json_proc", evaluate("--json", "/proc/kopt-bad-input.json"), "--json /proc",
+        note="access() says yes to root: the pre-check must create a file to know"),
 )
 
 # ---- generate ----
@@ -1051,6 +1059,9 @@ def history_grew(ctx, res):
 
 add(rf("resume_without_spec", lambda ctx: None, None, cmd=resume(spec=None), exit=0, unchanged=False,
        check=history_grew, note="--resume RUN alone takes the spec from the run folder"))
+add(rf("export_output_proc", lambda ctx: None, "--output /proc",
+       cmd=[K, "export", "--format", "t4", "-o", "/proc/kopt-bad-input.json", "{run}"],
+       note="refused before the export, not after it with a temporary file's name"))
 
 
 def make_read_only(case):

@@ -44,7 +44,7 @@ TEST(Budget, ParsesEveryItemAndTheShortForms) {
 
 TEST(Budget, ErrorsKeepTheirIdsAndNameTheOptionAndTheItem) {
   EXPECT_NE(error_of("bogus=3").find("[kopt.cli.004] --budget: unknown key 'bogus' in 'bogus=3' (known: evals, minutes, "
-                                     "patience, turns, tokens)"),
+                                     "patience) or, for the agent, turns or tokens"),
             std::string::npos);
   for (const char* bad : {"evals=0", "evals=-1", "evals=1.5", "evals=abc", "minutes=nan", "minutes=inf", "minutes=0",
                           "minutes=1e999", "patience=0", "turns=0", "tokens=0", "tokens=1000000000001", "nanm", "-3"})

@@ -276,7 +276,14 @@ int OptimizeCommand::run() {
   if (o_.spec.empty() && o_.resume.empty() && !o_.strategy.empty() && o_.strategy != "agent" &&
       o_.strategy != "hybrid")
     throw UsageError("kopt.cli.006", "optimize: --strategy " + o_.strategy + " needs --spec FILE");
-  return tune::optimize(o_);
+  try {
+    return tune::optimize(o_);
+  } catch (const NoDeviceError& e) {
+    if (!o_.arch.empty()) throw;
+    // The driver's message says why there is no GPU; the CLI says how to go on.
+    throw NoDeviceError(e.id(), std::string(e.what()).substr(e.id().size() + 3) +
+                                    "; checking and timing need a GPU: give --arch sm_XY to compile the candidates anyway");
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -226,6 +227,19 @@ void check_writable_parent(const std::string& option, const std::filesystem::pat
   if (::access(parent.c_str(), W_OK | X_OK) != 0)
     throw UsageError("kopt.cli.014", option + " " + clip(path.string()) + ": cannot be created: the folder " +
                                          clip(parent.string()) + " is not writable (" + std::strerror(errno) + ")");
+  // access() answers yes to root and knows nothing of read-only mounts or
+  // folders such as /proc: create (and remove) a file there to be sure.
+  const std::filesystem::path probe = parent / (".kopt-probe." + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int e = errno;
+    if (e != EEXIST)
+      throw UsageError("kopt.cli.014", option + " " + clip(path.string()) + ": cannot be created: no file can be " +
+                                           "created in the folder " + clip(parent.string()) + " (" + std::strerror(e) + ")");
+    return;
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include "eval/evaluator_pool.h"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <iostream>
@@ -120,6 +124,12 @@ std::vector<WorkerSlot> plan_workers(const model::WorkerPlan& plan) {
       if (program.empty())
         throw UsageError("kopt.pool.002", "--worker-launcher: '" + launcher[0] + "' is not a program on PATH");
     }
+    std::error_code ec;
+    if (std::filesystem::is_directory(program, ec))
+      throw UsageError("kopt.pool.002", "--worker-launcher: '" + launcher[0] + "' is a folder, not a program");
+    if (::access(program.c_str(), X_OK) != 0)
+      throw UsageError("kopt.pool.002", "--worker-launcher: '" + launcher[0] + "' is not an executable program (" +
+                                            std::strerror(errno) + ")");
   }
   std::vector<WorkerSlot> slots;
   for (size_t i = 0; i < devices.size(); ++i) {

@@ -36,7 +36,7 @@ void apply_item(const std::string& item, const std::string& option, Budget& b, s
   if (key == "model_turns") key = "turns";
   if (key != "evals" && key != "minutes" && key != "patience" && key != "turns" && key != "tokens")
     throw UsageError("kopt.cli.004", option + ": unknown key " + quote(key) + " in " + quote(item) +
-                                         " (known: evals, minutes, patience, turns, tokens)");
+                                         " (known: evals, minutes, patience) or, for the agent, turns or tokens");
   if (!seen.insert(key).second) throw UsageError("kopt.cli.008", option + ": " + key + " is given twice");
   const std::string why = " (leave " + key + " out for no limit)";
   if (key == "minutes") {

@@ -644,11 +644,13 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
   const json sum = summary();
   using spec::one_line;
   spec::SelfContainedKernel k;
+  // The run folder by its name: the file travels (into a tuning cache, a
+  // generated kernel) and must not carry the path of the machine it was made on.
+  const std::string run_name = one_line(dir_.filename().string());
   if (file.empty())
-    k.header.title = "best.cu: the fastest kernel of " + one_line(dir_.string()) + ", written by KernelOptimizer " +
-                     KOPT_VERSION + ".";
+    k.header.title = "best.cu: the fastest kernel of " + run_name + ", written by KernelOptimizer " + KOPT_VERSION + ".";
   else
-    k.header.title = one_line(file.generic_string()) + ": a shape-specialised variant of " + one_line(dir_.string()) +
+    k.header.title = one_line(file.generic_string()) + ": a shape-specialised variant of " + run_name +
                      " (see summary.json \"specialization\"), written by KernelOptimizer " + KOPT_VERSION + ".";
   const std::string workload = one_line(spec_json_.is_object() ? spec_json_.value("name", "") : "");
   k.header.fields.emplace_back("Workload", workload.empty() ? "(unnamed)" : workload);
