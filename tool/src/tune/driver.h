@@ -22,6 +22,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,8 @@
 #include "spec/spec.h"
 
 namespace kopt::tune {
+
+class Runner;
 
 struct OptimizeOptions {
   std::filesystem::path spec;            // --spec (required, except for the agent with --description)
@@ -76,6 +80,11 @@ struct OptimizeOptions {
   /// --device / --devices, --worker-launcher, --worker-command
   /// (model/worker_plan.h): every worker of the run is started from it.
   model::WorkerPlan workers;
+  /// Where every evaluation goes (tune/runner.h). Empty: the GPU workers of
+  /// `workers`. A replay of a recorded space, or a test's table, makes its
+  /// own runner here; the search loop, the budget and the finalists are the
+  /// same.
+  std::function<std::unique_ptr<Runner>(const spec::Spec&)> runner;
   bool quiet = false;
   agent::AgentOptions agent;             // --strategy agent|hybrid: the LLM agent's options (agent/agent.h)
 };

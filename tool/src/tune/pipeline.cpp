@@ -222,7 +222,7 @@ void Driver::run_pipeline() {
   Pipeline pipe(*runner_, proposer_, stats_, compile_only());
   auto known_result = [this](const cuda::CompileResult& cr) { return compile_only_result(cr); };
   Progress progress(o_.quiet);
-  const auto t_search = Clock::now();
+  const auto t_search = now();  // the run's clock (a replay's is simulated): the budget's too
 
   std::map<size_t, Pipeline::Running> running;  // by slot
   std::deque<model::Result> known;              // compile-only results, in order
@@ -332,12 +332,12 @@ void Driver::run_pipeline() {
     const model::Attempt& a = record("candidate", current.candidate, r);
     proposer_.observe(current.candidate, a);
 
-    const double mins = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
+    const double mins = std::chrono::duration<double>(now() - t_search).count() / 60.0;
     progress.line(progress_line(a, mins, several));
     if (!failure) pipe.refill();
   }
   progress.done();
-  stats_.search_minutes = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
+  stats_.search_minutes = std::chrono::duration<double>(now() - t_search).count() / 60.0;
   // The re-timing runs on one device: the first that is still live.
   if (!compile_only() && runner_->primary() < runner_->size() && runner_->primary() != primary_before && !o_.quiet)
     std::cerr << "kopt: the final re-timing runs on " << runner_->slot(runner_->primary()).name << "\n";

@@ -157,7 +157,7 @@ Driver::Driver(const OptimizeOptions& o, spec::Spec spec, propose::Proposer& pro
 
 void Driver::open_device() {
   // One worker per device of the plan (a plain run: --device alone).
-  runner_ = make_worker_runner(spec_, evaluator_options(o_), o_.workers);
+  runner_ = o_.runner ? o_.runner(spec_) : make_worker_runner(spec_, evaluator_options(o_), o_.workers);
   try {
     device_ = runner_->open();
     if (!o_.quiet && runner_->size() > 1) {
