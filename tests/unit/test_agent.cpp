@@ -698,15 +698,19 @@ TEST(AgentLoop, ProfileRunsNcuOnTheCandidateAndParsesItsCsv) {
       << args;
 }
 
+/// propose_template's arguments: the vadd template over BS and ITEMS (5 valid configurations).
+json vadd_template_args() {
+  return {{"source", kopt::fs::read_file(kData + "template.cu")},
+          {"entry", "vadd_tmpl"},
+          {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
+          {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
+          {"constraints", {"BS * ITEMS <= 512"}}};
+}
+
 TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  s->add(reply({call("propose_template",
-                     {{"source", kopt::fs::read_file(kData + "template.cu")},
-                      {"entry", "vadd_tmpl"},
-                      {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
-                      {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
-                      {"constraints", {"BS * ITEMS <= 512"}}})}));
+  s->add(reply({call("propose_template", vadd_template_args())}));
   s->add(text("done"));
   auto o = base_options(t);
   o.strategy = "hybrid";
@@ -731,12 +735,7 @@ TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
 TEST(AgentLoop, HybridTemplateConfigurationsCountAgainstTheEvaluations) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  s->add(reply({call("propose_template",
-                     {{"source", kopt::fs::read_file(kData + "template.cu")},
-                      {"entry", "vadd_tmpl"},
-                      {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
-                      {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
-                      {"constraints", {"BS * ITEMS <= 512"}}})}));
+  s->add(reply({call("propose_template", vadd_template_args())}));
   s->add(text("done"));
   auto o = base_options(t);
   o.strategy = "hybrid";
