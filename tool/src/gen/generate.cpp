@@ -407,6 +407,23 @@ int generate(const GenerateOptions& options) {
       write_cache(o.cache_out, cache);
   };
 
+  // The cache's entry for a run: written before the outputs (it is also an
+  // input of the build step, so the outputs must end up newer than it, or the
+  // next build would tune again). A full disk or a read-only cache must not
+  // cost the build its kernel: a warning that says where the tuning is kept.
+  auto update_cache = [&](const std::filesystem::path& run_dir, const nlohmann::json& summary,
+                          const nlohmann::json& device, const std::vector<KernelVariant>& variants) {
+    if (o.cache_file.empty()) return;
+    try {
+      write_updated_cache(o, s, cache, {hash, base_hash}, summary, device, variants);
+    } catch (const EnvironmentError& e) {
+      if (o.require_gpu) throw;
+      std::cerr << "kopt generate: warning: the tuning cache was not updated: " << e.what() << "\n"
+                << "kopt generate: the tuning is kept in " << fs::display(run_dir)
+                << "; `kopt generate --from-run` of that folder with the same --cache-file writes its entry\n";
+    }
+  };
+
   // 0. A finished run folder, as given.
   if (!o.from_run.empty()) {
     run::RunStore::open(o.from_run, hash);  // throws when it is not a run of this spec
@@ -415,9 +432,9 @@ int generate(const GenerateOptions& options) {
       throw UsageError("kopt.gen.106", o.from_run.string() + ": the run has no best.cu/summary.json (it did not finish, "
                                                              "or no candidate passed)");
     const auto [summary, device] = read_run_outputs(o.from_run);
-    copy_cache();
     std::optional<model::DispatchTree> dispatch;
     const std::vector<KernelVariant> variants = run_variants(o.from_run, summary, s, &dispatch);
+    update_cache(o.from_run, summary, device, variants);
     // The run by its folder's name: the outputs carry no path of this machine.
     const std::filesystem::path run = o.from_run.lexically_normal();
     const std::string run_name = (run.has_filename() ? run : run.parent_path()).filename().string();
@@ -450,7 +467,7 @@ int generate(const GenerateOptions& options) {
       // The cache is written before the outputs: it is also an input of the
       // build step, so the outputs must end up newer than it (or the next
       // build would tune again).
-      if (!o.cache_file.empty()) write_updated_cache(o, s, cache, {hash, base_hash}, summary, device, variants);
+      update_cache(run_dir, summary, device, variants);
       emit(o, s, variants, "tuned on " + gpu_label(device) + " (run " + run_dir.filename().string() + ")", dispatch);
       return 0;
     }
