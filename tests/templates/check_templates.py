@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Every template under templates/ loads and compiles; every planted wrong kernel is rejected.
+
+    check_templates.py compile --kopt KOPT --source-dir SRC --work-dir DIR [--evals N] [--only a,b]
+    check_templates.py planted --kopt KOPT --source-dir SRC --work-dir DIR [--only a,b]
+
+A template is a folder templates/<name>/ holding the spec <name>.json. A folder that also holds
+make_inputs.py (a spec whose inputs are .npy files written by a script) is copied into the work
+folder and the script is run there first; the copy is what gets checked.
+
+compile (no GPU; CTest templates.compile): for each template,
+  1. `kopt optimize --spec <name>.json --arch sm_90 --budget evals=N` (compile-only mode, exit 77)
+     compiles N configurations of the template's space (all of it when smaller): every one must
+     compile (the compile-only JSON's "failed" is 0, "compiled" is N or the space's size);
+  2. the reference kernel (a spec reference of kind "kernel") compiles for sm_90 as the run
+     compiles it: `kopt evaluate --kernel <reference> --entry <entry>`, with the reference's
+     "defines" (as -DNAME=VALUE) and "compile_options" in a `// kopt:options` line in front of a
+     copy of its source, and --params set to the first value of
+     every tuning parameter (buffer counts may name them);
+  3. the initial kernel, when the spec has one, compiles (`kopt evaluate --spec`);
+  4. the planted kernels of tests/gpu/gallery/<name>/ (below), when there are any, compile.
+
+planted (GPU; CTest gpu.gallery_planted): for each template with a folder
+tests/gpu/gallery/<name>/, one `kopt evaluate --spec <name>.json --no-time` over every .cu file
+there. Each file names the verdicts it may get in a line `// kopt-test:expect V [V...]`: the
+planted wrong kernels expect a rejection (wrong_result, out_of_bounds, ...), and one file, the
+template itself at one configuration, expects ok, so that a rejection is the kernel's fault and
+not the harness's. Exit 77 (skipped) when kopt finds no CUDA device.
+
+Exit status: 0 pass, 1 fail, 77 skipped.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+EXPECT_MARK = "kopt-test:expect"
+VERDICTS = {"ok", "compile_error", "infeasible", "launch_error", "runtime_error", "timeout",
+            "wrong_result", "out_of_bounds", "nondeterministic", "worker_crash"}
+
+
+def templates(source_dir, only):
+    root = os.path.join(source_dir, "templates")
+    names = sorted(d for d in os.listdir(root) if os.path.isfile(os.path.join(root, d, d + ".json")))
+    if only:
+        missing = [n for n in only if n not in names]
+        if missing:
+            raise SystemExit("no template named %s under %s (templates: %s)" % (missing, root, names))
+        names = [n for n in names if n in only]
+    return [(n, os.path.join(root, n)) for n in names]
+
+
+def prepared(name, folder, work_dir):
+    """The folder to check: the template itself, or a copy with its inputs written."""
+    if not os.path.isfile(os.path.join(folder, "make_inputs.py")):
+        return folder
+    copy = os.path.join(work_dir, "copies", name)
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("inputs"))
+    run([sys.executable, os.path.join(copy, "make_inputs.py"), copy], timeout=600)
+    return copy
+
+
+def run(argv, timeout):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                       universal_newlines=True)
+    return p
+
+
+def describe(p):
+    tail = lambda s: "\n".join(s.strip().splitlines()[-15:])
+    return "exit %d\n--- stdout (end)\n%s\n--- stderr (end)\n%s" % (p.returncode, tail(p.stdout), tail(p.stderr))
+
+
+def first_config(spec):
+    params = spec.get("tuning", {}).get("params", {})
+    return ",".join("%s=%d" % (k, v[0]) for k, v in sorted(params.items()))
+
+
+def check_compile(kopt, name, folder, work_dir, evals, planted_dir=None):
+    """Returns a list of failure messages for one template."""
+    failures = []
+    spec_path = os.path.join(folder, name + ".json")
+    spec = json.load(open(spec_path))
+    cache = os.path.join(work_dir, "cache")
+
+    if "template" in spec:
+        p = run([kopt, "optimize", "--spec", spec_path, "--arch", "sm_90", "--budget", "evals=%d" % evals,
+                 "--cache-dir", cache, "--results-dir", os.path.join(work_dir, "results"), "-q"], timeout=900)
+        if p.returncode != 77:
+            failures.append("kopt optimize --arch sm_90: expected exit 77 (compile-only), got " + describe(p))
+        else:
+            try:
+                out = json.loads(p.stdout)
+            except ValueError:
+                out = None
+            if not isinstance(out, dict) or not out.get("compile_only"):
+                failures.append("kopt optimize --arch sm_90: no compile-only JSON on stdout: " + describe(p))
+            else:
+                wanted = min(evals, out.get("valid_configurations") or evals)
+                bad = [c for c in out.get("candidates", []) if not c.get("compiled")]
+                if out.get("failed") != 0 or bad or out.get("compiled") != wanted:
+                    failures.append("template: %s of %s configuration(s) compiled, %s failed; first failure: %s"
+                                    % (out.get("compiled"), wanted, out.get("failed"),
+                                       json.dumps(bad[0]) if bad else "-"))
+                else:
+                    print("  template: %d configuration(s) of %s compiled for sm_90"
+                          % (out["compiled"], out.get("valid_configurations")))
+
+    ref = spec.get("reference", {})
+    if ref.get("kind") == "kernel":
+        src = os.path.join(folder, ref["source"])
+        options = ["-D%s=%d" % (k, v) for k, v in sorted(ref.get("defines", {}).items())]
+        options += ref.get("compile_options", [])
+        if options:
+            text = "// kopt:options %s\n" % " ".join(options)
+            src_copy = os.path.join(work_dir, "%s_reference_%s" % (name, os.path.basename(src)))
+            with open(src_copy, "w") as f:
+                f.write(text + open(src).read())
+            src = src_copy
+        argv = [kopt, "evaluate", "--spec", spec_path, "--kernel", src, "--entry", ref["entry"],
+                "--arch", "sm_90", "--cache-dir", cache, "-q"]
+        params = first_config(spec)
+        if params:
+            argv += ["--params", params]
+        failures += check_evaluate_compiles(run(argv, timeout=600), "reference " + ref["source"])
+
+    if "initial" in spec:
+        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"], timeout=600)
+        failures += check_evaluate_compiles(p, "initial " + spec["initial"]["source"])
+
+    if planted_dir and os.path.isdir(planted_dir):
+        files = sorted(os.path.join(planted_dir, f) for f in os.listdir(planted_dir) if f.endswith(".cu"))
+        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q",
+                 "--kernel"] + files, timeout=900)
+        failures += check_evaluate_compiles(p, "%d planted kernel(s) of tests/gpu/gallery/%s" % (len(files), name))
+    return failures
+
+
+def check_evaluate_compiles(p, what):
+    if p.returncode != 77:
+        return ["%s: kopt evaluate --arch sm_90: expected exit 77, got %s" % (what, describe(p))]
+    try:
+        results = json.loads(p.stdout)
+    except ValueError:
+        return ["%s: kopt evaluate printed no JSON: %s" % (what, describe(p))]
+    bad = [r for r in results if not r.get("compiled")]
+    if bad:
+        log = (bad[0].get("compile_log") or "").strip().splitlines()
+        return ["%s does not compile for sm_90 (%s): %s" % (what, bad[0].get("error_name"), " | ".join(log[:4]))]
+    print("  %s: compiled for sm_90" % what)
+    return []
+
+
+def expected_verdicts(path):
+    for line in open(path):
+        if EXPECT_MARK in line:
+            return line.split(EXPECT_MARK, 1)[1].split()
+    return []
+
+
+def check_planted(kopt, name, folder, planted_dir, work_dir):
+    """Returns (skipped, failures) for one template."""
+    files = sorted(os.path.join(planted_dir, f) for f in os.listdir(planted_dir) if f.endswith(".cu"))
+    expect = {f: expected_verdicts(f) for f in files}
+    bad = ["%s: no '%s' line with known verdicts" % (os.path.basename(f), EXPECT_MARK)
+           for f, e in expect.items() if not e or any(v not in VERDICTS for v in e)]
+    if bad:
+        return False, bad
+    if not any(e == ["ok"] for e in expect.values()):
+        return False, ["%s: no control kernel (one file must expect ok)" % planted_dir]
+    out = os.path.join(work_dir, name + "_planted.json")
+    argv = [kopt, "evaluate", "--spec", os.path.join(folder, name + ".json"), "--no-time", "--json", out,
+            "--cache-dir", os.path.join(work_dir, "cache"), "--kernel"] + files
+    p = run(argv, timeout=1800)
+    if p.returncode == 77:
+        return True, []
+    if p.returncode not in (0, 1) or not os.path.isfile(out):
+        return False, ["kopt evaluate: " + describe(p)]
+    results = json.load(open(out))
+    if len(results) != len(files):
+        return False, ["kopt evaluate: %d results for %d kernels" % (len(results), len(files))]
+    failures = []
+    for f, r in zip(files, results):
+        verdict = r.get("verdict")
+        ok = verdict in expect[f]
+        print("  %-32s %-16s expect %-24s %s" % (os.path.basename(f), verdict, "|".join(expect[f]),
+                                                 "ok" if ok else "MISMATCH: " + str(r.get("detail", ""))[:200]))
+        if not ok:
+            failures.append("%s: verdict %s, expected %s (%s)" % (os.path.basename(f), verdict,
+                                                                  " or ".join(expect[f]), r.get("detail", "")))
+    return False, failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mode", choices=["compile", "planted"])
+    ap.add_argument("--kopt", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--evals", type=int, default=4)
+    ap.add_argument("--only", default="", help="comma-separated template names")
+    a = ap.parse_args()
+    os.makedirs(a.work_dir, exist_ok=True)
+    only = [s for s in a.only.split(",") if s]
+    all_failures, skipped = [], False
+    for name, folder in templates(a.source_dir, only):
+        if a.mode == "planted":
+            planted_dir = os.path.join(a.source_dir, "tests", "gpu", "gallery", name)
+            if not os.path.isdir(planted_dir):
+                continue
+        print("== %s" % name)
+        folder = prepared(name, folder, a.work_dir)
+        if a.mode == "compile":
+            planted_dir = os.path.join(a.source_dir, "tests", "gpu", "gallery", name)
+            failures = check_compile(a.kopt, name, folder, a.work_dir, a.evals, planted_dir)
+        else:
+            skip, failures = check_planted(a.kopt, name, folder, planted_dir, a.work_dir)
+            if skip:
+                print("SKIP: kopt found no CUDA device: the planted kernels need a GPU")
+                return 77
+        all_failures += ["%s: %s" % (name, f) for f in failures]
+    if all_failures:
+        print("\nFAILED:\n  " + "\n  ".join(all_failures))
+        return 1
+    print("\nall templates passed (%s)" % a.mode)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
