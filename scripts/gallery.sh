@@ -4,7 +4,7 @@
 #
 # Usage (from the repository root):
 #   bash scripts/gallery.sh [planted] [compare] [record] [-- gallery.py options]
-#     planted  the planted wrong kernels of tests/gpu/gallery/ must be rejected (and each
+#     planted  the planted wrong kernels of tests/gpu/gallery/*.json must be rejected (and each
 #              template's control accepted): tests/templates/check_templates.py planted
 #     compare  scripts/gallery.py compare: kopt and Kernel Tuner tune each kernel, both bests are
 #              re-timed side by side, the library op is timed, the bound and the convergence

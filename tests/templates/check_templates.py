@@ -18,26 +18,27 @@ compile (no GPU; CTest templates.compile): for each template,
      copy of its source, and --params set to the first value of
      every tuning parameter (buffer counts may name them);
   3. the initial kernel, when the spec has one, compiles (`kopt evaluate --spec`);
-  4. the planted kernels of tests/gpu/gallery/<name>/ (below), when there are any, compile.
+  4. the planted kernels of tests/gpu/gallery/<name>.json (below), when there are any, compile.
 
-planted (GPU; CTest gpu.gallery_planted): for each template with a folder
-tests/gpu/gallery/<name>/, one `kopt evaluate --spec <name>.json --no-time` over every .cu file
-there. Each file names the verdicts it may get in a line `// kopt-test:expect V [V...]`: the
-planted wrong kernels expect a rejection (wrong_result, out_of_bounds, ...), and one file, the
-template itself at one configuration, expects ok, so that a rejection is the kernel's fault and
-not the harness's. Exit 77 (skipped) when kopt finds no CUDA device.
+planted (GPU; CTest gpu.gallery_planted): for each template with a file
+tests/gpu/gallery/<name>.json, one `kopt evaluate --spec <name>.json --no-time` over its planted
+kernels. Each is the template's kernel file with one string replaced ("replace": [old, new]; old
+must occur in the file exactly once, so a change of the template cannot silently disarm it), at
+a configuration ("params": kopt:param lines, and the spec's compile options as a kopt:options
+line), with the verdicts the reference check may give it ("expect": wrong_result,
+out_of_bounds, ...). One of them, "control", replaces nothing and expects ok, so that a
+rejection is the kernel's fault and not the harness's. Exit 77 (skipped) when kopt finds no CUDA
+device.
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 
-EXPECT_MARK = "kopt-test:expect"
 VERDICTS = {"ok", "compile_error", "infeasible", "launch_error", "runtime_error", "timeout",
             "wrong_result", "out_of_bounds", "nondeterministic", "worker_crash"}
 
@@ -80,7 +81,7 @@ def first_config(spec):
     return ",".join("%s=%d" % (k, v[0]) for k, v in sorted(params.items()))
 
 
-def check_compile(kopt, name, folder, work_dir, evals, planted_dir=None):
+def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
     """Returns a list of failure messages for one template."""
     failures = []
     spec_path = os.path.join(folder, name + ".json")
@@ -132,11 +133,14 @@ def check_compile(kopt, name, folder, work_dir, evals, planted_dir=None):
         p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"], timeout=600)
         failures += check_evaluate_compiles(p, "initial " + spec["initial"]["source"])
 
-    if planted_dir and os.path.isdir(planted_dir):
-        files = sorted(os.path.join(planted_dir, f) for f in os.listdir(planted_dir) if f.endswith(".cu"))
+    if planted_json and os.path.isfile(planted_json):
+        try:
+            files = [f for f, _ in write_planted(spec, folder, planted_json, os.path.join(work_dir, "planted-" + name))]
+        except ValueError as ex:
+            return failures + [str(ex)]
         p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q",
                  "--kernel"] + files, timeout=900)
-        failures += check_evaluate_compiles(p, "%d planted kernel(s) of tests/gpu/gallery/%s" % (len(files), name))
+        failures += check_evaluate_compiles(p, "%d planted kernel(s) of tests/gpu/gallery/%s.json" % (len(files), name))
     return failures
 
 
@@ -155,25 +159,52 @@ def check_evaluate_compiles(p, what):
     return []
 
 
-def expected_verdicts(path):
-    for line in open(path):
-        if EXPECT_MARK in line:
-            return line.split(EXPECT_MARK, 1)[1].split()
-    return []
+def write_planted(spec, folder, planted_json, out_dir):
+    """Writes the planted kernels of planted_json into out_dir; returns [(file, expected verdicts)]."""
+    with open(planted_json) as f:
+        doc = json.load(f)
+    tmpl = spec["template"]
+    with open(os.path.join(folder, tmpl["source"])) as f:
+        source = f.read()
+    options = spec.get("tuning", {}).get("compile_options", []) + tmpl.get("compile_options", [])
+    os.makedirs(out_dir, exist_ok=True)
+    out = []
+    for k in doc["kernels"]:
+        text = source
+        if "replace" in k:
+            old, new = k["replace"]
+            if text.count(old) != 1:
+                raise ValueError("%s: kernel '%s': %r occurs %d times in %s (must be once)"
+                                 % (planted_json, k["name"], old, text.count(old), tmpl["source"]))
+            text = text.replace(old, new)
+        expect = k["expect"]
+        bad = [v for v in expect if v not in VERDICTS]
+        if not expect or bad:
+            raise ValueError("%s: kernel '%s': expect %s (known verdicts: %s)" % (planted_json, k["name"], expect,
+                                                                                ", ".join(sorted(VERDICTS))))
+        head = ["// Planted kernel '%s' of the %s template (%s): %s" % (k["name"], spec["name"], planted_json, k["what"])]
+        head += ["// kopt:param %s=%d" % (p, v) for p, v in sorted(k.get("params", doc["params"]).items())]
+        if options:
+            head.append("// kopt:options " + " ".join(options))
+        path = os.path.join(out_dir, k["name"] + ".cu")
+        with open(path, "w") as f:
+            f.write("\n".join(head) + "\n" + text)
+        out.append((path, expect))
+    if not any(e == ["ok"] for _, e in out):
+        raise ValueError("%s: no control (a kernel that replaces nothing and expects ok)" % planted_json)
+    return out
 
 
-def check_planted(kopt, name, folder, planted_dir, work_dir):
+def check_planted(kopt, name, folder, planted_json, work_dir):
     """Returns (skipped, failures) for one template."""
-    files = sorted(os.path.join(planted_dir, f) for f in os.listdir(planted_dir) if f.endswith(".cu"))
-    expect = {f: expected_verdicts(f) for f in files}
-    bad = ["%s: no '%s' line with known verdicts" % (os.path.basename(f), EXPECT_MARK)
-           for f, e in expect.items() if not e or any(v not in VERDICTS for v in e)]
-    if bad:
-        return False, bad
-    if not any(e == ["ok"] for e in expect.values()):
-        return False, ["%s: no control kernel (one file must expect ok)" % planted_dir]
+    spec_path = os.path.join(folder, name + ".json")
+    try:
+        kernels = write_planted(json.load(open(spec_path)), folder, planted_json, os.path.join(work_dir, "planted-" + name))
+    except ValueError as ex:
+        return False, [str(ex)]
+    files = [f for f, _ in kernels]
     out = os.path.join(work_dir, name + "_planted.json")
-    argv = [kopt, "evaluate", "--spec", os.path.join(folder, name + ".json"), "--no-time", "--json", out,
+    argv = [kopt, "evaluate", "--spec", spec_path, "--no-time", "--json", out,
             "--cache-dir", os.path.join(work_dir, "cache"), "--kernel"] + files
     p = run(argv, timeout=1800)
     if p.returncode == 77:
@@ -184,14 +215,14 @@ def check_planted(kopt, name, folder, planted_dir, work_dir):
     if len(results) != len(files):
         return False, ["kopt evaluate: %d results for %d kernels" % (len(results), len(files))]
     failures = []
-    for f, r in zip(files, results):
+    for (f, expect), r in zip(kernels, results):
         verdict = r.get("verdict")
-        ok = verdict in expect[f]
-        print("  %-32s %-16s expect %-24s %s" % (os.path.basename(f), verdict, "|".join(expect[f]),
+        ok = verdict in expect
+        print("  %-24s %-16s expect %-40s %s" % (os.path.basename(f), verdict, "|".join(expect),
                                                  "ok" if ok else "MISMATCH: " + str(r.get("detail", ""))[:200]))
         if not ok:
             failures.append("%s: verdict %s, expected %s (%s)" % (os.path.basename(f), verdict,
-                                                                  " or ".join(expect[f]), r.get("detail", "")))
+                                                                  " or ".join(expect), r.get("detail", "")))
     return False, failures
 
 
@@ -208,17 +239,15 @@ def main():
     only = [s for s in a.only.split(",") if s]
     all_failures, skipped = [], False
     for name, folder in templates(a.source_dir, only):
-        if a.mode == "planted":
-            planted_dir = os.path.join(a.source_dir, "tests", "gpu", "gallery", name)
-            if not os.path.isdir(planted_dir):
-                continue
+        planted_json = os.path.join(a.source_dir, "tests", "gpu", "gallery", name + ".json")
+        if a.mode == "planted" and not os.path.isfile(planted_json):
+            continue
         print("== %s" % name)
         folder = prepared(name, folder, a.work_dir)
         if a.mode == "compile":
-            planted_dir = os.path.join(a.source_dir, "tests", "gpu", "gallery", name)
-            failures = check_compile(a.kopt, name, folder, a.work_dir, a.evals, planted_dir)
+            failures = check_compile(a.kopt, name, folder, a.work_dir, a.evals, planted_json)
         else:
-            skip, failures = check_planted(a.kopt, name, folder, planted_dir, a.work_dir)
+            skip, failures = check_planted(a.kopt, name, folder, planted_json, a.work_dir)
             if skip:
                 print("SKIP: kopt found no CUDA device: the planted kernels need a GPU")
                 return 77
