@@ -47,7 +47,7 @@ from datetime import datetime
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from gallery_kernels import KERNELS  # noqa: E402
+from gallery_kernels import DEFAULT, KERNELS  # noqa: E402
 
 ROUNDS = 3  # interleaved re-timing rounds
 SEED = 20261215
@@ -485,7 +485,9 @@ def cmd_kt_space(names):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("mode", choices=["compare", "record", "kt-space"])
-    ap.add_argument("--kernels", default=",".join(KERNELS), help="comma-separated (default: all)")
+    ap.add_argument("--kernels", default=",".join(DEFAULT),
+                    help="comma-separated (default: %s; also: %s)" % (",".join(DEFAULT),
+                                                                     ",".join(k for k in KERNELS if k not in DEFAULT)))
     ap.add_argument("--evals", type=int, default=40, help="compare: evaluations per tool and kernel")
     ap.add_argument("--kt-strategy", default="auto", help="compare: Kernel Tuner's strategy (default: auto)")
     ap.add_argument("--record", default="", help="compare: folder with <name>.t4.json records")
