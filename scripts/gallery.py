@@ -148,10 +148,11 @@ def kt_tune(name, evals, strategy, out, np, cp, cachefile=None, iterations=7, ma
     strategy_options = {"max_fevals": evals} if max_fevals and strategy != "brute_force" else None
     source = os.path.join(ROOT, "templates", name, spec["template"]["source"])
     t0 = time.time()
+    # A copy of block_size_names: Kernel Tuner appends its defaults to the list it is given.
     results, env = kernel_tuner.tune_kernel(
         k.kt_kernel_name, source, tune_params=tune_params, restrictions=k.kt_restrictions or None,
-        block_size_names=k.kt_block_size_names, lang="cupy", strategy=strategy, strategy_options=strategy_options,
-        iterations=iterations, cache=cachefile, quiet=True, seed=SEED, **opts)
+        block_size_names=list(k.kt_block_size_names or []) or None, lang="cupy", strategy=strategy,
+        strategy_options=strategy_options, iterations=iterations, cache=cachefile, quiet=True, seed=SEED, **opts)
     wall = time.time() - t0
     names = list(tune_params)
     traj = []
@@ -175,7 +176,7 @@ def kt_space_size(name):
     k = KERNELS[name]
     spec = load_spec(name)
     tp = {p: list(v) for p, v in spec["tuning"]["params"].items()}
-    kw = {"block_size_names": k.kt_block_size_names} if k.kt_block_size_names else {}
+    kw = {"block_size_names": list(k.kt_block_size_names)} if k.kt_block_size_names else {}
     return Searchspace(tp, k.kt_restrictions or [], 1024, **kw).size
 
 
@@ -357,7 +358,8 @@ def table(rows, pk):
         k_ms = (rt.get("kopt") or {}).get("ms")
         t_ms = (rt.get("kt") or {}).get("ms")
         lib = r.get("library") or {}
-        libs = "-" if lib.get("ms") is None else "%s (%s)" % (fmt(lib["ms"]), fmt(lib["ms"] / k_ms if k_ms else None, "%.2f"))
+        lib_ms = lib.get("ms")
+        libs = "-" if lib_ms is None else "%s (%s)" % (fmt(lib_ms), fmt(lib_ms / k_ms if k_ms else None, "%.2f"))
         b = r.get("bound")
         bs = "-" if not b else "%.0f%% of %s" % (100 * b[1], b[0].upper())
         tk, tt = r.get("kopt_to_1pct", (None, None)), r.get("kt_to_1pct", (None, None))
@@ -368,9 +370,10 @@ def table(rows, pk):
                                  tune(ko), tune(kt), to, libs, bs, checks or "-"]))
         notes += ["%s: %s" % (r["kernel"], e) for e in r.get("errors", [])]
     lines.append("")
-    lines.append("ms: re-timed medians (kopt evaluate, %d interleaved rounds, L2 flushed); KT/kopt > 1: kopt's is faster. "
-                 "Bound: DRAM %.2f TB/s measured (copy), FP32 %.1f / FP64 %.1f TFLOP/s (%d SMs at %.0f MHz)."
-                 % (ROUNDS, pk["dram_Bps"] / 1e12, pk["fp32_flops"] / 1e12, pk["fp64_flops"] / 1e12, pk["sms"], pk["clock_mhz"]))
+    lines.append("ms: re-timed medians (kopt evaluate, %d interleaved rounds, L2 flushed); KT/kopt > 1: kopt's is "
+                 "faster. Bound: DRAM %.2f TB/s measured (copy), FP32 %.1f / FP64 %.1f TFLOP/s (%d SMs at %.0f MHz)."
+                 % (ROUNDS, pk["dram_Bps"] / 1e12, pk["fp32_flops"] / 1e12, pk["fp64_flops"] / 1e12, pk["sms"],
+                    pk["clock_mhz"]))
     if notes:
         lines += ["", "Failed steps:"] + ["- " + n[:400] for n in notes]
     return "\n".join(lines)
@@ -466,7 +469,8 @@ def cmd_record(a, names):
                 os.makedirs(out, exist_ok=True)
                 r = kt_tune(name, 10 ** 9, "brute_force", out, np, cp,
                             cachefile=os.path.join(a.out, name + ".kt_cache.json"), iterations=3, max_fevals=False)
-                log("   %s: %d configuration(s) recorded by Kernel Tuner in %.0f s" % (name, r["evaluations"], r["wall_s"]))
+                log("   %s: %d configuration(s) recorded by Kernel Tuner in %.0f s"
+                    % (name, r["evaluations"], r["wall_s"]))
                 cp.get_default_memory_pool().free_all_blocks()
         except Exception as ex:
             log("   %s failed: %s" % (name, ex))

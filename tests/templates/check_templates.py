@@ -182,7 +182,8 @@ def write_planted(spec, folder, planted_json, out_dir):
         if not expect or bad:
             raise ValueError("%s: kernel '%s': expect %s (known verdicts: %s)" % (planted_json, k["name"], expect,
                                                                                 ", ".join(sorted(VERDICTS))))
-        head = ["// Planted kernel '%s' of the %s template (%s): %s" % (k["name"], spec["name"], planted_json, k["what"])]
+        head = ["// Planted kernel '%s' of the %s template (%s): %s"
+                % (k["name"], spec["name"], os.path.basename(planted_json), k["what"])]
         head += ["// kopt:param %s=%d" % (p, v) for p, v in sorted(k.get("params", doc["params"]).items())]
         if options:
             head.append("// kopt:options " + " ".join(options))
@@ -199,7 +200,8 @@ def check_planted(kopt, name, folder, planted_json, work_dir):
     """Returns (skipped, failures) for one template."""
     spec_path = os.path.join(folder, name + ".json")
     try:
-        kernels = write_planted(json.load(open(spec_path)), folder, planted_json, os.path.join(work_dir, "planted-" + name))
+        spec = json.load(open(spec_path))
+        kernels = write_planted(spec, folder, planted_json, os.path.join(work_dir, "planted-" + name))
     except ValueError as ex:
         return False, [str(ex)]
     files = [f for f, _ in kernels]
