@@ -17,6 +17,8 @@ own generator); the performance case's sizes come from the spec. Every function 
 cupy as arguments, so that this file imports on a machine without either.
 """
 
+import os
+
 CCCL_INCLUDE = "-I/usr/local/cuda/include/cccl"
 
 
@@ -294,8 +296,49 @@ class Convolution(Kernel):
         return "fp32", 2 * self.fw * self.fh * sizes["image_width"] * sizes["image_height"]
 
 
-KERNELS = {k.name: k for k in (Stencil(), Spmv(), Reduction(), Expdist(), Nbody(), Convolution())}
-# What `gallery.py` runs by default. The convolution waits for __constant__ symbols in the spec
-# (templates/convolution/README.md), and its fully unrolled 17 x 17 filter loop makes compiles of
-# several seconds each: run it with --kernels convolution (and a smaller --evals) once it can pass.
+class Pnpoly(Kernel):
+    name = "pnpoly"
+    kt_kernel_name = "cn_pnpoly"
+    bound_note = ("FP32: 2 operations per point and edge (the crossing test's subtraction and fused multiply-add; "
+                  "a lower bound: the kernel is bound by instruction issue)")
+    vertices = 600
+
+    def _polygon(self, np):
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates", "pnpoly",
+                            "make_inputs.py")
+        spec = importlib.util.spec_from_file_location("pnpoly_make_inputs", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        verts, slopes = mod.polygon()
+        return np.array([c for v in verts for c in v], dtype=np.float32), np.array(slopes, dtype=np.float32)
+
+    def kt_setup(self, np, cp, sizes, seed):
+        n = sizes["n"]
+        rng = np.random.default_rng(seed)
+        points = rng.standard_normal(2 * n, dtype=np.float32)
+        verts, slopes = self._polygon(np)
+        # The answer: the spec's reference kernel, compiled by CuPy.
+        src = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates", "pnpoly",
+                                "reference.cu")).read()
+        ref = cp.RawKernel(src, "pnpoly_reference")
+        expected = cp.zeros(n, dtype=cp.int32)
+        ref(((n + 255) // 256,), (256,), (expected, cp.asarray(points), np.int32(n)))
+        expected = expected.get()
+
+        def verify(answer, result, atol=None):  # a few points on an edge may fall either way
+            return int(np.count_nonzero(result[0] != answer[0])) <= max(10, n // 1000000)
+
+        return dict(problem_size=n, arguments=[np.zeros(n, dtype=np.int32), points, np.int32(n)],
+                    cmem_args={"d_vertices": verts, "d_slopes": slopes}, grid_div_x=["block_size_x", "tile_size"],
+                    answer=[expected, None, None], verify=verify)
+
+    def bound(self, sizes):
+        return "fp32", 2 * self.vertices * sizes["n"]
+
+
+KERNELS = {k.name: k for k in (Stencil(), Spmv(), Reduction(), Expdist(), Nbody(), Convolution(), Pnpoly())}
+# What `gallery.py` runs by default. The convolution and pnpoly wait for __constant__ symbols in
+# the spec (their READMEs); the convolution's fully unrolled 17 x 17 filter loop also makes
+# compiles of several seconds each. Run them with --kernels once they can pass.
 DEFAULT = ["stencil", "spmv", "reduction", "expdist", "nbody"]
