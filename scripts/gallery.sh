@@ -12,7 +12,8 @@
 #     record   scripts/gallery.py record: each kernel's whole space with quick timing, as T4
 #              results (build-gpu/gallery/record/<name>.t4.json, packed into
 #              $OUT/gallery-record.tgz); resumed where the last call stopped
-#   default: planted compare. Options after -- go to gallery.py, e.g.
+#   default: planted compare. Options after -- go to gallery.py (--kernels limits the planted
+#   stage too), e.g.
 #     bash scripts/gallery.sh compare -- --kernels stencil,spmv --evals 48
 #     bash scripts/gallery.sh record -- --kernels reduction --minutes 6
 #
@@ -57,13 +58,20 @@ fi
 python3 -c "import kernel_tuner, cupy; print('kernel_tuner', kernel_tuner.__version__ if hasattr(kernel_tuner, '__version__') else '?', '| cupy', cupy.__version__)" \
   || { echo "kernel_tuner or cupy cannot be imported (carry .whl/: docs/gallery.md)"; exit 1; }
 
+# --kernels a,b (for gallery.py) also limits the planted stage to those templates.
+only=""
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  [ "${args[$i]}" = "--kernels" ] && only="${args[$((i + 1))]:-}"
+done
+
 status=0
 for stage in "${stages[@]}"; do
   case "$stage" in
     planted)
       echo "== planted wrong kernels (tests/gpu/gallery)"
       python3 tests/templates/check_templates.py planted --kopt "$KOPT" --source-dir "$ROOT" --work-dir "$WORK/planted" \
-        2>&1 | tee "$WORK/planted.log"
+        --only "$only" 2>&1 | tee "$WORK/planted.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       ;;
     compare)
