@@ -20,6 +20,8 @@
 #   the device keeps between calls; the working tree's untracked folders are replaced each call
 #   stages to run (default: test optimize bench example)
 #   capture: the example's shape-capture loop (docs/capture.md) in build-capture/
+#   gallery: scripts/gallery.sh planted compare (docs/gallery.md): the gallery's planted kernels, then kopt
+#   against Kernel Tuner on each gallery kernel; needs .whl/ carried (Kernel Tuner's wheels)
 #   resources: the example's tests under ctest -j --resource-spec-file (kopt devices --ctest-resource-spec);
 #   run after the example stage
 #   launchers: the plain run, --devices 0 and --worker-launcher "bash -c" compared (docs/multi-gpu.md);
@@ -179,6 +181,12 @@ if [[ " $STAGES " == *" kinds "* ]]; then
   echo "== kinds: the SGEMM template's kinds, kopt evaluate and bench (scripts/check_sgemm_kinds.sh)"
   OUT="$OUT" bash scripts/check_sgemm_kinds.sh >"$LOGS/kinds.log" 2>&1
   echo "check_sgemm_kinds exit $?"; tail -120 "$LOGS/kinds.log"
+fi
+
+if [[ " $STAGES " == *" gallery "* ]]; then
+  echo "== gallery: planted kernels, kopt against Kernel Tuner (scripts/gallery.sh)"
+  OUT="$OUT" KOPT="$K" bash scripts/gallery.sh planted compare
+  echo "gallery exit $?"
 fi
 
 if [[ " $STAGES " == *" example "* ]]; then
