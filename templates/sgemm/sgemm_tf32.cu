@@ -322,6 +322,24 @@ struct Ctx {
   bool kvec, nvec;  // K % 4 == 0, N % 4 == 0 (uniform per launch)
 };
 
+// Copies the 4 floats row[col .. col+3] to shared memory at dst, each one that lies in the matrix
+// (in_row, and col + e < limit); the others are zero-filled. vec: limit % 4 == 0 and row is 16-byte
+// aligned, so the 4 are all in or all out (one 16-byte copy); else 4-byte copies. `any`: a valid
+// address for the copies that read nothing.
+__device__ __forceinline__ void copy4(unsigned dst, const float* row, bool in_row, int col, int limit, bool vec,
+                                      const float* any) {
+  if (vec) {
+    const bool ok = in_row && col < limit;
+    cp16(dst, ok ? row + col : any, ok ? 16 : 0);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const bool ok = in_row && col + e < limit;
+    cp4(dst + 4u * e, ok ? row + col + e : any, ok ? 4 : 0);
+  }
+}
+
 // Issues the copies of the k-tile starting at k0 into one A and one B stage (see Bounds).
 __device__ __forceinline__ void load_tile(const Ctx& c, int k0, float* sa, float* sb) {
   const unsigned a_base = smem_u32(sa), b_base = smem_u32(sb);
@@ -329,37 +347,17 @@ __device__ __forceinline__ void load_tile(const Ctx& c, int k0, float* sa, float
   for (int l = 0; l < L::kChunksA; ++l) {
     int m, k;
     L::a_chunk(c.tid, l, m, k);
-    const int gr = c.row0 + m, gk = k0 + k;
-    const unsigned dst = a_base + 4u * static_cast<unsigned>(L::a_at(m, k));
+    const int gr = c.row0 + m;
     const float* row = c.A + static_cast<size_t>(gr < c.M ? gr : 0) * static_cast<size_t>(c.K);
-    if (c.kvec) {
-      const bool ok = gr < c.M && gk < c.K;  // K % 4 == 0: gk + 3 < K as well
-      cp16(dst, ok ? row + gk : c.A, ok ? 16 : 0);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool ok = gr < c.M && gk + e < c.K;
-        cp4(dst + 4u * e, ok ? row + gk + e : c.A, ok ? 4 : 0);
-      }
-    }
+    copy4(a_base + 4u * static_cast<unsigned>(L::a_at(m, k)), row, gr < c.M, k0 + k, c.K, c.kvec, c.A);
   }
 #pragma unroll
   for (int l = 0; l < L::kChunksB; ++l) {
     int k, n;
     L::b_chunk(c.tid, l, k, n);
-    const int gk = k0 + k, gn = c.col0 + n;
-    const unsigned dst = b_base + 4u * static_cast<unsigned>(L::b_at(k, n));
+    const int gk = k0 + k;
     const float* row = c.B + static_cast<size_t>(gk < c.K ? gk : 0) * static_cast<size_t>(c.N);
-    if (c.nvec) {
-      const bool ok = gk < c.K && gn < c.N;  // N % 4 == 0: gn + 3 < N as well
-      cp16(dst, ok ? row + gn : c.B, ok ? 16 : 0);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool ok = gk < c.K && gn + e < c.N;
-        cp4(dst + 4u * e, ok ? row + gn + e : c.B, ok ? 4 : 0);
-      }
-    }
+    copy4(b_base + 4u * static_cast<unsigned>(L::b_at(k, n)), row, gk < c.K, c.col0 + n, c.N, c.nvec, c.B);
   }
 }
 
