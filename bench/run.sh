@@ -60,7 +60,9 @@ fi
 # The SM clock, power and throttle reasons every 500 ms during the runs (read only).
 clock_pid=
 if command -v nvidia-smi >/dev/null 2>&1; then
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  reasons=,clocks_throttle_reasons.active
+  nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader >/dev/null 2>&1 || reasons=
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,temperature.gpu$reasons \
     --format=csv,noheader -lms 500 >"$dest/sgemm_bench_clocks.csv" 2>/dev/null &
   clock_pid=$!
   trap 'kill $clock_pid 2>/dev/null' EXIT

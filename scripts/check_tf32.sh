@@ -56,12 +56,15 @@ since() { echo "$(( $(date +%s) - T0 )) s"; }
   nvcc --version | tail -1; date -u
 } 2>&1 | tee "$T_OUT/machine.txt"
 # Read-only: the SM clock, power and throttle reasons every 500 ms while this script runs.
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+reasons=,clocks_throttle_reasons.active
+nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader >/dev/null 2>&1 || reasons=
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,temperature.gpu$reasons \
   --format=csv,noheader -lms 500 >"$T_OUT/clocks.csv" 2>/dev/null &
 SAMPLER=$!
 finish() {
   kill "$SAMPLER" 2>/dev/null
-  tar -C "$OUT" -czf "$OUT/tf32.tgz" tf32 --exclude='*.npy' 2>/dev/null
+  rm -f "$T_OUT"/adv_*.npy  # 16 MB of inputs that scripts/tf32_configs.py writes again on demand
+  tar -C "$OUT" -czf "$OUT/tf32.tgz" tf32 2>/dev/null
 }
 trap finish EXIT
 

@@ -120,16 +120,17 @@ def clocks(csv_file):
     sm, reasons = [], set()
     for line in open(csv_file):
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 6 or not parts[1].split()[0].isdigit():
+        if len(parts) < 2 or not parts[1].split() or not parts[1].split()[0].isdigit():
             continue
         sm.append(int(parts[1].split()[0]))
-        reasons.add(parts[5])
+        if len(parts) >= 6:
+            reasons.add(parts[5])
     if not sm:
         print("SM clock: no samples (nvidia-smi)")
         return 0
     print("SM clock during the call (nvidia-smi, %d samples every 500 ms): min %d, median %d, max %d MHz;"
           " throttle reasons seen: %s" % (len(sm), min(sm), statistics.median(sm), max(sm),
-                                          ", ".join(sorted(reasons))))
+                                          ", ".join(sorted(reasons)) or "-"))
     return 0
 
 
