@@ -9,7 +9,9 @@
 # covers it on the GPU).
 #
 # Usage (from the repository root):
-#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds]
+#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds] [tf32]
+#   tf32: the split-TF32 SGEMM kind (templates/sgemm/sgemm_tf32.cu): kopt evaluate, the harness's accuracy
+#   beside cuBLAS, and bench/ --precision beside cuBLAS FP32 and FAST_TF32 (scripts/check_tf32.sh; about 5 min)
 #   classes: kopt optimize on templates/sgemm/application_shapes.json (18 shapes, 8 shape classes,
 #   budget $CLASSES_BUDGET, default evals=1000,minutes=6), then kopt generate from the run
 #   suite: a generated kernel (the classes stage's, else the example's) benchmarked against cuBLAS
@@ -187,6 +189,12 @@ if [[ " $STAGES " == *" gallery "* ]]; then
   echo "== gallery: planted kernels, kopt against Kernel Tuner (scripts/gallery.sh)"
   OUT="$OUT" KOPT="$K" bash scripts/gallery.sh planted compare
   echo "gallery exit $?"
+fi
+
+if [[ " $STAGES " == *" tf32 "* ]]; then
+  echo "== tf32: the split-TF32 SGEMM kind (scripts/check_tf32.sh)"
+  OUT="$OUT" bash scripts/check_tf32.sh >"$LOGS/tf32.log" 2>&1
+  echo "check_tf32 exit $?"; sed -n '/==== summary/,$p' "$LOGS/tf32.log"
 fi
 
 if [[ " $STAGES " == *" example "* ]]; then
