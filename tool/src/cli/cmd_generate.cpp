@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gen/generate.h"
+#include "run/tuning_cache.h"
 #include "tune/proposers.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -118,7 +119,7 @@ void GenerateCommand::check_arguments() const {
     throw UsageError("kopt.cli.017", "--cache-file " + clip(f.string()) + ": is " +
                                          (std::filesystem::is_directory(st) ? "a directory" : "not a regular file") +
                                          "; give the tuning cache's JSON file (it is created when missing)");
-  if (std::filesystem::exists(st)) gen::read_cache(f);  // SpecError kopt.cache.1xx naming the file
+  if (std::filesystem::exists(st)) run::read_tuning_cache(f);  // SpecError kopt.cache.1xx naming the file
   // Tuning updates the cache; one that cannot be written would fail only
   // after the whole tuning run.
   const bool writable = std::filesystem::exists(st)

@@ -15,6 +15,9 @@
 #include "util/fs.h"
 #include "util/json_read.h"
 
+// t4_invalidity switches over every verdict: a new one is a compile error here.
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace kopt::run {
 
 using nlohmann::json;
@@ -77,7 +80,7 @@ json t4_result(const model::Attempt& a, const stdfs::path& run_dir) {
   times["runtimes"] = std::move(runtimes);
   out["times"] = std::move(times);
 
-  out["invalidity"] = t4_invalidity(model::verdict_name(r.verdict));
+  out["invalidity"] = t4_invalidity(r.verdict);
   out["correctness"] = r.verdict == model::Verdict::ok ? 1 : 0;
 
   json measurements = json::array();
@@ -292,14 +295,22 @@ int group_of(const WarmStartEntry& e) {
 
 }  // namespace
 
-std::string t4_invalidity(const std::string& verdict) {
-  if (verdict == "ok") return "correct";
-  if (verdict == "compile_error") return "compile";
-  if (verdict == "infeasible") return "constraints";
-  if (verdict == "timeout") return "timeout";
-  if (verdict == "wrong_result" || verdict == "nondeterministic") return "correctness";
-  // launch_error, runtime_error, out_of_bounds, worker_crash (and any other).
-  return "runtime";
+std::string t4_invalidity(model::Verdict verdict) {
+  switch (verdict) {
+    case model::Verdict::ok: return "correct";
+    case model::Verdict::compile_error: return "compile";
+    case model::Verdict::infeasible: return "constraints";
+    case model::Verdict::timeout: return "timeout";
+    case model::Verdict::wrong_result:
+    case model::Verdict::nondeterministic: return "correctness";
+    case model::Verdict::launch_error:
+    case model::Verdict::runtime_error:
+    case model::Verdict::out_of_bounds:
+    case model::Verdict::worker_crash: return "runtime";
+    // Never exported: export_t4 leaves compile-only candidates out.
+    case model::Verdict::compiled: return "runtime";
+  }
+  return "runtime";  // unreachable for valid enumerators
 }
 
 T4Export export_t4(const stdfs::path& run_dir) {
@@ -307,7 +318,7 @@ T4Export export_t4(const stdfs::path& run_dir) {
   T4Export x;
   json results = json::array();
   for (const model::Attempt& a : store.history()) {
-    if (a.kind != "candidate") {
+    if (a.kind != model::AttemptKind::candidate) {
       ++x.not_configurations;
       continue;
     }
