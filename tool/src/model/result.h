@@ -30,6 +30,17 @@ enum class Verdict {
   compiled,         // compiled only, not run: there is no GPU (the agent's compile-only mode)
 };
 
+/// Every verdict, in declaration order. Code that counts or maps verdicts
+/// switches over them without a default (a new verdict is then a compile
+/// error there) or iterates this list; a test checks that it is complete.
+inline constexpr Verdict kAllVerdicts[] = {
+    Verdict::ok,           Verdict::compile_error, Verdict::infeasible, Verdict::launch_error,
+    Verdict::runtime_error, Verdict::timeout,      Verdict::wrong_result, Verdict::out_of_bounds,
+    Verdict::nondeterministic, Verdict::worker_crash, Verdict::compiled,
+};
+
+/// The verdict's stable name ("ok", "compile_error", ...); "unknown" for a
+/// value that is no enumerator.
 const char* verdict_name(Verdict v);
 /// Parses a verdict_name string; throws std::invalid_argument if unknown.
 Verdict parse_verdict(const std::string& s);

@@ -203,7 +203,7 @@ void Driver::run_pipeline() {
   Progress progress(o_.quiet);
   const auto t_search = Clock::now();
   int64_t recorded_before = 0;  // a resumed run's candidates count against the evaluations budget
-  for (const auto& a : store_->history()) recorded_before += a.kind == "candidate";
+  for (const auto& a : store_->history()) recorded_before += a.kind == model::AttemptKind::candidate;
 
   std::map<size_t, Pipeline::Running> running;  // by slot
   std::deque<model::Result> known;              // compile-only results, in order
@@ -308,7 +308,7 @@ void Driver::run_pipeline() {
     // candidate starts at the top of the loop.
     fill_catching();
 
-    const model::Attempt& a = record("candidate", current.candidate, r);
+    const model::Attempt& a = record(model::AttemptKind::candidate, current.candidate, r);
     proposer_.observe(current.candidate, a);
 
     const model::Attempt* best = store_->best();
