@@ -681,6 +681,32 @@ add(
           note="the fixture's cases file is accepted"),
 )
 
+
+# Warm-start files (optimize --warm-start, docs/interop.md): a recorded time
+# that cannot be one is refused before any run folder, naming the entry.
+def warm(name, content, first, **kw):
+    return files("warm_start_" + name, optimize("--warm-start", "{dir}/w.json"), first,
+                 lambda ctx: ctx.write("w.json", content), **kw)
+
+
+T4_HEAD = '{"schema_version": "1.0.0", "results": [{"configuration": {"BS": 64, "UNROLL": 1}, "invalidity": "correct", '
+add(
+    warm("t4_unit_furlong", T4_HEAD + '"measurements": [{"name": "time", "value": 1.5, "unit": "furlong"}]}]}',
+         "w\\.json.*results\\[0\\]\\.measurements\\[0\\]\\.unit.*furlong"),
+    warm("t4_time_negative", T4_HEAD + '"measurements": [{"name": "time", "value": -1.5, "unit": "ms"}]}]}',
+         "w\\.json.*results\\[0\\]\\.measurements\\[0\\]\\.value"),
+    warm("t4_time_string", T4_HEAD + '"measurements": [{"name": "time", "value": "1.5", "unit": "ms"}]}]}',
+         "w\\.json.*results\\[0\\]\\.measurements\\[0\\]\\.value.*without quotes"),
+    warm("t4_runtime_string", T4_HEAD + '"times": {"runtimes": [1.0, "2"]}}]}',
+         "w\\.json.*results\\[0\\]\\.times\\.runtimes\\[1\\]"),
+    warm("cache_time_string", '{"tune_params_keys": ["BS", "UNROLL"], "cache": {"64,1": {"time": "fast"}}}',
+         "w\\.json.*cache\\[\"64,1\"\\]\\.time"),
+    warm("cache_time_negative", '{"tune_params_keys": ["BS", "UNROLL"], "cache": {"64,1": {"time": -2}}}',
+         "w\\.json.*cache\\[\"64,1\"\\]\\.time"),
+    warm("control_valid", T4_HEAD + '"measurements": [{"name": "time", "value": 1.5, "unit": "us"}]}]}', None,
+         exit=0, note="a T4 time in microseconds is read"),
+)
+
 # Shape captures (docs/capture.md) as --input-cases: what a damaged or foreign
 # capture file gives; the first line names the file and the JSON path.
 def capture_case(name, content, first, **kw):
@@ -866,8 +892,9 @@ def cache(name, content, first="tiny\\.tuning\\.json", cmd=None, **kw):
     return Case("cache." + name, cmd or generate(), first=first, setup=setup, **kw)
 
 
-def sgemm_cache(name, mutate, first):
-    """The example project's real H200 entry, for a copy of templates/sgemm, damaged by `mutate`."""
+def sgemm_cache(name, mutate, first, extra=()):
+    """The example project's real H200 entry, for a copy of templates/sgemm, damaged by `mutate`; `extra`
+    options follow (--input-cases of the shapes it was tuned on, so that the entry is the one used)."""
     def setup(ctx):
         import shutil
         shutil.copytree(os.path.join(ctx.suite.src, "templates", "sgemm"), ctx.path("sgemm"))
@@ -876,7 +903,7 @@ def sgemm_cache(name, mutate, first):
         ctx.write("sgemm.tuning.json", r if isinstance(r, str) else json.dumps(doc, indent=1))
     argv = [K, "generate", "--spec", "{dir}/sgemm/sgemm.json", "--name", "sgemm", "--out-dir", "{dir}/gen",
             "--cache-file", "{dir}/sgemm.tuning.json", "--no-tune", "--target-gpu", "NVIDIA H200", "--quiet"]
-    return Case("cache." + name, argv, first=first, setup=setup)
+    return Case("cache." + name, argv + list(extra), first=first, setup=setup)
 
 
 ENTRY = '{"spec_hash": "x", "gpu": {"name": "G", "compute_capability": "9.0"}, "kernel_source": "// k\\n"}'
@@ -919,9 +946,43 @@ add(
     sgemm_cache("matching_entry_best_string", lambda e: e.update(best="fast"),
                 "sgemm\\.tuning\\.json.*entries\\[0\\]\\.best"),
 )
+
+def first_key(d):
+    return next(iter(d))
+
+
+# Hand edits that would change the generated code without a word (a latency
+# the cost model is fitted on, a parameter of a variant, the variants dropped
+# while the specialisation stays): refused, naming the JSON path.
+add(
+    sgemm_cache("latency_string",
+                lambda e: e["specialization"]["latency_ms"][first_key(e["specialization"]["latency_ms"])].__setitem__(
+                    0, "0.1"),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.specialization\\.latency_ms\\..*\\[0\\].*number"),
+    sgemm_cache("cublas_geomean_string", lambda e: e.update(cublas_geomean_ms="0.16"),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.cublas_geomean_ms"),
+    sgemm_cache("variant_parameter_negative",
+                lambda e: e["specialization"]["variants"][3]["params"].update(BM=-64),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.specialization\\.variants\\[3\\]\\.params\\.BM.*-64",
+                extra=("--input-cases", "{dir}/sgemm/application_shapes.json")),
+    sgemm_cache("specialization_without_variants", lambda e: e.pop("variants"),
+                "sgemm\\.tuning\\.json.*entries\\[0\\].*variants.*specialization"),
+    sgemm_cache("variants_fewer_than_specialization", lambda e: e["variants"].pop(),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.variants"),
+    sgemm_cache("case_variant_out_of_range",
+                lambda e: e["specialization"]["cases"][first_key(e["specialization"]["cases"])].update(variant=11),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.specialization\\.cases\\..*\\.variant"),
+)
 _ctrl = sgemm_cache("control_sgemm_entry", lambda e: None, None)
 _ctrl.exit, _ctrl.unchanged = 0, False
 add(_ctrl)
+_used = sgemm_cache("control_sgemm_entry_used", lambda e: None, None,
+                    extra=("--input-cases", "{dir}/sgemm/application_shapes.json"))
+_used.exit, _used.unchanged = 0, False
+_used.note = "the entry is used as it is: the generated header has its 11 variants"
+_used.check = lambda ctx, res: [] if "kVariants = 11" in open(ctx.path("gen", "sgemm_launch.h")).read() else [
+    "the example's entry did not give 11 variants"]
+add(_used)
 
 
 # --------------------------------------------------------------------------

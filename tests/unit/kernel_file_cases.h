@@ -54,7 +54,7 @@ inline model::Attempt attempt(const std::string& kind, const std::string& label,
                               const std::string& source, std::vector<std::string> options,
                               std::vector<double> medians, model::Verdict verdict = model::Verdict::ok) {
   model::Attempt a;
-  a.kind = kind;
+  a.kind = kopt::model::parse_attempt_kind(kind).value();
   a.label = label;
   a.params = std::move(params);
   a.source = source;

@@ -455,6 +455,46 @@ TEST(GenerateCli, AnInitialKernelWhoseLaunchDoesNotCompileIsRefused) {
   fsys::remove_all(d);
 }
 
+// A tuning cache that cannot be written after tuning (a full disk; here a
+// --cache-out whose folder cannot be made, which the CLI's pre-check would
+// refuse, so the library is called) is a warning that names the run folder
+// holding the tuning; the build still gets its kernel, and --from-run of that
+// folder writes the cache's entry later.
+TEST(GenerateCli, ACacheThatCannotBeWrittenAfterTuningIsAWarningAndTheKernelIsWritten) {
+  const fsys::path d = temp_dir("fullcache");
+  std::ofstream(d / "not_a_folder") << "x";
+  kopt::gen::GenerateOptions o;
+  o.optimize.spec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
+  o.optimize.max_evaluations = 2;
+  o.optimize.specialize = false;
+  o.optimize.quiet = true;
+  o.optimize.cache_dir = d / "nvrtc";
+  o.optimize.arch = "sm_90";
+  o.optimize.worker_argv = {KOPT_FAKE_WORKER};
+  o.name = "t";
+  o.out_dir = d / "out";
+  o.cache_file = d / "t.tuning.json";
+  o.cache_out = d / "not_a_folder" / "t.tuning.json";
+  testing::internal::CaptureStderr();
+  const int code = kopt::gen::generate(o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("warning: the tuning cache was not updated"), std::string::npos) << err;
+  const fsys::path run = d / "out" / "runs" / "run-001";
+  EXPECT_NE(err.find("the tuning is kept in " + run.string()), std::string::npos) << err;
+  EXPECT_TRUE(fsys::exists(d / "out" / "t.cu"));
+  EXPECT_TRUE(fsys::exists(d / "out" / "t_launch.h"));
+  // As the warning says: --from-run of that folder writes the entry.
+  const kopt::test::CliRun r =
+      kopt::test::run_kopt("generate --spec " + o.optimize.spec.string() + " --name t --out-dir " +
+                           (d / "out").string() + " --cache-file " + o.cache_file.string() + " --from-run " + run.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json cache = nlohmann::json::parse(std::ifstream(o.cache_file));
+  ASSERT_EQ(cache["entries"].size(), 1u) << cache.dump(1);
+  EXPECT_EQ(cache["entries"][0]["workload"], "transpose");
+  fsys::remove_all(d);
+}
+
 }  // namespace
 
 namespace {

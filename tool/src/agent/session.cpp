@@ -114,7 +114,7 @@ std::string Session::optimize_prompt() const {
   const model::Attempt* cur = best;
   if (!cur)
     for (const auto& a : svc_->history())
-      if (a.kind == "initial") cur = &a;
+      if (a.kind == model::AttemptKind::initial) cur = &a;
   ShownKernel shown;
   if (cur) {
     shown.attempt = cur;

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gen/generate.h"
+#include "run/tuning_cache.h"
 #include "tune/proposers.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -128,7 +129,7 @@ void GenerateCommand::check_arguments() const {
                                          "; give the tuning cache's JSON file (it is created when missing)");
   // SpecError kopt.cache.1xx naming the file. Not with --check: the cache's
   // content is the build's to read (a tuned copy may replace it before then).
-  if (std::filesystem::exists(st) && !check_) gen::read_cache(f);
+  if (std::filesystem::exists(st) && !check_) run::read_tuning_cache(f);
   // Tuning updates the cache; one that cannot be written would fail only
   // after the whole tuning run.
   const bool writable = std::filesystem::exists(st)

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "run/store.h"
+#include "run/summary.h"
 #include "tune/driver.h"
 #include "tune/proposers.h"
 #include "util/error.h"
@@ -190,47 +191,45 @@ void OptimizeCommand::apply_resume_defaults() {
     o_.seed = info.seed;
     taken.push_back("seed " + std::to_string(info.seed));
   }
-  // The last session's summary.json: its budget, and its shape classes.
-  nlohmann::json last = nlohmann::json::object();
+  // The last session's summary.json: its budget, and its shape classes. What
+  // reads of a damaged one is taken; this run rewrites it.
+  std::optional<run::Summary> last;
   {
     const std::filesystem::path summary = std::filesystem::path(resume_) / "summary.json";
     std::error_code ec;
     if (std::filesystem::is_regular_file(summary, ec)) {
       try {
-        const nlohmann::json s = nlohmann::json::parse(fs::read_file(summary));
-        if (s.is_object()) last = s;
+        last = run::read_summary(summary, run::ReadMode::tolerant);
       } catch (const std::exception&) {
-        // a damaged summary.json is rewritten by this run; run.json's budget serves
+        // not JSON: run.json's budget serves
       }
     }
   }
-  // Shape classes: the same grouping as the last session (a summary without
-  // "shape_classes" is a run without them), so each class goes on where it
-  // stopped; a session killed before its first summary: run.json's options.
-  if (!last.contains("strategy") && info.options.is_object()) {
-    if (shape_classes_opt_->count() == 0 && info.options.contains("shape_classes") &&
-        info.options["shape_classes"].is_number_integer()) {
-      const int64_t n = info.options["shape_classes"].get<int64_t>();
-      if (n >= -1 && n <= 64) {
-        shape_classes_ = n < 0 ? "auto" : n == 0 ? "off" : std::to_string(n);
-        taken.push_back("shape classes " + shape_classes_);
-      }
-    }
-    if (screen_factor_opt_->count() == 0 && info.options.contains("screen_factor") &&
-        info.options["screen_factor"].is_number())
-      last["screen_factor"] = info.options["screen_factor"];  // checked below as the summary's would be
-  }
-  if (shape_classes_opt_->count() == 0 && last.contains("strategy")) {
-    if (last.contains("shape_classes") && last["shape_classes"].is_array() && !last["shape_classes"].empty() &&
-        last["shape_classes"].size() <= 64) {
-      shape_classes_ = std::to_string(last["shape_classes"].size());
+  // A summary written by a session (it names the strategy) says whether the
+  // run has shape classes (no "shape_classes": a run without them).
+  const bool last_session = last && !last->strategy.empty();
+  std::optional<double> screen_factor = last ? last->screen_factor : std::nullopt;
+  // Shape classes: the same grouping as the last session, so each class goes
+  // on where it stopped; a session killed before its first summary: run.json's options.
+  if (!last_session) {
+    if (shape_classes_opt_->count() == 0 && info.shape_classes) {
+      const int64_t n = *info.shape_classes;
+      shape_classes_ = n < 0 ? "auto" : n == 0 ? "off" : std::to_string(n);
       taken.push_back("shape classes " + shape_classes_);
-    } else if (!last.contains("shape_classes")) {
+    }
+    if (screen_factor_opt_->count() == 0 && info.screen_factor)
+      screen_factor = info.screen_factor;  // checked below as the summary's would be
+  }
+  if (shape_classes_opt_->count() == 0 && last_session) {
+    if (last->shape_classes && !last->shape_classes->empty() && last->shape_classes->size() <= 64) {
+      shape_classes_ = std::to_string(last->shape_classes->size());
+      taken.push_back("shape classes " + shape_classes_);
+    } else if (!last->shape_classes) {
       shape_classes_ = "off";
     }
   }
-  if (screen_factor_opt_->count() == 0 && last.contains("screen_factor") && last["screen_factor"].is_number()) {
-    const double f = last["screen_factor"].get<double>();
+  if (screen_factor_opt_->count() == 0 && screen_factor) {
+    const double f = *screen_factor;
     if (f == 0 || (f >= 1 && f <= 1000)) {
       o_.screen_factor = f;
       std::ostringstream text;
@@ -239,8 +238,8 @@ void OptimizeCommand::apply_resume_defaults() {
     }
   }
   if (budget_opt_->count() == 0 && max_iter_opt_->count() == 0) {
-    const model::Budget b = model::Budget::from_json(last.contains("budget") && last["budget"].is_object()
-                                                         ? last["budget"] : info.budget);
+    const model::Budget b =
+        model::Budget::from_json(last && last->budget.is_object() ? last->budget : info.budget);
     if (!b.unlimited()) {  // else the default budget stands
       o_.budget = budget_.value(b);  // --token-budget still on top
       taken.push_back("budget " + b.text());

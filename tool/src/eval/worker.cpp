@@ -155,6 +155,8 @@ void Worker::ensure_context() {
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&sumsq_fn_, builtin_module_, "kopt_gemm_sumsq"),
                 "kopt_gemm_sumsq");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&screen_fn_, builtin_module_, "kopt_screen_f32"), "kopt_screen_f32");
+  KOPT_CU_CHECK(drv.cuModuleGetFunction(&error_stats_fn_, builtin_module_, "kopt_gemm_error_stats"),
+                "kopt_gemm_error_stats");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff32_fn_, builtin_module_, "kopt_first_diff_u32"),
                 "kopt_first_diff_u32");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff8_fn_, builtin_module_, "kopt_first_diff_u8"),

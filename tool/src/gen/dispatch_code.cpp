@@ -22,12 +22,14 @@ namespace {
 /// or cache entry from an older kopt gets this kopt's dispatch rule, and the
 /// header and `kopt` agree on it. Returns false, leaving the tree as it is,
 /// when the record lacks any of these or a launch does not resolve.
-bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t variants, const spec::Spec& spec) {
+bool refit_model(model::DispatchTree& tree, const run::Specialization& sp, size_t variants, const spec::Spec& spec) {
   const spec::Launch* launch = spec.template_kernel && spec.template_kernel->launch ? &*spec.template_kernel->launch : nullptr;
   if (!launch || launch->block_work.empty()) return false;
-  const nlohmann::json* m = sp.contains("dispatch") && sp["dispatch"].contains("model") ? &sp["dispatch"]["model"] : nullptr;
-  if (!m || !m->is_object() || !sp.contains("latency_ms") || !sp["latency_ms"].is_object() || !sp.contains("cases") ||
-      !sp["cases"].is_object() || !sp.contains("variants") || !sp["variants"].is_array() || sp["variants"].size() != variants)
+  // The recorded model's occupancy: its own document (model/dispatch.h), read
+  // as written since models of older kopt versions have no typed reader.
+  const nlohmann::json* m =
+      sp.dispatch.is_object() && sp.dispatch.contains("model") ? &sp.dispatch["model"] : nullptr;
+  if (!m || !m->is_object() || sp.latency_ms.empty() || sp.cases.empty() || sp.variants.size() != variants)
     return false;
   const nlohmann::json bps = m->value("blocks_per_sm", nlohmann::json());
   const nlohmann::json sm = m->value("sm_count", nlohmann::json());
@@ -40,33 +42,21 @@ bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t var
     blocks_per_sm.push_back(b.get<int>());
   }
   std::vector<std::map<std::string, int64_t>> params;
-  for (const auto& v : sp["variants"]) {
-    if (!v.is_object() || !v.contains("params") || !v["params"].is_object()) return false;
-    std::map<std::string, int64_t> p;
-    for (const auto& [k, x] : v["params"].items()) {
-      if (!x.is_number_integer()) return false;
-      p[k] = x.get<int64_t>();
-    }
-    params.push_back(std::move(p));
-  }
+  for (const run::SpecializationVariant& v : sp.variants) params.push_back(v.params);
   std::vector<model::DispatchSample> samples;
   std::map<std::string, spec::Case> cases;
-  for (const auto& [name, row] : sp["latency_ms"].items()) {
-    const nlohmann::json c = sp["cases"].value(name, nlohmann::json());
-    if (!row.is_array() || row.size() != variants || !c.is_object() || !c.contains("sizes") || !c["sizes"].is_object())
-      return false;
+  for (const auto& [name, row] : sp.latency_ms) {
+    const auto c = sp.cases.find(name);
+    if (row.size() != variants || c == sp.cases.end() || !c->second.sizes) return false;
     spec::Case& sc = cases[name];
     sc.name = name;
-    for (const auto& [k, x] : c["sizes"].items()) {
-      if (!x.is_number_integer()) return false;
-      sc.sizes[k] = x.get<int64_t>();
-    }
+    sc.sizes = *c->second.sizes;
     model::DispatchSample d{name, {}, {}, {}, {}, {}, {}};
     for (const auto& sz : tree.sizes) {
       if (!sc.sizes.count(sz)) return false;
       d.sizes.push_back(sc.sizes.at(sz));
     }
-    for (const auto& x : row) d.ms.push_back(x.is_number() ? x.get<double>() : NAN);
+    for (const auto& x : row) d.ms.push_back(x ? *x : NAN);
     samples.push_back(std::move(d));
   }
   // A launch that does not resolve for these parameters: keep what was recorded.
@@ -93,12 +83,11 @@ std::string fmt_exact(double x) {
 
 }  // namespace
 
-std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, size_t variants, const std::string& where,
+std::optional<model::DispatchTree> recorded_dispatch(const run::Specialization& sp, size_t variants, const std::string& where,
                                                      const spec::Spec& spec) {
-  if (variants < 2 || !sp.is_object() || !sp.contains("dispatch")) return std::nullopt;
-  model::DispatchTree tree =
-      model::DispatchTree::from_json(JsonAt(sp, where, "$.specialization").at("dispatch"), static_cast<int>(variants));
-  if (refit_model(tree, sp, variants, spec) || tree.model || !sp["dispatch"].contains("model")) return tree;
+  if (variants < 2 || sp.dispatch.is_null()) return std::nullopt;
+  model::DispatchTree tree = model::DispatchTree::from_json(sp.dispatch, where, static_cast<int>(variants));
+  if (refit_model(tree, sp, variants, spec) || tree.model || !sp.dispatch.contains("model")) return tree;
   // A model of an older rule that cannot be fitted again from this record:
   // off the tuned shapes, variant 0 (a model with no margin), never the tree
   // alone there (docs/dispatch.md: that is what the model exists for).
@@ -111,13 +100,11 @@ std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, s
   m.ms_per_work_spread.assign(variants, 0.0);
   m.ms_per_data_byte.assign(variants, 0.0);
   m.block_work = "1";
-  const nlohmann::json cases = sp.value("cases", nlohmann::json::object());
-  for (const auto& [name, c] : cases.items()) {
+  for (const auto& [name, c] : sp.cases) {
     (void)name;
-    const nlohmann::json sz = c.is_object() ? c.value("sizes", nlohmann::json()) : nlohmann::json();
     std::vector<int64_t> row;
     for (const auto& d : tree.sizes)
-      if (sz.is_object() && sz.contains(d) && sz[d].is_number_integer()) row.push_back(sz[d].get<int64_t>());
+      if (c.sizes && c.sizes->count(d)) row.push_back(c.sizes->at(d));
     if (row.size() == tree.sizes.size() && !row.empty()) m.tuned.push_back(std::move(row));
   }
   if (m.tuned.empty()) {

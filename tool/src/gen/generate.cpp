@@ -11,6 +11,7 @@
 #include "model/dispatch.h"
 #include "run/fingerprint.h"
 #include "run/store.h"
+#include "run/tuning_cache.h"
 #include "spec/annotations.h"
 #include "spec/kernel_file.h"
 #include "util/error.h"
@@ -53,62 +54,53 @@ void emit(const GenerateOptions& o, const spec::Spec& s, std::vector<KernelVaria
 
 /// A run's variants: summary.json "specialization" with variants/v<N>.cu,
 /// else best.cu alone.
-std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, const nlohmann::json& summary,
+std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, const run::Summary& summary,
                                         const spec::Spec& spec, std::optional<model::DispatchTree>* dispatch) {
   std::vector<KernelVariant> out;
-  const nlohmann::json sp = summary.value("specialization", nlohmann::json());
-  if (sp.is_object() && sp.contains("variants") && sp["variants"].size() > 1) {
-    for (const auto& v : sp["variants"]) {
+  const std::filesystem::path summary_file = run_dir / "summary.json";
+  if (summary.specialization && summary.specialization->variants.size() > 1) {
+    const run::Specialization& sp = *summary.specialization;
+    for (size_t i = 0; i < sp.variants.size(); ++i) {
+      const run::SpecializationVariant& v = sp.variants[i];
+      if (v.file.empty())
+        throw SpecError("kopt.json.005", fs::display(summary_file) + ": $.specialization.variants[" +
+                                             std::to_string(i) + "]: missing required key 'file'");
       KernelVariant kv;
-      const std::filesystem::path f = run_dir / v.value("file", "");
+      const std::filesystem::path f = run_dir / v.file;
       kv.source = fs::read_file(f, "kernel source", fs::kSourceMaxBytes);
       kv.origin = f.string();
-      kv.label = v.value("label", "");
+      kv.label = v.label;
       out.push_back(kv);
     }
-    const nlohmann::json cases = sp.value("cases", nlohmann::json::object());
-    for (const auto& [name, c] : cases.items()) {
+    for (const auto& [name, c] : sp.cases) {
       (void)name;
-      const size_t v = c.value("variant", 0);
-      if (v < out.size() && c.contains("sizes")) out[v].shapes.push_back(c["sizes"].get<std::map<std::string, int64_t>>());
+      const size_t v = static_cast<size_t>(c.variant);
+      if (v < out.size() && c.sizes) out[v].shapes.push_back(*c.sizes);
     }
-    *dispatch = recorded_dispatch(sp, out.size(), (run_dir / "summary.json").string(), spec);
+    *dispatch = recorded_dispatch(sp, out.size(), summary_file.string(), spec);
     return out;
   }
   KernelVariant kv;
   kv.source = fs::read_file(run_dir / "best.cu", "kernel source", fs::kSourceMaxBytes);
   kv.origin = (run_dir / "best.cu").string();
-  kv.label = summary.value("final_best", nlohmann::json::object()).value("label", "");
+  kv.label = summary.final_best ? summary.final_best->label.value_or("") : "";
   return {kv};
 }
 
 /// A tuning cache entry's variants ("variants", else "kernel_source").
-std::vector<KernelVariant> cache_variants(const nlohmann::json& e, const std::string& origin, const spec::Spec& spec,
+std::vector<KernelVariant> cache_variants(const run::CacheEntry& e, const std::string& origin, const spec::Spec& spec,
                                           std::optional<model::DispatchTree>* dispatch) {
   std::vector<KernelVariant> out;
-  if (e.contains("variants") && e["variants"].is_array() && e["variants"].size() > 1) {
-    for (const auto& v : e["variants"]) {
-      KernelVariant kv;
-      kv.source = v.value("kernel_source", "");
-      kv.origin = origin;
-      kv.label = v.value("label", "");
-      const nlohmann::json shapes = v.value("shapes", nlohmann::json::array());
-      for (const auto& sh : shapes)
-        kv.shapes.push_back(sh.get<std::map<std::string, int64_t>>());
-      out.push_back(kv);
-    }
-    *dispatch = recorded_dispatch(e.value("specialization", nlohmann::json()), out.size(), origin, spec);
+  if (e.variants && e.variants->size() > 1) {
+    for (const run::CacheVariant& v : *e.variants) out.push_back({v.kernel_source, origin, v.label, v.shapes});
+    if (e.specialization) *dispatch = recorded_dispatch(*e.specialization, out.size(), origin, spec);
     return out;
   }
   KernelVariant kv;
-  kv.source = e["kernel_source"].get<std::string>();
+  kv.source = e.kernel_source;
   kv.origin = origin;
-  kv.label = e.value("best", nlohmann::json::object()).value("label", "");
+  kv.label = e.best.label.value_or("");
   return {kv};
-}
-
-std::string gpu_label(const nlohmann::json& gpu) {
-  return gpu.value("name", "?") + " (compute capability " + gpu.value("compute_capability", "?") + ")";
 }
 
 }  // namespace
@@ -121,145 +113,48 @@ std::string combine_variants(const std::vector<KernelVariant>& variants) {
 
 namespace {
 
-/// The shapes of a variant: an array of {size name: positive integer}.
-void check_shapes(const JsonAt& shapes) {
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    const JsonAt sh = shapes.at(k);
-    sh.expect_object();
-    for (const auto& [name, v] : sh.value().items()) (void)sh.at(name).integer(1);
-  }
+/// A run folder's summary.json (run::read_summary, strict: kopt.io.*,
+/// kopt.json.*) and the GPU of its device.json.
+std::pair<run::Summary, run::CacheGpu> read_run_outputs(const std::filesystem::path& run_dir) {
+  run::Summary summary = run::read_summary(run_dir / "summary.json", run::ReadMode::strict);
+  const std::filesystem::path df = run_dir / "device.json";
+  const nlohmann::json device = parse_json_file(df, "run folder's device.json");
+  const JsonAt d(device, fs::display(df));
+  d.expect_object();
+  run::CacheGpu gpu;
+  if (auto v = d.find("name")) gpu.name = v->string();
+  if (auto v = d.find("compute_capability")) gpu.compute_capability = v->string();
+  return {std::move(summary), std::move(gpu)};
 }
 
-/// What generate and bench read of a tuning cache entry, checked once, so
-/// that the loose reads after it cannot throw a raw nlohmann error.
-void check_cache_entry(const JsonAt& e) {
-  e.expect_object();
-  e.at("spec_hash").string();
-  if (auto v = e.find("base_spec_hash")) v->string();
-  const JsonAt gpu = e.at("gpu");
-  gpu.expect_object();
-  for (const char* k : {"name", "compute_capability"})
-    if (auto v = gpu.find(k)) v->string();
-  e.at("kernel_source").string();
-  if (auto v = e.find("geomean_ms")) v->number(0);
-  // Tuning parameter values: integers (they become -D NAME=VALUE).
-  auto check_params = [](const JsonAt& p) {
-    p.expect_object();
-    for (const auto& [name, v] : p.value().items()) (void)p.at(name).integer();
-  };
-  if (auto v = e.find("params")) check_params(*v);
-  if (auto b = e.find("best")) {
-    b->expect_object();
-    if (auto l = b->find("label")) l->string();
-    if (auto p = b->find("params")) check_params(*p);
+/// The tuning cache entry for this spec, `device` and the run `summary`
+/// (the winner `variants` from its run folder).
+run::CacheEntry tuned_entry(const spec::Spec& s, const std::string& hash, const std::string& base_hash,
+                            const run::CacheGpu& device, const run::Summary& summary,
+                            const std::vector<KernelVariant>& variants) {
+  run::CacheEntry e;
+  e.workload = s.name;
+  e.spec_hash = hash;
+  if (!base_hash.empty()) e.base_spec_hash = base_hash;
+  e.gpu = {device.name.value_or(""), device.compute_capability.value_or("")};
+  e.kernel_source = variants.front().source;
+  if (summary.final_best) {
+    e.best = *summary.final_best;
+    e.params = summary.final_best->params.value_or(std::map<std::string, int64_t>{});
+    e.geomean_ms = summary.final_best->geomean_ms.value_or(0.0);
   }
-  if (auto vs = e.find("variants")) {
-    for (size_t k = 0; k < vs->size(); ++k) {
-      const JsonAt v = vs->at(k);
-      v.at("kernel_source").string();
-      if (auto l = v.find("label")) l->string();
-      if (auto sh = v.find("shapes")) check_shapes(*sh);
-    }
-    if (vs->size() > 1)
-      if (auto sp = e.find("specialization"))
-        if (sp->value().is_object())
-          if (auto d = sp->find("dispatch")) model::DispatchTree::from_json(*d, static_cast<int>(vs->size()));
+  e.cublas_geomean_ms = summary.cublas_geomean_ms.value_or(0.0);
+  e.specialization = summary.specialization;
+  e.tool_version = KOPT_VERSION;
+  e.created = now_iso8601_utc();
+  if (variants.size() > 1) {
+    e.variants.emplace();
+    for (const auto& v : variants) e.variants->push_back({v.label, v.source, v.shapes});
   }
+  return e;
 }
 
 }  // namespace
-
-nlohmann::json read_cache(const std::filesystem::path& file) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return {{"format_version", 1}, {"entries", nlohmann::json::array()}};
-  const std::string where = fs::display(file);
-  nlohmann::json j;
-  try {
-    j = parse_json_file(file, "tuning cache");
-  } catch (const SpecError& e) {
-    if (e.id().rfind("kopt.json.", 0) != 0) throw;  // not a file (kopt.io.*): no advice to delete it
-    std::string msg = e.what();
-    const std::string prefix = "[" + e.id() + "] ";
-    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
-    throw SpecError(e.id(), msg + "; fix it or delete it to start a new cache");
-  }
-  if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array())
-    throw SpecError("kopt.cache.102", where + ": $.entries: expected an array of cache entries; "
-                                              "fix the file or delete it to start a new cache");
-  const auto version = j.find("format_version");
-  if (version == j.end() || !version->is_number_integer() || *version != 1)
-    throw SpecError("kopt.cache.103", where + ": $.format_version: expected 1");
-  const JsonAt entries = JsonAt(j, where).at("entries");
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const JsonAt e = entries.at(i);
-    for (const char* k : {"spec_hash", "gpu", "kernel_source"})
-      if (!e.value().is_object() || !e.value().contains(k))
-        throw SpecError("kopt.cache.104", where + ": " + e.path() + ": missing '" + k +
-                                              "'; fix the file or delete it to start a new cache");
-    check_cache_entry(e);
-  }
-  return j;
-}
-
-/// What generate reads of a run's summary.json (kopt.json.005 naming the
-/// file and path). Variant files must lie inside the run folder.
-void check_summary(const nlohmann::json& summary, const std::string& where) {
-  const JsonAt s(summary, where);
-  s.expect_object();
-  if (auto fb = s.find("final_best")) {
-    fb->expect_object();
-    if (auto l = fb->find("label")) l->string();
-    if (auto p = fb->find("params")) p->expect_object();
-    if (auto g = fb->find("geomean_ms")) g->number();
-  }
-  if (auto c = s.find("cublas_geomean_ms")) c->number();
-  const auto sp = s.find("specialization");
-  if (!sp || !sp->value().is_object()) return;
-  if (auto vs = sp->find("variants")) {
-    for (size_t k = 0; k < vs->size(); ++k) {
-      const JsonAt v = vs->at(k);
-      const std::filesystem::path f = v.at("file").string();
-      bool inside = !f.empty() && f.is_relative();
-      for (const auto& part : f) inside = inside && part != "..";
-      if (!inside) v.at("file").fail("expected a file name inside the run folder, got '" + json_shown(f.string()) + "'");
-      if (auto l = v.find("label")) l->string();
-    }
-  }
-  if (auto d = sp->find("dispatch")) {
-    const size_t n = sp->find("variants") ? sp->at("variants").size() : 0;
-    if (n > 1) model::DispatchTree::from_json(*d, static_cast<int>(n));
-  }
-  if (auto cs = sp->find("cases")) {
-    cs->expect_object();
-    for (const auto& [name, c] : cs->value().items()) {
-      const JsonAt jc = cs->at(name);
-      jc.expect_object();
-      if (auto v = jc.find("variant")) v->integer(0);
-      if (auto sz = jc.find("sizes")) {
-        sz->expect_object();
-        for (const auto& [k, v] : sz->value().items()) (void)sz->at(k).integer(1);
-      }
-    }
-  }
-}
-
-/// A run folder's summary.json and device.json, checked (kopt.io.*, kopt.json.*).
-std::pair<nlohmann::json, nlohmann::json> read_run_outputs(const std::filesystem::path& run_dir) {
-  const std::filesystem::path sf = run_dir / "summary.json";
-  nlohmann::json summary = parse_json_file(sf, "run summary");
-  check_summary(summary, fs::display(sf));
-  const std::filesystem::path df = run_dir / "device.json";
-  nlohmann::json device = parse_json_file(df, "run folder's device.json");
-  const JsonAt d(device, fs::display(df));
-  d.expect_object();
-  for (const char* k : {"name", "compute_capability"})
-    if (auto v = d.find(k)) v->string();
-  return {std::move(summary), std::move(device)};
-}
-
-void write_cache(const std::filesystem::path& file, const nlohmann::json& cache) {
-  fs::write_file_atomic(file, dump_json(cache, 2) + "\n");
-}
 
 namespace {
 
@@ -270,88 +165,68 @@ struct SpecHashes {
 };
 
 /// After tuning: the cache with this GPU's entry for the spec replaced by the
-/// run's result, written to --cache-out, else --cache-file.
-void write_updated_cache(const GenerateOptions& o, const spec::Spec& s, const nlohmann::json& cache,
-                         const SpecHashes& hashes, const nlohmann::json& summary, const nlohmann::json& device,
+/// run's result (an entry tuned on an earlier capture of the same spec too),
+/// written to --cache-out, else --cache-file.
+void write_updated_cache(const GenerateOptions& o, const spec::Spec& s, const run::TuningCache& cache,
+                         const SpecHashes& h, const run::Summary& summary, const run::CacheGpu& device,
                          const std::vector<KernelVariant>& variants) {
-  const std::string& hash = hashes.hash;
-  const std::string& base_hash = hashes.base_hash;
-  const std::string& best = variants.front().source;
-    nlohmann::json updated = cache;
-    nlohmann::json entries = nlohmann::json::array();
-    // One entry per GPU for this spec and these cases; an entry tuned on
-    // an earlier capture of the same spec is replaced too.
-    for (const auto& e : updated["entries"])
-      if (!((e["spec_hash"] == hash || (!base_hash.empty() && e.value("base_spec_hash", "") == base_hash)) &&
-            e["gpu"].value("name", "") == device.value("name", "") &&
-            e["gpu"].value("compute_capability", "") == device.value("compute_capability", "")))
-        entries.push_back(e);
-    nlohmann::json fb = summary.value("final_best", nlohmann::json::object());
-    entries.push_back({{"workload", s.name},
-                       {"spec_hash", hash},
-                       {"gpu", {{"name", device.value("name", "")},
-                                {"compute_capability", device.value("compute_capability", "")}}},
-                       {"kernel_source", best},
-                       {"params", fb.value("params", nlohmann::json::object())},
-                       {"geomean_ms", fb.value("geomean_ms", 0.0)},
-                       {"best", fb},
-                       {"cublas_geomean_ms", summary.value("cublas_geomean_ms", 0.0)},
-                       {"specialization", summary.value("specialization", nlohmann::json())},
-                       {"tool_version", KOPT_VERSION},
-                       {"created", now_iso8601_utc()}});
-    if (!base_hash.empty()) entries.back()["base_spec_hash"] = base_hash;
-    if (variants.size() > 1) {
-      nlohmann::json vs = nlohmann::json::array();
-      for (const auto& v : variants)
-        vs.push_back({{"label", v.label}, {"kernel_source", v.source}, {"shapes", v.shapes}});
-      entries.back()["variants"] = vs;
-    }
-    updated["entries"] = entries;
-    const std::filesystem::path& out = o.cache_out.empty() ? o.cache_file : o.cache_out;
-    write_cache(out, updated);
-    if (o.cache_out.empty())
-      std::cerr << "kopt generate: updated the tuning cache " << out.string() << "\n";
-    else
-      std::cerr << "kopt generate: wrote the updated tuning cache to " << out.string() << " (" << o.cache_file.string()
-                << " is left as it is: copy the file over it to keep this tuning, or use UPDATE_CACHE)\n";
+  run::TuningCache updated = cache;
+  updated.entries.clear();
+  for (const run::CacheEntry& e : cache.entries)
+    if (!((e.spec_hash == h.hash || (!h.base_hash.empty() && e.base_spec_hash.value_or("") == h.base_hash)) &&
+          e.gpu.name.value_or("") == device.name.value_or("") &&
+          e.gpu.compute_capability.value_or("") == device.compute_capability.value_or("")))
+      updated.entries.push_back(e);
+  updated.entries.push_back(tuned_entry(s, h.hash, h.base_hash, device, summary, variants));
+  const std::filesystem::path& out = o.cache_out.empty() ? o.cache_file : o.cache_out;
+  run::write_tuning_cache(out, updated);
+  if (o.cache_out.empty())
+    std::cerr << "kopt generate: updated the tuning cache " << out.string() << "\n";
+  else
+    std::cerr << "kopt generate: wrote the updated tuning cache to " << out.string() << " (" << o.cache_file.string()
+              << " is left as it is: copy the file over it to keep this tuning, or use UPDATE_CACHE)\n";
 }
 
 /// A build without tuning: the cache entry for this spec (and the target
-/// GPU), with `other_note` set when it was tuned on other cases; null, with
-/// `cache_note` saying why, when the cache holds none or several.
-const nlohmann::json* cache_entry(const GenerateOptions& o, const nlohmann::json& cache, const SpecHashes& hashes,
-                                  std::string* other_note, std::string* cache_note) {
-  const std::string& hash = hashes.hash;
-  const std::string& base_hash = hashes.base_hash;
-  std::vector<const nlohmann::json*> matching, other_cases;
+/// GPU), checked against the spec's space, with `other_note` set when it was
+/// tuned on other cases; null, with `cache_note` saying why, when the cache
+/// holds none or several.
+const run::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec& s, const run::TuningCache& cache,
+                                   const SpecHashes& h, std::string* other_note, std::string* cache_note) {
+  std::vector<const run::CacheEntry*> matching, other_cases;
   std::vector<std::string> stale;
-  for (const auto& e : cache["entries"]) {
-    const bool same = e["spec_hash"] == hash;
-    const bool other = !same && !base_hash.empty() &&
-                       (e["spec_hash"] == base_hash || e.value("base_spec_hash", "") == base_hash);
+  for (const run::CacheEntry& e : cache.entries) {
+    const bool same = e.spec_hash == h.hash;
+    const bool other = !same && !h.base_hash.empty() &&
+                       (e.spec_hash == h.base_hash || e.base_spec_hash.value_or("") == h.base_hash);
     if (!same && !other) {
-      stale.push_back(gpu_label(e["gpu"]));
+      stale.push_back(e.gpu.label());
       continue;
     }
-    if (o.target_gpu.empty() || e["gpu"].value("name", "") == o.target_gpu) (same ? matching : other_cases).push_back(&e);
+    if (o.target_gpu.empty() || e.gpu.name.value_or("") == o.target_gpu) (same ? matching : other_cases).push_back(&e);
   }
   // Nothing tuned on these cases: an entry of the same spec tuned on other
   // cases (the spec's own, or an earlier capture), one per GPU, the capture's first.
   if (matching.empty() && !other_cases.empty()) {
-    std::map<std::string, const nlohmann::json*> per_gpu;
-    for (const nlohmann::json* e : other_cases) {
-      const std::string g = gpu_label((*e)["gpu"]);
-      if (!per_gpu.count(g) || e->contains("base_spec_hash")) per_gpu[g] = e;
+    std::map<std::string, const run::CacheEntry*> per_gpu;
+    for (const run::CacheEntry* e : other_cases) {
+      const std::string g = e->gpu.label();
+      if (!per_gpu.count(g) || e->base_spec_hash) per_gpu[g] = e;
     }
     for (const auto& [g, e] : per_gpu) matching.push_back(e);
     *other_note = "; tuned on other cases than " + o.optimize.input_cases.filename().string() +
-                 " (the spec's or an earlier capture's): re-tune on a GPU for these";
+                  " (the spec's or an earlier capture's): re-tune on a GPU for these";
   }
   if (!stale.empty())
     std::cerr << "kopt generate: warning: the tuning cache " << o.cache_file.string() << " holds " << stale.size()
               << " stale entr" << (stale.size() == 1 ? "y" : "ies")
               << " (the spec changed since they were tuned); they are not used. Re-tune on a GPU to refresh it.\n";
-  if (matching.size() == 1) return matching.front();
+  if (matching.size() == 1) {
+    const run::CacheEntry& e = *matching.front();
+    // What it records must be of this spec's space (a hand-edited value would change the generated code).
+    run::check_entry_against_spec(e, static_cast<size_t>(&e - cache.entries.data()), s, fs::display(o.cache_file));
+    return &e;
+  }
   if (matching.size() > 1)
     *cache_note = "; the cache holds several GPUs for this spec: set KOPT_TARGET_GPU to choose one";
   else if (!o.target_gpu.empty())
@@ -387,8 +262,7 @@ int generate(const GenerateOptions& options) {
     plain.quiet = true;
     base_hash = run::spec_fingerprint(tune::load_spec_with_overrides(plain));
   }
-  const nlohmann::json cache = o.cache_file.empty() ? nlohmann::json{{"format_version", 1}, {"entries", nlohmann::json::array()}}
-                                                    : read_cache(o.cache_file);
+  const run::TuningCache cache = o.cache_file.empty() ? run::TuningCache{} : run::read_tuning_cache(o.cache_file);
   std::filesystem::create_directories(o.out_dir);
   if (!o.depfile.empty()) {
     // A --cases-from file is not in the depfile: it may go away, and Make
@@ -404,7 +278,24 @@ int generate(const GenerateOptions& options) {
   auto copy_cache = [&]() {
     std::error_code ec;
     if (!o.cache_out.empty() && !o.cache_file.empty() && std::filesystem::is_regular_file(o.cache_file, ec))
-      write_cache(o.cache_out, cache);
+      run::write_tuning_cache(o.cache_out, cache);
+  };
+
+  // The cache's entry for a run: written before the outputs (it is also an
+  // input of the build step, so the outputs must end up newer than it, or the
+  // next build would tune again). A full disk or a read-only cache must not
+  // cost the build its kernel: a warning that says where the tuning is kept.
+  auto update_cache = [&](const std::filesystem::path& run_dir, const run::Summary& summary,
+                          const run::CacheGpu& device, const std::vector<KernelVariant>& variants) {
+    if (o.cache_file.empty()) return;
+    try {
+      write_updated_cache(o, s, cache, {hash, base_hash}, summary, device, variants);
+    } catch (const EnvironmentError& e) {
+      if (o.require_gpu) throw;
+      std::cerr << "kopt generate: warning: the tuning cache was not updated: " << e.what() << "\n"
+                << "kopt generate: the tuning is kept in " << fs::display(run_dir)
+                << "; `kopt generate --from-run` of that folder with the same --cache-file writes its entry\n";
+    }
   };
 
   // 0. A finished run folder, as given.
@@ -415,13 +306,13 @@ int generate(const GenerateOptions& options) {
       throw UsageError("kopt.gen.106", o.from_run.string() + ": the run has no best.cu/summary.json (it did not finish, "
                                                              "or no candidate passed)");
     const auto [summary, device] = read_run_outputs(o.from_run);
-    copy_cache();
     std::optional<model::DispatchTree> dispatch;
     const std::vector<KernelVariant> variants = run_variants(o.from_run, summary, s, &dispatch);
+    update_cache(o.from_run, summary, device, variants);
     // The run by its folder's name: the outputs carry no path of this machine.
     const std::filesystem::path run = o.from_run.lexically_normal();
     const std::string run_name = (run.has_filename() ? run : run.parent_path()).filename().string();
-    emit(o, s, variants, "from run " + run_name + ", tuned on " + gpu_label(device), dispatch);
+    emit(o, s, variants, "from run " + run_name + ", tuned on " + device.label(), dispatch);
     return 0;
   }
 
@@ -450,8 +341,8 @@ int generate(const GenerateOptions& options) {
       // The cache is written before the outputs: it is also an input of the
       // build step, so the outputs must end up newer than it (or the next
       // build would tune again).
-      if (!o.cache_file.empty()) write_updated_cache(o, s, cache, {hash, base_hash}, summary, device, variants);
-      emit(o, s, variants, "tuned on " + gpu_label(device) + " (run " + run_dir.filename().string() + ")", dispatch);
+      update_cache(run_dir, summary, device, variants);
+      emit(o, s, variants, "tuned on " + device.label() + " (run " + run_dir.filename().string() + ")", dispatch);
       return 0;
     }
     if (util::interrupted()) return code;  // SIGINT/SIGTERM: 130/143, the run folder says how to resume
@@ -467,12 +358,12 @@ int generate(const GenerateOptions& options) {
 
   // 2. The tuning cache.
   std::string other_note, cache_note;
-  if (const nlohmann::json* e = cache_entry(o, cache, {hash, base_hash}, &other_note, &cache_note)) {
+  if (const run::CacheEntry* e = cache_entry(o, s, cache, {hash, base_hash}, &other_note, &cache_note)) {
     copy_cache();
     std::optional<model::DispatchTree> dispatch;
     const std::vector<KernelVariant> variants = cache_variants(*e, o.cache_file.string(), s, &dispatch);
     emit(o, s, variants,
-         "from the tuning cache " + o.cache_file.filename().string() + ", tuned on " + gpu_label((*e)["gpu"]) + " (" +
+         "from the tuning cache " + o.cache_file.filename().string() + ", tuned on " + e->gpu.label() + " (" +
              no_gpu_reason + other_note + ")",
          dispatch);
     return 0;

@@ -252,7 +252,7 @@ void ClassSearchProposer::read_baseline() {
   // its timing failed), so one look at the history is enough.
   baseline_read_ = true;
   for (const auto& a : service_->history()) {
-    if (a.kind != "baseline" || a.result.verdict != model::Verdict::ok) continue;
+    if (a.kind != model::AttemptKind::baseline || a.result.verdict != model::Verdict::ok) continue;
     for (const auto& cr : a.result.cases)
       if (cr.role == "performance" && cr.latency && !cr.screened && cr.latency->median_ms > 0)
         baseline_bound_ms_[cr.name] = cr.latency->median_ms * o_.baseline_screen_factor;
@@ -260,7 +260,7 @@ void ClassSearchProposer::read_baseline() {
 }
 
 std::optional<spec::Candidate> ClassSearchProposer::candidate_for(const model::Attempt& a) const {
-  if (a.kind != "candidate") return std::nullopt;
+  if (a.kind != model::AttemptKind::candidate) return std::nullopt;
   spec::Candidate c = o_.search.base;
   for (const auto& [k, v] : a.params) c.params[k] = v;
   c.label = a.label;

@@ -128,7 +128,7 @@ void SearchProposer::observe(const spec::Candidate& c, const model::Attempt& a) 
 }
 
 std::optional<spec::Candidate> SearchProposer::candidate_for(const model::Attempt& a) const {
-  if (a.kind != "candidate") return std::nullopt;
+  if (a.kind != model::AttemptKind::candidate) return std::nullopt;
   spec::Candidate c = o_.base;
   for (const auto& [k, v] : a.params) c.params[k] = v;
   c.label = a.label;

@@ -13,8 +13,6 @@
 #include "tune/proposers.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/json_read.h"
-#include "util/json.h"
 
 namespace kopt::tune {
 namespace {
@@ -109,12 +107,7 @@ void Driver::adopt_draft(const stdfs::path& drafted) {
   // spec.json (and its hash in run.json) are rewritten before any attempt.
   spec_ = spec::load_spec(dir / "spec.generated.json");
   initial_ = initial_candidate(spec_);
-  const nlohmann::json moved = spec::to_json(spec_);
-  nlohmann::json run_json = parse_json_file(dir / "run.json", "run record");
-  if (!run_json.is_object()) JsonAt(run_json, fs::display(dir / "run.json")).expect_object();
-  run_json["spec_file_hash"] = run::RunStore::hash_spec(moved);
-  fs::write_file_atomic(dir / "spec.json", dump_json(moved, 2) + "\n");
-  fs::write_file_atomic(dir / "run.json", dump_json(run_json, 2) + "\n");
+  store_->replace_spec(spec::to_json(spec_));
   store_ = run::RunStore::open(dir, run::spec_fingerprint(spec_), store_->release_lock());
 }
 

@@ -61,15 +61,16 @@ struct PipelineStats {
   };
   std::vector<Device> devices;
 
-  nlohmann::json to_json() const;
+  /// summary.json "tuner".
+  run::TunerStats record() const;
 };
 
 /// The finalists' outcome: the winner, the re-timing and the shape variants.
 struct Finalists {
   const model::Attempt* winner = nullptr;
   std::vector<const model::Attempt*> variants;  // variant 0 = winner (only with specialisation)
-  nlohmann::json retime = nlohmann::json::array();
-  nlohmann::json specialization;  // null without variants
+  std::vector<run::RetimeEntry> retime;
+  std::optional<run::Specialization> specialization;  // unset without variants
   /// Shape classes: the winner's re-timed geomean over every performance
   /// case (its search geomean covers its class's cases alone).
   std::optional<double> winner_all_cases_ms;
@@ -146,7 +147,7 @@ class Driver final : public propose::EvaluationService {
   /// kernel) and the speedup over it.
   void with_reference(model::Result& r) const;
   /// Records an attempt and keeps its candidate; returns the recorded copy.
-  const model::Attempt& record(const std::string& kind, const spec::Candidate& c, model::Result r);
+  const model::Attempt& record(model::AttemptKind kind, const spec::Candidate& c, model::Result r);
   /// The candidate that reproduces an attempt: this session's, the
   /// proposer's, or one rebuilt from its recorded source.
   spec::Candidate candidate_of(const model::Attempt& a) const;

@@ -329,7 +329,7 @@ void Driver::run_pipeline() {
     // candidate starts at the top of the loop.
     fill_catching();
 
-    const model::Attempt& a = record("candidate", current.candidate, r);
+    const model::Attempt& a = record(model::AttemptKind::candidate, current.candidate, r);
     proposer_.observe(current.candidate, a);
 
     const double mins = std::chrono::duration<double>(now() - t_search).count() / 60.0;

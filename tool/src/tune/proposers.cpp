@@ -99,9 +99,8 @@ void check_budget(const model::Budget& b, bool agent, const std::string& strateg
 void check_resumed_grouping(const OptimizeOptions& o, const std::vector<model::ShapePoint>& points,
                             const std::vector<std::string>& size_names, int classes) {
   const run::RunInfo info = run::RunStore::read_info(o.resume);
-  const auto it = info.options.find("shape_classes");
-  if (it == info.options.end() || !it->is_number_integer()) return;  // a run from before the option was recorded
-  const int64_t recorded = it->get<int64_t>();
+  if (!info.shape_classes) return;  // a run from before the option was recorded
+  const int64_t recorded = *info.shape_classes;
   auto members = [&](int64_t n) {
     const int k = n < 0 ? model::auto_shape_classes(points.size()) : static_cast<int>(std::min<int64_t>(n, 64));
     std::vector<std::vector<size_t>> m;

@@ -246,7 +246,8 @@ void Driver::open_store(std::filesystem::path* run_dir) {
     info.strategy = proposer_.name();
     info.seed = o_.seed;
     info.budget = proposer_.budget_json(o_.budget);
-    info.options = {{"shape_classes", o_.shape_classes}, {"screen_factor", o_.screen_factor}};
+    info.shape_classes = o_.shape_classes;
+    info.screen_factor = o_.screen_factor;
     info.tool_version = KOPT_VERSION;
     const nlohmann::json device_json = device_ ? device_->to_json() : nlohmann::json{{"arch", arch_}};
     store_ = run::RunStore::create(o_.results_dir, spec::to_json(spec_), device_json, info);
@@ -280,7 +281,7 @@ void Driver::with_reference(model::Result& r) const {
   }
 }
 
-const model::Attempt& Driver::record(const std::string& kind, const spec::Candidate& c, model::Result r) {
+const model::Attempt& Driver::record(model::AttemptKind kind, const spec::Candidate& c, model::Result r) {
   model::Attempt a;
   a.kind = kind;
   a.label = c.label;
@@ -296,7 +297,7 @@ const model::Attempt& Driver::record(const std::string& kind, const spec::Candid
 }
 
 spec::Candidate Driver::candidate_of(const model::Attempt& a) const {
-  if (a.kind == "initial" && initial_) return *initial_;
+  if (a.kind == model::AttemptKind::initial && initial_) return *initial_;
   if (auto it = candidates_.find(a.index); it != candidates_.end()) return it->second;
   if (std::optional<spec::Candidate> c = proposer_.candidate_for(a)) return *c;
   // Rebuilt from the recorded source: its kopt: lines give entry and launch.
