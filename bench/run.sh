@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh GENERATED_DIR [--shape MxNxK]... [--shapes-file FILE] [other sgemm_bench options]
 #   (--shapes-file FILE: "M N K" lines, e.g. bench/shapes/deepbench_inference_server_nn.txt;
-#   per-class geomeans and, for a file with several variants, every variant on every shape)
+#   per-class geomeans and, for a file with several variants, every variant on every shape;
+#   --precision: errors against FP64 on every element, cuBLAS FAST_TF32 beside cuBLAS FP32)
 #
 # Configures and builds bench/ (sgemm_bench) against GENERATED_DIR (the folder holding sgemm.cu
 # and sgemm_launch.h written by `kopt generate --name sgemm`), runs the benchmark twice to show
@@ -13,7 +14,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2
 }
 if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
   usage
@@ -56,6 +57,17 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   cat "$dest/sgemm_bench_gpu_state.csv" 2>/dev/null || true
 fi
 
+# The SM clock, power and throttle reasons every 500 ms during the runs (read only).
+clock_pid=
+if command -v nvidia-smi >/dev/null 2>&1; then
+  reasons=,clocks_throttle_reasons.active
+  nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader >/dev/null 2>&1 || reasons=
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,temperature.gpu$reasons \
+    --format=csv,noheader -lms 500 >"$dest/sgemm_bench_clocks.csv" 2>/dev/null &
+  clock_pid=$!
+  trap 'kill $clock_pid 2>/dev/null' EXIT
+fi
+
 status=0
 for run in 1 2; do
   echo "== run $run of 2"
@@ -74,11 +86,17 @@ for run in 1 2; do
   fi
 done
 
+[[ -n $clock_pid ]] && kill "$clock_pid" 2>/dev/null
+
 for run in 1 2; do
   echo
   echo "================================ run $run of 2 ================================"
   cat "$dest/sgemm_bench_run$run.txt"
 done
+if [[ -s $dest/sgemm_bench_clocks.csv ]]; then
+  cut -d, -f2 "$dest/sgemm_bench_clocks.csv" | awk '{print $1}' | grep -E '^[0-9]+$' | sort -n |
+    awk '{a[NR] = $1} END {if (NR) printf "\nSM clock during the runs (nvidia-smi every 500 ms, %d samples): min %d, median %d, max %d MHz (%s)\n", NR, a[1], a[int((NR + 1) / 2)], a[NR], "sgemm_bench_clocks.csv"}'
+fi
 
 # Run-to-run spread of the medians (needs python3; the JSON files are the data either way).
 if command -v python3 >/dev/null 2>&1 && [[ -s $dest/sgemm_bench_run1.json && -s $dest/sgemm_bench_run2.json ]]; then
@@ -99,5 +117,5 @@ for ca, cb in zip(a["cases"], b["cases"]):
 PY
 fi
 echo
-echo "run.sh: results in $dest (sgemm_bench_run1.{txt,json}, sgemm_bench_run2.{txt,json})"
+echo "run.sh: results in $dest (sgemm_bench_run1.{txt,json}, sgemm_bench_run2.{txt,json}, sgemm_bench_clocks.csv)"
 exit $status

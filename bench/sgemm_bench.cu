@@ -101,6 +101,8 @@ static_assert(kNumVariants >= 1, "kopt_sgemm::kVariants must be at least 1");
     }                                                                                                 \
   } while (0)
 
+#include "precision.cuh"  // --precision: the FP64 oracle, cuBLAS FAST_TF32, the tensor-core ceilings
+
 // The five rectangular performance cases of templates/sgemm/sgemm.json: the tuned-on shapes.
 struct Shape {
   long long M, N, K;
@@ -251,6 +253,7 @@ struct Tuned {
   Stats time;
   double probe_ms = 0;   // --skip-slower: one launch after the checked one, timed
   bool skipped = false;  // --skip-slower: not timed (probe over the limit)
+  bench_precision::ErrorStats err;  // --precision: against the FP64 oracle, every element
 };
 
 struct CaseResult {
@@ -264,6 +267,9 @@ struct CaseResult {
   std::vector<Tuned> var;  // --all-variants: variant v = var[v] (checked and timed), else empty
   int fastest = -1;        // --all-variants: the variant with the smallest median
   bool ok = false;
+  // --precision: cuBLAS FAST_TF32's time, and both cuBLAS results against the FP64 oracle
+  Stats cublas_tf32;
+  bench_precision::ErrorStats err_cublas, err_cublas_tf32;
 };
 
 struct VariantInfo {
@@ -283,6 +289,7 @@ struct Options {
   uint64_t seed = 20261130;
   double spin_us = 20;
   double skip_slower = 0;  // --skip-slower X: with --all-variants, leave out variants X times slower than cuBLAS
+  bool precision = false;  // --precision: FP64 oracle on every element, cuBLAS FAST_TF32, tensor-core ceilings
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -291,6 +298,7 @@ struct Options {
                "usage: sgemm_bench [--shape MxNxK]... [--shapes-file FILE] [--no-default-shapes] [--json FILE]\n"
                "                   [--label TEXT] [--warmup N (10)] [--iters N (100)] [--seed S] [--device D]\n"
                "                   [--spin-us U (20)] [--all-variants | --no-all-variants] [--skip-slower X]\n"
+               "                   [--precision]\n"
                "  --shapes-file FILE: one shape per line, \"M N K\" (or MxNxK), '#' starts a comment;\n"
                "                      replaces the five default shapes (add --shape for more)\n",
                msg);
@@ -345,6 +353,8 @@ Options parse(int argc, char** argv) {
       o.all_variants = 1;
     } else if (a == "--no-all-variants") {
       o.all_variants = 0;
+    } else if (a == "--precision") {
+      o.precision = true;
     } else if (a == "--no-default-shapes") {
       o.default_shapes = false;
     } else if (a == "--json") {
@@ -392,6 +402,10 @@ struct Bench {
   double peak_tflops = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t handle = nullptr;
+  cublasHandle_t handle_tf32 = nullptr;  // --precision: CUBLAS_DEFAULT_MATH, for CUBLAS_COMPUTE_32F_FAST_TF32
+  bench_precision::Oracle oracle;        // --precision: the current case's FP64 result
+  double tf32_peak_tflops = 0;
+  bool tf32_rate_known = true;
   void* flush = nullptr;
   size_t flush_bytes = 0;
   unsigned flush_count = 0;
@@ -433,9 +447,17 @@ struct Bench {
     CUBLAS_CHECK(cublasCreate(&handle));
     CUBLAS_CHECK(cublasSetStream(handle, stream));
     CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));  // FP32 math, no TF32
+    tf32_peak_tflops = static_cast<double>(prop.multiProcessorCount) *
+                       bench_precision::tf32_flop_per_clock_per_sm(prop.major, prop.minor, &tf32_rate_known) *
+                       clock_khz * 1e3 / 1e12;
+    if (opt.precision) {
+      CUBLAS_CHECK(cublasCreate(&handle_tf32));
+      CUBLAS_CHECK(cublasSetStream(handle_tf32, stream));
+      CUBLAS_CHECK(cublasSetMathMode(handle_tf32, CUBLAS_DEFAULT_MATH));
+    }
     flush_bytes = std::max<size_t>(2 * static_cast<size_t>(l2_bytes), 8u << 20);
     CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
-    ev_start.resize(static_cast<size_t>(kNumVariants + 3) * static_cast<size_t>(opt.iters));
+    ev_start.resize(static_cast<size_t>(kNumVariants + 4) * static_cast<size_t>(opt.iters));
     ev_stop.resize(ev_start.size());
     for (size_t i = 0; i < ev_start.size(); ++i) {
       CUDA_CHECK(cudaEventCreate(&ev_start[i]));
@@ -541,6 +563,7 @@ struct Bench {
     CUDA_CHECK(cudaMemcpyAsync(dA, hA.data(), M * K * sizeof(float), cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaMemcpyAsync(dB, hB.data(), K * N * sizeof(float), cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (opt.precision) oracle.compute(dA, dB, s.M, s.N, s.K, stream);
 
     // Launch configurations: variant 0 for `single`, the header's choice for `spec`.
     r.single.variant = 0;
@@ -570,6 +593,12 @@ struct Bench {
     launch_cublas(dA, dB, dRef, s);
     CUDA_CHECK(cudaMemcpyAsync(hRef.data(), dRef, M * N * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (opt.precision) {
+      r.err_cublas = oracle.of(dRef);
+      CUDA_CHECK(cudaMemsetAsync(dC, 0xFF, M * N * sizeof(float), stream));
+      bench_precision::gemm_fast_tf32(handle_tf32, dA, dB, dC, s.M, s.N, s.K);
+      r.err_cublas_tf32 = oracle.of(dC);
+    }
     // --skip-slower: one timed launch of each contender after its first (which may load modules).
     auto probe = [&](auto&& launch_once) {
       before_launch();
@@ -634,6 +663,7 @@ struct Bench {
                      cudaGetErrorString(e));
         std::exit(1);  // a launch error or a fault poisons the context: nothing later is trustworthy
       }
+      if (opt.precision) t.err = oracle.of(dC);
       CUDA_CHECK(cudaMemcpyAsync(hC.data(), dC, (M * N + guard) * sizeof(float), cudaMemcpyDeviceToHost, stream));
       CUDA_CHECK(cudaStreamSynchronize(stream));
       for (size_t g = M * N; g < M * N + guard; ++g) {
@@ -715,9 +745,17 @@ struct Bench {
       add(&r.single);
       if (!r.spec_is_single) add(&r.spec);
     }
+    int tf32_c = -1;  // --precision: cuBLAS FAST_TF32's contender number
+    if (opt.precision) {
+      tf32_c = static_cast<int>(slot.size());
+      contenders.push_back(tf32_c);
+      slot.push_back(nullptr);
+    }
     auto launch = [&](int c) {
       if (c == 0) {
         launch_cublas(dA, dB, dC, s);
+      } else if (c == tf32_c) {
+        bench_precision::gemm_fast_tf32(handle_tf32, dA, dB, dC, s.M, s.N, s.K);
       } else {
         const cudaError_t e = launch_tuned(*slot[c], dA, dB, dC, s);
         if (e != cudaSuccess) {
@@ -749,6 +787,8 @@ struct Bench {
       const Stats st = stats_of(ms);
       if (c == 0)
         r.cublas = st;
+      else if (c == tf32_c)
+        r.cublas_tf32 = st;
       else
         slot[c]->time = st;
     }
@@ -1021,6 +1061,47 @@ int main(int argc, char** argv) {
       if (t.variant > 0 && t.variant != r.spec.variant) line(("v" + std::to_string(t.variant)).c_str(), t);
     all_ok = all_ok && r.ok;
   }
+
+  // ---- precision (--precision) -------------------------------------------------------------------
+  // The tuned kernel's ceiling: the split-TF32 one for the tensor-core template, else FP32.
+  const bool tensor_kernel = std::strstr(kopt_sgemm::kEntry, "tf32") != nullptr;
+  auto precision_rows = [&](const CaseResult& r) {
+    using bench_precision::Row;
+    const double tc = tensor_kernel ? b.tf32_peak_tflops / 3 : b.peak_tflops;
+    const char* tc_name = tensor_kernel ? "3xtf32" : "fp32";
+    std::vector<Row> rows = {
+        {"cuBLAS FP32", r.cublas.median, tflops(r.shape, r.cublas.median), b.peak_tflops, "fp32", r.err_cublas},
+        {"cuBLAS TF32", r.cublas_tf32.median, tflops(r.shape, r.cublas_tf32.median), b.tf32_peak_tflops, "tf32",
+         r.err_cublas_tf32},
+        {multi ? "single" : "tuned", r.single.time.median, tflops(r.shape, r.single.time.median), tc, tc_name,
+         r.single.err}};
+    if (!r.spec_is_single)
+      rows.push_back({"special v" + std::to_string(r.spec.variant), r.spec.time.median,
+                      tflops(r.shape, r.spec.time.median), tc, tc_name, r.spec.err});
+    return rows;
+  };
+  double worst_max_ratio = 0, worst_rms_ratio = 0;
+  std::string worst_max_case, worst_rms_case;
+  if (b.opt.precision) {
+    bench_precision::print_header(b.peak_tflops, b.tf32_peak_tflops, b.tf32_rate_known, b.clock_khz);
+    for (const CaseResult& r : results) {
+      bench_precision::print_rows(shape_name(r.shape), precision_rows(r), b.peak_tflops);
+      // The contract (docs/evaluation.md): the dispatched kernel's max and RMS error within 2x of cuBLAS FP32's.
+      const double mr = r.spec.err.max / r.err_cublas.max, rr = r.spec.err.rms / r.err_cublas.rms;
+      if (worst_max_case.empty() || !(mr <= worst_max_ratio)) {
+        worst_max_ratio = mr;
+        worst_max_case = shape_name(r.shape);
+      }
+      if (worst_rms_case.empty() || !(rr <= worst_rms_ratio)) {
+        worst_rms_ratio = rr;
+        worst_rms_case = shape_name(r.shape);
+      }
+    }
+    std::printf("  the dispatched kernel's error / cuBLAS FP32's, worst over the shapes: max %.2f (%s), RMS %.2f (%s)"
+                " (contract: <= 2)\n",
+                worst_max_ratio, worst_max_case.c_str(), worst_rms_ratio, worst_rms_case.c_str());
+  }
+
   std::printf("\n%s\n", all_ok ? "sgemm_bench: all results checked" : "sgemm_bench: FAILED: see the checks above");
 
   // ---- JSON ------------------------------------------------------------------------------------
@@ -1114,6 +1195,20 @@ int main(int argc, char** argv) {
                   ", \"fastest_variant\": " + std::to_string(r.fastest) +
                   ", \"slowdown_vs_fastest\": " + json_num(slow) + "}";
              return o;
+           }() + [&] {
+             if (!b.opt.precision) return std::string();
+             std::string o = ",\n     \"precision\": [";
+             const std::vector<bench_precision::Row> rows = precision_rows(r);
+             for (size_t k = 0; k < rows.size(); ++k)
+               o += std::string(k ? ", " : "") + "{\"who\": " + json_str(rows[k].who) +
+                    ", \"median_ms\": " + json_num(rows[k].ms) + ", \"tflops\": " + json_num(rows[k].tflops) +
+                    ", \"ceiling\": " + json_str(rows[k].ceiling_name) +
+                    ", \"pct_ceiling\": " + json_num(100.0 * rows[k].tflops / rows[k].ceiling) +
+                    ", \"pct_fp32_peak\": " + json_num(100.0 * rows[k].tflops / b.peak_tflops) +
+                    ", \"rel_error_max\": " + json_num(rows[k].err.max) +
+                    ", \"rel_error_rms\": " + json_num(rows[k].err.rms) +
+                    ", \"nonfinite\": " + std::to_string(rows[k].err.nonfinite) + "}";
+             return o + "]";
            }() + "}" + (i + 1 < results.size() ? ",\n" : "\n");
     }
     j += "  ],\n  \"geomean\": [\n";
@@ -1152,6 +1247,13 @@ int main(int argc, char** argv) {
          ", \"slower_than_variant0_by_5pct\": " + std::to_string(slower_than_v0) +
          ", \"worst_vs_variant0\": " + json_num(b.opt.all_variants ? worst_vs_v0 : NAN) +
          ", \"worst_vs_variant0_case\": " + json_str(worst_vs_v0_shape) + "},\n";
+    if (b.opt.precision)
+      j += "  \"precision\": {\"tf32_peak_tflops\": " + json_num(b.tf32_peak_tflops) +
+           ", \"tf32_rate_known\": " + (b.tf32_rate_known ? "true" : "false") +
+           ", \"split_tf32_peak_tflops\": " + json_num(b.tf32_peak_tflops / 3) +
+           ", \"worst_max_ratio_vs_cublas\": " + json_num(worst_max_ratio) + ", \"worst_max_case\": " +
+           json_str(worst_max_case) + ", \"worst_rms_ratio_vs_cublas\": " + json_num(worst_rms_ratio) +
+           ", \"worst_rms_case\": " + json_str(worst_rms_case) + "},\n";
     j += "  \"shapes_file\": " + json_str(b.opt.shapes_file) + "\n}\n";
     FILE* f = std::fopen(b.opt.json_file.c_str(), "w");
     if (!f || std::fwrite(j.data(), 1, j.size(), f) != j.size() || std::fclose(f) != 0) {
@@ -1167,6 +1269,7 @@ int main(int argc, char** argv) {
   }
   cudaFree(b.flush);
   cublasDestroy(b.handle);
+  if (b.handle_tf32) cublasDestroy(b.handle_tf32);
   cudaStreamDestroy(b.stream);
   return all_ok ? 0 : 1;
 }

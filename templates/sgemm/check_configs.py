@@ -461,7 +461,10 @@ def main():
                 problems.append("%s %s: infeasible launch %s" % (config_str(cfg, names), sz, got[0]))
         if len(problems) > 20:
             break
-    for k in KNOWN_GOOD:
+    # The known-good points are sgemm.json's; another spec (sgemm_tf32.json) has its seeds only.
+    known_good = [k for k in KNOWN_GOOD if set(k) == set(names)]
+    known_good += [dict(s) for s in tuning.get("seeds", []) if set(s) == set(names)]
+    for k in known_good:
         if config_str(k, names) not in valid_keys:
             problems.append("known-good configuration not in the valid space: " + config_str(k, names))
 
@@ -475,6 +478,9 @@ def main():
 
     def smem(c):
         return spec_launch["shared"].eval(dict(consts, **c, M=1, N=1, K=1)) if spec_launch else 0
+
+    def tile(c):  # per-thread register tile (sgemm.json); the warp tile where there is none (sgemm_tf32.json)
+        return c["TM"] * c["TN"] if "TM" in c else c.get("WM", 1) * c.get("WN", 1)
 
     if args.config:
         sample = []
@@ -494,19 +500,19 @@ def main():
             if not valid:
                 print("check_configs: no valid configuration of KIND %s" % args.kind, file=sys.stderr)
                 return 1
-        picks = [dict(k) for k in KNOWN_GOOD if config_str(k, names) in valid_keys
+        picks = [dict(k) for k in known_good if config_str(k, names) in valid_keys
                  and (not args.kind or k.get("KIND", 0) in args.kind)]
         extremes = [
-            max(valid, key=lambda c: (c["TM"] * c["TN"], threads(c), c["MINB"], c["STAGES"])),
-            max(valid, key=lambda c: (c["TM"] * c["TN"] * c["MINB"] * threads(c), c["TM"] * c["TN"])),
-            max(valid, key=lambda c: (smem(c), c["TM"] * c["TN"])),
+            max(valid, key=lambda c: (tile(c), threads(c), c["MINB"], c["STAGES"])),
+            max(valid, key=lambda c: (tile(c) * c["MINB"] * threads(c), tile(c))),
+            max(valid, key=lambda c: (smem(c), tile(c))),
             min(valid, key=lambda c: (smem(c), threads(c))),
-            max(valid, key=lambda c: (threads(c), c["TM"] * c["TN"], c["MINB"])),
-            min(valid, key=lambda c: (threads(c), c["TM"] * c["TN"])),
-            max(valid, key=lambda c: (c["BK"], c["STAGES"], c["TM"] * c["TN"], smem(c))),
-            max(valid, key=lambda c: (c["MINB"], c["TM"] * c["TN"], threads(c))),
-            max(valid, key=lambda c: (c["TM"], -c["TN"], threads(c))),
-            max(valid, key=lambda c: (c["TN"], -c["TM"], threads(c))),
+            max(valid, key=lambda c: (threads(c), tile(c), c["MINB"])),
+            min(valid, key=lambda c: (threads(c), tile(c))),
+            max(valid, key=lambda c: (c["BK"], c["STAGES"], tile(c), smem(c))),
+            max(valid, key=lambda c: (c["MINB"], tile(c), threads(c))),
+            max(valid, key=lambda c: (c.get("TM", c.get("WM")), -c.get("TN", c.get("WN")), threads(c))),
+            max(valid, key=lambda c: (c.get("TN", c.get("WN")), -c.get("TM", c.get("WM")), threads(c))),
         ]
         for c in extremes:
             picks.append(dict(c))
@@ -519,7 +525,7 @@ def main():
             if key not in seen:
                 seen.add(key)
                 sample.append(c)
-        sample = sample[: max(args.count, len(KNOWN_GOOD))]
+        sample = sample[: max(args.count, len(known_good))]
 
     # -- compile ------------------------------------------------------------------------------
     extra = []

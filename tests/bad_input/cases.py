@@ -681,6 +681,32 @@ add(
           note="the fixture's cases file is accepted"),
 )
 
+
+# Warm-start files (optimize --warm-start, docs/interop.md): a recorded time
+# that cannot be one is refused before any run folder, naming the entry.
+def warm(name, content, first, **kw):
+    return files("warm_start_" + name, optimize("--warm-start", "{dir}/w.json"), first,
+                 lambda ctx: ctx.write("w.json", content), **kw)
+
+
+T4_HEAD = '{"schema_version": "1.0.0", "results": [{"configuration": {"BS": 64, "UNROLL": 1}, "invalidity": "correct", '
+add(
+    warm("t4_unit_furlong", T4_HEAD + '"measurements": [{"name": "time", "value": 1.5, "unit": "furlong"}]}]}',
+         "w\\.json.*results\\[0\\]\\.measurements\\[0\\]\\.unit.*furlong"),
+    warm("t4_time_negative", T4_HEAD + '"measurements": [{"name": "time", "value": -1.5, "unit": "ms"}]}]}',
+         "w\\.json.*results\\[0\\]\\.measurements\\[0\\]\\.value"),
+    warm("t4_time_string", T4_HEAD + '"measurements": [{"name": "time", "value": "1.5", "unit": "ms"}]}]}',
+         "w\\.json.*results\\[0\\]\\.measurements\\[0\\]\\.value.*without quotes"),
+    warm("t4_runtime_string", T4_HEAD + '"times": {"runtimes": [1.0, "2"]}}]}',
+         "w\\.json.*results\\[0\\]\\.times\\.runtimes\\[1\\]"),
+    warm("cache_time_string", '{"tune_params_keys": ["BS", "UNROLL"], "cache": {"64,1": {"time": "fast"}}}',
+         "w\\.json.*cache\\[\"64,1\"\\]\\.time"),
+    warm("cache_time_negative", '{"tune_params_keys": ["BS", "UNROLL"], "cache": {"64,1": {"time": -2}}}',
+         "w\\.json.*cache\\[\"64,1\"\\]\\.time"),
+    warm("control_valid", T4_HEAD + '"measurements": [{"name": "time", "value": 1.5, "unit": "us"}]}]}', None,
+         exit=0, note="a T4 time in microseconds is read"),
+)
+
 # Shape captures (docs/capture.md) as --input-cases: what a damaged or foreign
 # capture file gives; the first line names the file and the JSON path.
 def capture_case(name, content, first, **kw):
@@ -801,6 +827,14 @@ add(
     cli("optimize_resume_empty_folder", optimize("--resume", "{dir}/empty"), "--resume|empty",
         setup=mk_dir("empty")),
     cli("optimize_description_only_empty", optimize("--description", "", spec=None), "--spec|--description"),
+    cli("optimize_option_typo", optimize("--budgte", "40"), "unknown option '--budgte' \\(did you mean '--budget'\\?\\)",
+        note="named as typed, with the closest option (CLI11 alone lists the extras backwards)"),
+    cli("optimize_subcommand_typo", [K, "optimze", "--spec", "{spec}"], "'optimze' \\(did you mean 'optimize'\\?\\)"),
+    cli("unknown_subcommand_help", [K, "replay", "--help"], "unknown subcommand 'replay'",
+        note="not the general help with exit 0"),
+    cli("optimize_worker_launcher_folder", optimize("--worker-launcher", "{dir}"), "--worker-launcher.*folder"),
+    cli("evaluate_json_proc", evaluate("--json", "/proc/kopt-bad-input.json"), "--json /proc",
+        note="access() says yes to root: the pre-check must create a file to know"),
 )
 
 # ---- generate ----
@@ -858,8 +892,9 @@ def cache(name, content, first="tiny\\.tuning\\.json", cmd=None, **kw):
     return Case("cache." + name, cmd or generate(), first=first, setup=setup, **kw)
 
 
-def sgemm_cache(name, mutate, first):
-    """The example project's real H200 entry, for a copy of templates/sgemm, damaged by `mutate`."""
+def sgemm_cache(name, mutate, first, extra=()):
+    """The example project's real H200 entry, for a copy of templates/sgemm, damaged by `mutate`; `extra`
+    options follow (--input-cases of the shapes it was tuned on, so that the entry is the one used)."""
     def setup(ctx):
         import shutil
         shutil.copytree(os.path.join(ctx.suite.src, "templates", "sgemm"), ctx.path("sgemm"))
@@ -868,7 +903,7 @@ def sgemm_cache(name, mutate, first):
         ctx.write("sgemm.tuning.json", r if isinstance(r, str) else json.dumps(doc, indent=1))
     argv = [K, "generate", "--spec", "{dir}/sgemm/sgemm.json", "--name", "sgemm", "--out-dir", "{dir}/gen",
             "--cache-file", "{dir}/sgemm.tuning.json", "--no-tune", "--target-gpu", "NVIDIA H200", "--quiet"]
-    return Case("cache." + name, argv, first=first, setup=setup)
+    return Case("cache." + name, argv + list(extra), first=first, setup=setup)
 
 
 ENTRY = '{"spec_hash": "x", "gpu": {"name": "G", "compute_capability": "9.0"}, "kernel_source": "// k\\n"}'
@@ -911,9 +946,43 @@ add(
     sgemm_cache("matching_entry_best_string", lambda e: e.update(best="fast"),
                 "sgemm\\.tuning\\.json.*entries\\[0\\]\\.best"),
 )
+
+def first_key(d):
+    return next(iter(d))
+
+
+# Hand edits that would change the generated code without a word (a latency
+# the cost model is fitted on, a parameter of a variant, the variants dropped
+# while the specialisation stays): refused, naming the JSON path.
+add(
+    sgemm_cache("latency_string",
+                lambda e: e["specialization"]["latency_ms"][first_key(e["specialization"]["latency_ms"])].__setitem__(
+                    0, "0.1"),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.specialization\\.latency_ms\\..*\\[0\\].*number"),
+    sgemm_cache("cublas_geomean_string", lambda e: e.update(cublas_geomean_ms="0.16"),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.cublas_geomean_ms"),
+    sgemm_cache("variant_parameter_negative",
+                lambda e: e["specialization"]["variants"][3]["params"].update(BM=-64),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.specialization\\.variants\\[3\\]\\.params\\.BM.*-64",
+                extra=("--input-cases", "{dir}/sgemm/application_shapes.json")),
+    sgemm_cache("specialization_without_variants", lambda e: e.pop("variants"),
+                "sgemm\\.tuning\\.json.*entries\\[0\\].*variants.*specialization"),
+    sgemm_cache("variants_fewer_than_specialization", lambda e: e["variants"].pop(),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.variants"),
+    sgemm_cache("case_variant_out_of_range",
+                lambda e: e["specialization"]["cases"][first_key(e["specialization"]["cases"])].update(variant=11),
+                "sgemm\\.tuning\\.json.*entries\\[0\\]\\.specialization\\.cases\\..*\\.variant"),
+)
 _ctrl = sgemm_cache("control_sgemm_entry", lambda e: None, None)
 _ctrl.exit, _ctrl.unchanged = 0, False
 add(_ctrl)
+_used = sgemm_cache("control_sgemm_entry_used", lambda e: None, None,
+                    extra=("--input-cases", "{dir}/sgemm/application_shapes.json"))
+_used.exit, _used.unchanged = 0, False
+_used.note = "the entry is used as it is: the generated header has its 11 variants"
+_used.check = lambda ctx, res: [] if "kVariants = 11" in open(ctx.path("gen", "sgemm_launch.h")).read() else [
+    "the example's entry did not give 11 variants"]
+add(_used)
 
 
 # --------------------------------------------------------------------------
@@ -964,6 +1033,11 @@ def from_outside(ctx):
 
 HIST = "history\\.json"
 add(
+    # A resume that would group the performance cases otherwise than the run
+    # did (the run: 2 cases, no classes) would credit results timed on other
+    # cases: refused, naming the option and the run's value.
+    rf("shape_classes_other_grouping", lambda ctx: None, "--shape-classes 2: the run .* without shape classes",
+       cmd=resume("--shape-classes", "2")),
     rf("history_garbage", w("history.json", "{ garbage"), HIST),
     rf("history_empty", w("history.json", ""), HIST),
     rf("history_truncated", lambda ctx: (ctx.run / "history.json").write_bytes(
@@ -1046,6 +1120,9 @@ def history_grew(ctx, res):
 
 add(rf("resume_without_spec", lambda ctx: None, None, cmd=resume(spec=None), exit=0, unchanged=False,
        check=history_grew, note="--resume RUN alone takes the spec from the run folder"))
+add(rf("export_output_proc", lambda ctx: None, "--output /proc",
+       cmd=[K, "export", "--format", "t4", "-o", "/proc/kopt-bad-input.json", "{run}"],
+       note="refused before the export, not after it with a temporary file's name"))
 
 
 def make_read_only(case):
@@ -1235,6 +1312,19 @@ add(
          first="(?i)thread|--compile-threads|worker|fork", nproc=5, unchanged=False),
     Case("resource.compile_threads_cannot_start_8", optimize("--compile-threads", "6"), exit={0, 2, 3},
          first="(?i)thread|--compile-threads|worker|fork", nproc=8, unchanged=False),
+    # --devices with more workers than the process limit allows threads: one
+    # thread per device used to unwind the pool's constructor while the threads
+    # already started waited on its condition variable (deadlock, SIGTERM
+    # ignored). Now a clean error naming --devices (or the workers that could
+    # not start), whatever the limit.
+    Case("resource.devices_1024_threads_200", optimize("--devices", ",".join(str(i) for i in range(1024))),
+         exit={0, 2, 3}, first="(?i)--devices|thread|worker|fork", nproc=200, unchanged=False, timeout=60),
+    Case("resource.devices_256_threads_100", optimize("--devices", ",".join(str(i) for i in range(256))),
+         exit={0, 2, 3}, first="(?i)--devices|thread|worker|fork", nproc=100, unchanged=False, timeout=60),
+    # More devices than a plan may have: refused before any work.
+    Case("resource.devices_1025_entries", optimize("--worker-launcher", "env", "--devices",
+                                                   ",".join("0" for _ in range(1025))),
+         first="--devices"),
     Case("resource.retime_rounds_vs_minutes", optimize("--retime-rounds", "100000000", "--top", "3",
                                                        budget="evals=4,minutes=0.1"),
          exit={0, 2}, first="--retime-rounds", unchanged=False, timeout=30,

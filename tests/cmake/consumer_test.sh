@@ -131,7 +131,8 @@ S="$T/spec/sgemm.json"
 expect_error unknown_keyword "optimize_kernel(NAME k SPEC $S TARGETT app)" "unknown arguments"
 expect_error missing_spec "optimize_kernel(NAME k TARGET app)" "SPEC is required"
 expect_error no_value "optimize_kernel(NAME k SPEC $S BUDGET)" "needs a value"
-expect_error bad_strategy "optimize_kernel(NAME k SPEC $S STRATEGY magic)" "is not one of search, agent, hybrid"
+expect_error bad_strategy "optimize_kernel(NAME k SPEC $S STRATEGY magic)" \
+  "STRATEGY 'magic' of kernel k is rejected by kopt (exit 2): kopt: \\[kopt.cli.010\\] --strategy: expected one of"
 expect_error missing_file "optimize_kernel(NAME k SPEC $T/nope.json)" "does not exist"
 expect_error not_a_target "optimize_kernel(NAME k SPEC $S TARGET nosuchtarget)" "is not a target"
 expect_error duplicate_name "optimize_kernel(NAME k SPEC $S)

@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
-# optimize_kernel()'s configure-time checks, fast and without a GPU or a built
-# kopt: each case configures a tiny project (no languages) whose kopt::kopt is
-# a stand-in imported target, and checks that configuring fails with the
-# module's own message naming the argument (or, for the good cases, succeeds).
-# Usage: module_args_test.sh MODULE_FILE   (cmake/KernelOptimizer.cmake)
+# optimize_kernel()'s configure-time checks, fast and without a GPU: each case
+# configures a tiny project (no languages) whose kopt::kopt is an imported
+# target for the built kopt, as find_package() makes it, and checks that
+# configuring fails with a message naming optimize_kernel() and the argument
+# (or, for the good cases, succeeds). The module checks the call's shape
+# itself and asks kopt about the rest (`kopt generate ... --check`): budgets,
+# strategies and specs get kopt's own messages, and every strategy kopt knows
+# is accepted. Last, the same bad calls in a project that builds kopt itself
+# (as add_subdirectory/FetchContent do): they configure, and the build stops
+# with kopt's message.
+# Usage: module_args_test.sh MODULE_FILE KOPT   (cmake/KernelOptimizer.cmake, the built kopt)
 set -euo pipefail
-MODULE="$1"
+MODULE="$1"; KOPT="$2"
 T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # A spec naming its three kernel files, all present.
 mkdir -p "$T/spec" "$T/a_folder"
-for f in template initial reference; do echo "// kopt:entry k_$f" >"$T/spec/$f.cu"; done
-spec() {  # FILE, TEMPLATE-SOURCE-JSON, INITIAL-SOURCE-JSON, REFERENCE-SOURCE-JSON
+for f in template initial reference; do
+  printf '// kopt:entry k_%s\n// kopt:grid ceil_div(N, 64), 1, 1\n// kopt:block 64, 1, 1\n' "$f" >"$T/spec/$f.cu"
+  echo "__global__ void k_$f(float* x, int N) {}" >>"$T/spec/$f.cu"
+done
+spec() {  # FILE, TEMPLATE-SOURCE-JSON, INITIAL-SOURCE-JSON, REFERENCE-SOURCE-JSON [, TUNING-JSON]
+  local tuning='{"params": {"BS": [64, 128]}}'
+  [ $# -ge 5 ] && tuning="$5"
   cat >"$1" <<JSON
-{"name": "k", "template": {"source": $2, "entry": "k_template"},
+{"name": "k",
+ "signature": [{"name": "x", "type": "float", "role": "output", "count": "N"}, {"name": "N", "type": "int32", "value": "N"}],
+ "launch": {"grid": ["ceil_div(N, 64)", 1, 1], "block": [64, 1, 1]},
+ "template": {"source": $2, "entry": "k_template"},
  "initial": {"source": $3, "entry": "k_initial"},
  "reference": {"kind": "kernel", "source": $4, "entry": "k_reference"},
- "tuning": {"params": {"BS": [64, 128]}}}
+ "cases": [{"name": "n1", "role": "correctness", "sizes": {"N": 1}}, {"name": "n17", "role": "correctness", "sizes": {"N": 17}},
+           {"name": "n4k", "role": "performance", "sizes": {"N": 4096}}],
+ "tuning": $tuning}
 JSON
 }
 spec "$T/spec/good.json" '"template.cu"' '"initial.cu"' '"reference.cu"'
@@ -27,7 +43,9 @@ spec "$T/spec/no_template.json" '"nope.cu"' '"initial.cu"' '"reference.cu"'
 spec "$T/spec/no_reference.json" '"template.cu"' '"initial.cu"' '"../reference.cu"'
 spec "$T/spec/number_source.json" '"template.cu"' '5' '"reference.cu"'
 spec "$T/spec/dir_source.json" '"template.cu"' '"../a_folder"' '"reference.cu"'
+spec "$T/spec/no_params.json" '"template.cu"' '"initial.cu"' '"reference.cu"' '{}'
 echo '[1, 2]' >"$T/spec/array.json"
+echo "{ not json" >"$T/spec/corrupt.json"
 echo "__global__ void k() {}" >"$T/no_entry.cu"
 echo "// kopt:entry other" >"$T/other.cu"
 S="$T/spec/good.json"
@@ -38,8 +56,8 @@ project() {  # DIR, CMAKE-CODE
   cat >"$1/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.25)
 project(args LANGUAGES NONE)
-add_executable(kopt::kopt IMPORTED)  # a stand-in: only the configure step runs
-set_target_properties(kopt::kopt PROPERTIES IMPORTED_LOCATION /bin/true)
+add_executable(kopt::kopt IMPORTED)  # as find_package() makes it: only the configure step runs
+set_target_properties(kopt::kopt PROPERTIES IMPORTED_LOCATION "$KOPT")
 include("$MODULE")
 $2
 CM
@@ -66,50 +84,58 @@ expect_ok() {  # NAME, CMAKE-CODE
   echo "  $1: ok"
 }
 
-echo "== BUDGET"
+echo "== BUDGET: kopt's grammar and messages"
 expect_error budget_not_a_number "optimize_kernel(NAME k SPEC $S BUDGET evals=abc)" \
-  "BUDGET item 'evals=abc': evals must be a whole number of 1 or more"
+  "BUDGET 'evals=abc' of kernel k is rejected by kopt (exit 2): kopt: [kopt.cli.005] --budget: evals=abc: evals must be a whole number from 1"
 expect_error budget_cmake_list "optimize_kernel(NAME k SPEC $S BUDGET \"evals=10;minutes=2\")" \
   "BUDGET 'evals=10;minutes=2' contains ';'"
-expect_error budget_negative "optimize_kernel(NAME k SPEC $S BUDGET evals=-5)" "BUDGET item 'evals=-5'"
-expect_error budget_zero "optimize_kernel(NAME k SPEC $S BUDGET evals=0)" "whole number of 1 or more"
-expect_error budget_fraction "optimize_kernel(NAME k SPEC $S BUDGET evals=2.5)" "BUDGET item 'evals=2.5'"
+expect_error budget_negative "optimize_kernel(NAME k SPEC $S BUDGET evals=-5)" "--budget: evals=-5: evals must be a whole number"
+expect_error budget_zero "optimize_kernel(NAME k SPEC $S BUDGET evals=0)" "--budget: evals=0: evals must be a whole number from 1"
+expect_error budget_fraction "optimize_kernel(NAME k SPEC $S BUDGET evals=2.5)" "--budget: evals=2.5: evals must be a whole number"
 expect_error budget_minutes_nan "optimize_kernel(NAME k SPEC $S BUDGET minutes=nan)" \
-  "BUDGET item 'minutes=nan': minutes must be a number greater than 0"
+  "BUDGET 'minutes=nan' of kernel k is rejected by kopt (exit 2): kopt: [kopt.cli.005] --budget: minutes=nan: minutes must be a finite number > 0"
 expect_error budget_minutes_negative "optimize_kernel(NAME k SPEC $S BUDGET evals=5,minutes=-1)" \
-  "BUDGET item 'minutes=-1'"
-expect_error budget_minutes_zero "optimize_kernel(NAME k SPEC $S BUDGET minutes=0.0)" "greater than 0"
+  "--budget: minutes=-1: minutes must be a finite number > 0"
+expect_error budget_minutes_zero "optimize_kernel(NAME k SPEC $S BUDGET minutes=0.0)" "minutes must be a finite number > 0"
 expect_error budget_patience "optimize_kernel(NAME k SPEC $S BUDGET evals=5,patience=x)" \
-  "BUDGET item 'patience=x': patience must be a whole number"
+  "--budget: patience=x: patience must be a whole number"
 expect_error budget_unknown_key "optimize_kernel(NAME k SPEC $S BUDGET iterations=5)" \
-  "BUDGET item 'iterations=5': unknown key 'iterations' (known: evals, minutes, patience)"
-expect_error budget_twice "optimize_kernel(NAME k SPEC $S BUDGET evals=5,evals=6)" "gives evals twice"
-expect_error budget_empty_item "optimize_kernel(NAME k SPEC $S BUDGET evals=5,)" "has an empty item"
-expect_error budget_blank "optimize_kernel(NAME k SPEC $S BUDGET \"evals=5, minutes=2\")" "contains blanks"
-expect_error budget_word "optimize_kernel(NAME k SPEC $S BUDGET lots)" "BUDGET item 'lots' is not KEY=VALUE"
+  "[kopt.cli.004] --budget: unknown key 'iterations' in 'iterations=5' (known: evals, minutes, patience)"
+expect_error budget_twice "optimize_kernel(NAME k SPEC $S BUDGET evals=5,evals=6)" "--budget: evals is given twice"
+expect_error budget_empty_item "optimize_kernel(NAME k SPEC $S BUDGET evals=5,)" "--budget 'evals=5,': empty item"
+expect_error budget_blank "optimize_kernel(NAME k SPEC $S BUDGET \"evals=5, minutes=2\")" \
+  "BUDGET 'evals=5, minutes=2' of kernel k is rejected by kopt (exit 2): kopt: [kopt.cli.004] --budget: unknown key ' minutes'"
+expect_error budget_word "optimize_kernel(NAME k SPEC $S BUDGET lots)" "BUDGET 'lots' of kernel k is rejected by kopt"
 expect_error budget_empty "optimize_kernel(NAME k SPEC $S BUDGET \"\")" "the keyword BUDGET has an empty value"
-expect_error default_budget "optimize_kernel(NAME k SPEC $S)" "KOPT_DEFAULT_BUDGET item 'evals=abc'" \
+expect_error default_budget "optimize_kernel(NAME k SPEC $S)" \
+  "KOPT_DEFAULT_BUDGET 'evals=abc' of kernel k is rejected by kopt (exit 2): kopt: [kopt.cli.005] --budget: evals=abc" \
   -DKOPT_DEFAULT_BUDGET=evals=abc
 
-echo "== files"
+echo "== files: the module's checks, then kopt's"
 expect_error spec_missing "optimize_kernel(NAME k SPEC $T/nope.json)" "SPEC file '$T/nope.json' does not exist"
 expect_error spec_relative_missing "optimize_kernel(NAME k SPEC nope.json)" "SPEC file '$T/case-spec_relative_missing/nope.json' does not exist"
 expect_error spec_directory "optimize_kernel(NAME k SPEC $T/a_folder)" "SPEC file '$T/a_folder' is a directory"
-expect_error spec_not_object "optimize_kernel(NAME k SPEC $T/spec/array.json)" "its top level is ARRAY, not an object"
+expect_error spec_not_object "optimize_kernel(NAME k SPEC $T/spec/array.json)" \
+  "SPEC '$T/spec/array.json' of kernel k is rejected by kopt (exit 2): kopt: [kopt.spec.104] $T/spec/array.json: $: expected an object, got an array"
+expect_error spec_not_json "optimize_kernel(NAME k SPEC $T/spec/corrupt.json)" \
+  "SPEC '$T/spec/corrupt.json' of kernel k is rejected by kopt (exit 2): kopt: [kopt.json.001] $T/spec/corrupt.json: not valid JSON"
 expect_error spec_initial_missing "optimize_kernel(NAME k SPEC $T/spec/no_initial.json)" \
-  "initial.source 'gone/initial.cu' does not exist ($T/spec/gone/initial.cu)"
+  "$.initial.source: file not found: '$T/spec/gone/initial.cu' (from 'gone/initial.cu')"
 expect_error spec_template_missing "optimize_kernel(NAME k SPEC $T/spec/no_template.json)" \
-  "SPEC '$T/spec/no_template.json': template.source 'nope.cu' does not exist"
+  "SPEC '$T/spec/no_template.json' of kernel k is rejected by kopt (exit 2): kopt: [kopt.spec.122] $T/spec/no_template.json: $.template.source: file not found"
 expect_error spec_reference_missing "optimize_kernel(NAME k SPEC $T/spec/no_reference.json)" \
-  "reference.source '../reference.cu' does not exist ($T/reference.cu)"
+  "$.reference.source: file not found: '$T/reference.cu' (from '../reference.cu')"
 expect_error spec_source_not_string "optimize_kernel(NAME k SPEC $T/spec/number_source.json)" \
-  "initial.source must be a string"
+  "$.initial.source: expected a string"
 expect_error spec_source_directory "optimize_kernel(NAME k SPEC $T/spec/dir_source.json)" \
-  "initial.source '../a_folder' is a directory"
+  "$.initial.source: a directory, not a file: '$T/a_folder' (from '../a_folder')"
+# The build would stop there (the parameter search has no space): so does configuring.
+expect_error spec_no_params "optimize_kernel(NAME k SPEC $T/spec/no_params.json)" \
+  "[kopt.opt.004] $T/spec/no_params.json: $.tuning.params: the template has no parameter space"
 expect_error override_missing "optimize_kernel(NAME k SPEC $S TEMPLATE $T/none.cu)" "TEMPLATE file '$T/none.cu' does not exist"
 expect_error override_directory "optimize_kernel(NAME k SPEC $S REFERENCE $T/a_folder)" "REFERENCE file '$T/a_folder' is a directory"
 expect_error override_no_entry "optimize_kernel(NAME k SPEC $S INITIAL_KERNEL $T/no_entry.cu)" \
-  "INITIAL_KERNEL file '$T/no_entry.cu' has no '// kopt:entry NAME' line"
+  "INITIAL_KERNEL '$T/no_entry.cu' of kernel k is rejected by kopt (exit 2): kopt: [kopt.opt.001] --initial-kernel $T/no_entry.cu: the file needs a '// kopt:entry NAME' line"
 expect_error cache_directory "optimize_kernel(NAME k SPEC $S CACHE_FILE $T/a_folder)" "CACHE_FILE '$T/a_folder' is a directory"
 
 echo "== CASES_FROM"
@@ -119,9 +145,9 @@ echo '"just a string"' >"$T/string_capture.json"
 expect_error cases_from_directory "optimize_kernel(NAME k SPEC $S CASES_FROM $T/a_folder)" \
   "CASES_FROM '$T/a_folder' is a directory"
 expect_error cases_from_not_json "optimize_kernel(NAME k SPEC $S CASES_FROM $T/broken_capture.json)" \
-  "CASES_FROM '$T/broken_capture.json' is not valid JSON"
+  "CASES_FROM '$T/broken_capture.json' of kernel k is rejected by kopt (exit 2): kopt: [kopt.json.001] $T/broken_capture.json: not valid JSON"
 expect_error cases_from_scalar "optimize_kernel(NAME k SPEC $S CASES_FROM $T/string_capture.json)" \
-  "its top level is STRING, not an object or an array"
+  "CASES_FROM '$T/string_capture.json' of kernel k is rejected by kopt (exit 2): kopt: [kopt.spec.104] $T/string_capture.json: $: expected an array, got a string"
 expect_error cases_from_empty "optimize_kernel(NAME k SPEC $S CASES_FROM \"\")" "the keyword CASES_FROM has an empty value"
 expect_ok cases_from_present "optimize_kernel(NAME k SPEC $S CASES_FROM $T/capture.json)"
 # A capture that does not exist yet configures, and says what happens.
@@ -139,9 +165,33 @@ optimize_kernel(NAME d SPEC $S BUDGET evaluations=3,min=.5,patience=2)
 optimize_kernel(NAME e SPEC $S)"
 # The override replaces the spec's missing file.
 expect_ok override_replaces_missing "optimize_kernel(NAME k SPEC $T/spec/no_initial.json INITIAL_KERNEL $T/other.cu)"
-echo "== STRATEGY, UPDATE_CACHE"
+echo "== STRATEGY: kopt's names, UPDATE_CACHE"
+expect_error strategy_unknown "optimize_kernel(NAME k SPEC $S STRATEGY magic)" \
+  "STRATEGY 'magic' of kernel k is rejected by kopt (exit 2): kopt: [kopt.cli.010] --strategy: expected one of"
+grep -qF "(STRATEGY also takes search" "$T/case-strategy_unknown/flat" || fail "strategy_unknown: no word of search"
+expect_error default_strategy_unknown "optimize_kernel(NAME k SPEC $S)" "KOPT_DEFAULT_STRATEGY 'magic' of kernel k is rejected" \
+  -DKOPT_DEFAULT_STRATEGY=magic
+# Every name kopt's --strategy takes (from kopt's own message), and search.
+names="$( ("$KOPT" generate --spec "$S" --name k --out-dir "$T/x" --check --strategy not-a-strategy 2>&1 || true) \
+  | sed -n 's/.*expected one of \(.*\), got .*/\1/p' | tr -d ',')"
+[ "$(echo "$names" | wc -w)" -ge 3 ] || fail "no strategy names from kopt: '$names'"
+calls="optimize_kernel(NAME k_search SPEC $S STRATEGY search)"
+for name in $names; do calls="$calls
+optimize_kernel(NAME k_$name SPEC $S STRATEGY $name)"; done
+expect_ok strategies_of_kopt "$calls"
+echo "  every strategy of kopt configures: search $names"
+# ... and the module's code names none of them: kopt's list is the only one.
+code="$(sed '/^#\[=/,/^#\]=/d; s/#.*//' "$MODULE")"
+for name in $names; do
+  if grep -qw -- "$name" <<<"$code"; then fail "the module's code names the strategy '$name'"; fi
+done
+echo "  the module's code names no strategy: ok"
 expect_error search_strategy_with_agent "optimize_kernel(NAME k SPEC $S STRATEGY agent SEARCH_STRATEGY random)" \
   "SEARCH_STRATEGY applies to STRATEGY search only"
+expect_ok search_strategy_alias "optimize_kernel(NAME k SPEC $S SEARCH_STRATEGY random)"
+tr -s ' \n' '  ' <"$T/case-search_strategy_alias/log" | grep -qF "SEARCH_STRATEGY is deprecated; write STRATEGY random" \
+  || { cat "$T/case-search_strategy_alias/log"; fail "search_strategy_alias: no deprecation warning"; }
+echo "  SEARCH_STRATEGY: deprecated, an alias of STRATEGY: ok"
 expect_error update_cache_without_file "optimize_kernel(NAME k SPEC $S UPDATE_CACHE)" "UPDATE_CACHE needs CACHE_FILE"
 expect_error bad_gpu_slots "optimize_kernel(NAME k SPEC $S)" "KOPT_CTEST_GPU_SLOTS 'x' must be a whole number" \
   -DKOPT_CTEST_GPU_SLOTS=x
@@ -208,5 +258,46 @@ optimize_kernel(NAME c SPEC $S CASES_FROM $T/capture.json)"
   echo "  CASES_FROM: --cases-from, --cases-out, the stamp, the tests' --input-cases: ok"
 else
   echo "  (ninja not found: the build-command checks are skipped)"
+fi
+
+# kopt built by the same project (add_subdirectory, FetchContent): it does not
+# exist when configuring, so kopt's checks come when optimize_<name> builds,
+# from kopt generate itself. The project's kopt is a tiny program that runs
+# the built one.
+echo "== kopt built by the project: configures, and the build gives kopt's message"
+if command -v cc >/dev/null; then
+  d="$T/case-built_here"
+  mkdir -p "$d"
+  cat >"$d/kopt_shim.c" <<C
+#include <unistd.h>
+int main(int argc, char** argv) { (void)argc; argv[0] = "$KOPT"; execv("$KOPT", argv); return 127; }
+C
+  cat >"$d/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.25)
+project(built_here LANGUAGES C)
+add_executable(kopt kopt_shim.c)
+add_executable(kopt::kopt ALIAS kopt)
+include("$MODULE")
+optimize_kernel(NAME bad_budget SPEC $S BUDGET evals=abc)
+optimize_kernel(NAME bad_strategy SPEC $S STRATEGY magic)
+optimize_kernel(NAME bad_spec SPEC $T/spec/no_initial.json)
+optimize_kernel(NAME good SPEC $S BUDGET evals=1)
+CM
+  cmake -S "$d" -B "$d/b" >"$d/log" 2>&1 || { cat "$d/log"; fail "built_here: configure failed"; }
+  build_fails() {  # KERNEL, EXPECTED-TEXT
+    if cmake --build "$d/b" --target "optimize_$1" >"$d/$1.log" 2>&1; then cat "$d/$1.log"; fail "built_here: optimize_$1 built"; fi
+    grep -qF -- "$2" "$d/$1.log" || { cat "$d/$1.log"; fail "built_here: optimize_$1 lacks '$2'"; }
+    n=$((n + 1))
+    echo "  built_here: optimize_$1 fails: $2: ok"
+  }
+  build_fails bad_budget "kopt: [kopt.cli.005] --budget: evals=abc: evals must be a whole number"
+  build_fails bad_strategy "kopt: [kopt.cli.010] --strategy: expected one of"
+  build_fails bad_spec "$.initial.source: file not found: '$T/spec/gone/initial.cu'"
+  cmake --build "$d/b" --target optimize_good >"$d/good.log" 2>&1 || { cat "$d/good.log"; fail "built_here: optimize_good failed"; }
+  [ -f "$d/b/kernel_optimizer/good/good.cu" ] || fail "built_here: optimize_good wrote no good.cu"
+  n=$((n + 1))
+  echo "  built_here: a good call builds: ok"
+else
+  echo "  (no C compiler: skipped)"
 fi
 echo "ALL $n CASES PASSED"

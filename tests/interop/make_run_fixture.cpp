@@ -24,7 +24,7 @@ namespace {
 
 Attempt make(const std::string& kind, std::map<std::string, int64_t> params, Verdict v, int cases) {
   Attempt a;
-  a.kind = kind;
+  a.kind = kopt::model::parse_attempt_kind(kind).value();
   a.label = kind;
   for (const auto& [k, x] : params) a.label += " " + k + "=" + std::to_string(x);
   a.params = std::move(params);

@@ -24,41 +24,12 @@ import copy
 import json
 import os
 import shutil
-import subprocess
 import sys
 
-try:
-    import jsonschema
-except ImportError:
-    print("SKIP: python3-jsonschema is not installed (apt-get install python3-jsonschema, "
-          "or scripts/install_deps.sh), so the T4 export cannot be validated")
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from schema_check import check, errors, finish, require_jsonschema, run  # noqa: E402
 
-if not hasattr(jsonschema, "Draft202012Validator"):
-    print("SKIP: this python3-jsonschema has no Draft 2020-12 validator (version 4.0 or later is needed)")
-    sys.exit(77)
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def errors(validator, doc):
-    return sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-
-
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        print(" ".join(cmd))
-        print(r.stdout)
-        print(r.stderr)
-        raise SystemExit("FAIL: exit %d from %s" % (r.returncode, cmd[0]))
-    return r
+jsonschema = require_jsonschema("the T4 export cannot be validated")
 
 
 def validate_export(validator, kopt, run_dir, out, what):
@@ -135,11 +106,7 @@ def main():
                           os.path.join(work, "optimize_t4.json"), "a kopt optimize run (fake worker)")
     check(len(doc["results"]) == 3, "it has the run's 3 candidates")
 
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    print("all checks passed")
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

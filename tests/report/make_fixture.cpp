@@ -49,7 +49,7 @@ extern "C" __global__ void sgemm_tiled(const float* __restrict__ A, const float*
 Attempt make(const std::string& kind, const std::string& label, std::map<std::string, int64_t> params,
              Verdict v, double speedup, int i) {
   Attempt a;
-  a.kind = kind;
+  a.kind = kopt::model::parse_attempt_kind(kind).value();
   a.label = label;
   a.params = std::move(params);
   a.source = std::string("// ") + label + "\n" + kSource;
@@ -148,16 +148,16 @@ int main(int argc, char** argv) {
     // faster (as tune/finalists.cpp records them).
     std::vector<const Attempt*> ranked;
     for (const Attempt& a : store.history())
-      if (a.kind == "candidate" && a.result.verdict == Verdict::ok) ranked.push_back(&a);
+      if (a.kind == kopt::model::AttemptKind::candidate && a.result.verdict == Verdict::ok) ranked.push_back(&a);
     std::sort(ranked.begin(), ranked.end(),
               [](const Attempt* x, const Attempt* y) { return *x->result.geomean_ms < *y->result.geomean_ms; });
     const Attempt& v0 = *ranked[0];
     const Attempt& v1 = *ranked[1];
     double cublas_geo = 0, ref_geo = 0, ini_geo = 0;
     for (const Attempt& a : store.history()) {
-      if (a.kind == "baseline") cublas_geo = *a.result.geomean_ms;
-      if (a.kind == "reference") ref_geo = *a.result.geomean_ms;
-      if (a.kind == "initial") ini_geo = *a.result.geomean_ms;
+      if (a.kind == kopt::model::AttemptKind::baseline) cublas_geo = *a.result.geomean_ms;
+      if (a.kind == kopt::model::AttemptKind::reference) ref_geo = *a.result.geomean_ms;
+      if (a.kind == kopt::model::AttemptKind::initial) ini_geo = *a.result.geomean_ms;
     }
     nlohmann::json cases = nlohmann::json::object(), retime = nlohmann::json::array();
     std::vector<double> special;

@@ -19,8 +19,9 @@
 
 namespace kopt::test::kernel_file_cases {
 
-/// In the golden files the run folder's path reads @RUN_DIR@ and the tool's
-/// version @KOPT_VERSION@ (both differ between machines and releases).
+/// In the golden files the run folder (its path, or its name where the file
+/// names it so) reads @RUN_DIR@ and the tool's version @KOPT_VERSION@ (both
+/// differ between machines and releases).
 inline constexpr const char* kRunDirToken = "@RUN_DIR@";
 inline constexpr const char* kVersionToken = "@KOPT_VERSION@";
 
@@ -32,7 +33,9 @@ inline std::string replace_all(std::string s, const std::string& from, const std
 
 /// `text` with the run folder's path and the version replaced by the tokens.
 inline std::string tokenised(const std::string& text, const std::filesystem::path& run_dir) {
-  return replace_all(replace_all(text, run_dir.string(), kRunDirToken), KOPT_VERSION, kVersionToken);
+  const std::string named = replace_all(replace_all(text, run_dir.string(), kRunDirToken),
+                                        "of " + run_dir.filename().string(), std::string("of ") + kRunDirToken);
+  return replace_all(named, KOPT_VERSION, kVersionToken);
 }
 
 inline model::LatencyStats stats(double median) {
@@ -51,7 +54,7 @@ inline model::Attempt attempt(const std::string& kind, const std::string& label,
                               const std::string& source, std::vector<std::string> options,
                               std::vector<double> medians, model::Verdict verdict = model::Verdict::ok) {
   model::Attempt a;
-  a.kind = kind;
+  a.kind = kopt::model::parse_attempt_kind(kind).value();
   a.label = label;
   a.params = std::move(params);
   a.source = source;

@@ -44,6 +44,39 @@ TEST(Cli, UnknownSubcommandIsUsageError) {
   EXPECT_EQ(run("evaluate").code, 2);  // --spec is required
 }
 
+TEST(Cli, TyposGetTheClosestName) {
+  CliRun r = run("optimze --spec x.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("[kopt.cli.011] unknown subcommand 'optimze' (did you mean 'optimize'?)"),
+            std::string::npos)
+      << r.err;
+  // A subcommand that does not exist is an error even with --help (CLI11
+  // alone would print the general help and exit 0).
+  r = run("replay --help");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("unknown subcommand 'replay'"), std::string::npos) << r.err;
+  // An unknown option is named as written, with the closest known one.
+  r = run("optimize --spec " + kSgemmSpec + " --budgte 40");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("unknown option '--budgte' (did you mean '--budget'?)"), std::string::npos)
+      << r.err;
+  r = run("optimize --spec " + kSgemmSpec + " --budget 40 stray");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("unexpected argument 'stray'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, HelpIsWrappedAtOneHundredColumnsWithoutFlagSyntax) {
+  for (const char* sub : {"", "devices", "evaluate", "optimize", "generate", "bench", "export", "worker"}) {
+    const CliRun r = run(std::string(sub) + " --help");
+    ASSERT_EQ(r.code, 0) << sub;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_LE(line.size(), 100u) << "kopt " << sub << " --help: " << line;
+      EXPECT_EQ(line.find("{false}"), std::string::npos) << "kopt " << sub << " --help: " << line;
+    }
+  }
+}
+
 TEST(Cli, DevicesSaysNoDeviceClearly) {
   CliRun r = run("devices");
   if (r.code == 0) GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
@@ -124,6 +157,19 @@ TEST(Cli, CompileThreadsOutsideOneToTheCapAreRejectedOrLowered) {
   EXPECT_NE(first_line(r.err).find("warning: --compile-threads 100000"), std::string::npos) << r.err;
 }
 
+TEST(Cli, AResultsFolderWhoseNameIsNotUtf8Works) {
+  // The run folder's JSON files name it with U+FFFD in place of the byte;
+  // the run itself is not refused (it was: a raw json exception, exit 3,
+  // and an empty run-001 left behind).
+  kopt::test::TempDir d("kopt-cli-utf8");
+  const fsys::path results = d.path() / "r\xff";
+  const CliRun r = run("optimize --spec " + kTransposeSpec + " --arch sm_90 --results-dir '" + results.string() +
+                       "' --cache-dir " + (d.path() / "cache").string() + " --worker-command " + KOPT_FAKE_WORKER +
+                       " --quiet --budget evals=2 --top 1");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fsys::exists(results / "run-001" / "summary.json")) << r.err;
+}
+
 TEST(Cli, NumericOptionsRejectNegativeNonFiniteAndJunk) {
   const std::string opt = "optimize --spec " + kSgemmSpec + " ";
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -170,6 +216,21 @@ TEST(Cli, BudgetRejectsEveryBadItem) {
   EXPECT_EQ(r.err.find("budget is zero"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("evals=-1"), std::string::npos) << r.err;
   expect_usage_error("generate --spec " + kSgemmSpec + " --name k --out-dir x --budget minutes=nan", "--budget");
+}
+
+// turns and tokens are the LLM agent's items: the search refuses them
+// rather than ignore them; they parse like every item.
+TEST(Cli, BudgetTurnsAndTokensAreTheAgentsItems) {
+  kopt::test::TempDir d;
+  const CliRun r = run(fake_optimize(d, "--budget evals=4,turns=3"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(first_line(r.err).find("[kopt.opt.008] --budget evals=4,turns=3: turns and tokens count the LLM agent's"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(d.path() / "results" / "run-001"));
+  const std::string opt = "optimize --spec " + kSgemmSpec + " --budget ";
+  for (const char* bad : {"turns=0", "turns=x", "tokens=-1", "tokens=1e3", "turns=2,turns=3"})
+    expect_usage_error(opt + bad, "--budget");
 }
 
 TEST(Cli, EmptyNamesAndUnknownChoicesAreUsageErrors) {
@@ -328,6 +389,39 @@ TEST(Cli, GenerateChecksEveryArgumentBeforeAnyWork) {
   EXPECT_FALSE(fsys::exists(d / "cache")) << "nothing compiled";
 }
 
+// --check (optimize_kernel() runs it when configuring): what the run would
+// reject before tuning, exit 2 with its message; 0 otherwise, with nothing
+// written and the tuning cache's content left to the build.
+TEST(Cli, GenerateCheckJudgesAsTheRunWouldAndWritesNothing) {
+  kopt::test::TempDir d("kopt-cli-gen-check");
+  std::ofstream(d / "garbage.json") << "[1, 2";
+  std::ofstream(d / "capture.json") << "{\"kopt_capture\": 1,";
+  const std::string out = " --out-dir " + (d / "out").string() + " --cache-dir " + (d / "cache").string() +
+                          " --depfile " + (d / "out" / "k.d").string() + " --check";
+  const std::string gen = "generate --name k --spec " + kSgemmSpec + out;
+  CliRun r = run(gen + " --budget evals=5 --strategy random --cache-file " + (d / "garbage.json").string() +
+                 " --cases-from " + (d / "not_yet.json").string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(fsys::exists(d / "out")) << "nothing written";
+  EXPECT_FALSE(fsys::exists(d / "cache")) << "nothing compiled";
+  expect_usage_error(gen + " --budget evals=abc", "--budget");
+  expect_usage_error(gen + " --strategy magic", "--strategy");
+  r = run(gen + " --cases-from " + (d / "capture.json").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("capture.json: not valid JSON"), std::string::npos) << r.err;
+  // What the parameter search needs of the spec: vadd has no template. The
+  // agent's needs are read when it runs; --no-tune searches nothing.
+  const std::string vadd = "generate --name k --spec " + std::string(KOPT_TEST_DATA_DIR) + "/agent/vadd.json" + out;
+  r = run(vadd);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("[kopt.opt.003]"), std::string::npos) << r.err;
+  EXPECT_EQ(run(vadd + " --strategy agent").code, 0);
+  EXPECT_EQ(run(vadd + " --no-tune").code, 0);
+  EXPECT_FALSE(fsys::exists(d / "out"));
+}
+
 TEST(Cli, ErrorsAreOneLineWithUserTextClipped) {
   const std::string huge(100000, 'x');  // one argument may hold 128 KiB
   const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 ";
@@ -369,7 +463,15 @@ TEST(Cli, RealWorkerReportsNoDeviceThroughTheSupervisor) {
     FAIL() << "expected NoDeviceError";
   } catch (const kopt::NoDeviceError& e) {
     EXPECT_NE(std::string(e.what()).find("no CUDA device found"), std::string::npos) << e.what();
+    // One id: the worker's own, not the supervisor's beside it.
+    EXPECT_EQ(e.id(), "kopt.cuda.077") << e.what();
+    EXPECT_EQ(std::string(e.what()).find("[kopt.", 1), std::string::npos) << e.what();
   }
+  // optimize without --arch says how to go on without a GPU.
+  const CliRun r = run("optimize --spec " + kSgemmSpec + " --budget 4 --results-dir " +
+                       (std::filesystem::temp_directory_path() / ("kopt-nogpu-" + std::to_string(::getpid()))).string());
+  EXPECT_EQ(r.code, 77) << r.err;
+  EXPECT_NE(r.first_err_line().find("give --arch sm_XY"), std::string::npos) << r.err;
 }
 
 }  // namespace

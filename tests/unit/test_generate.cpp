@@ -24,6 +24,7 @@
 #include "spec/spec.h"
 #include "tune/dispatch_launches.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 #include "cli_run.h"
 
@@ -181,7 +182,8 @@ TEST(GenerateHeader, TheCostModelDecidesOffTheTunedShapes) {
   const std::string h = kopt::gen::launch_header("k", vs, s, &t);
   EXPECT_NE(h.find("inline int measured_variant(long long M, long long N, long long K)"), std::string::npos) << h;
   EXPECT_NE(h.find("constexpr double kMargin = 0.5;"), std::string::npos) << h;
-  EXPECT_NE(h.find("if (kopt_t[0] == K && kopt_t[1] == M && kopt_t[2] == N) return true;"), std::string::npos) << h;
+  // The tuned-shape check gets the sizes in the tree's order (K, M, N), the shipped rule's input.
+  EXPECT_NE(h.find("const long long kopt_x[] = {K, M, N};"), std::string::npos) << h;
   EXPECT_NE(h.find("return static_cast<double>((KIND == 0) * BM * BN * ceil_div(K, SPLITK)"), std::string::npos) << h;
   std::ofstream(d / "k_launch.h") << h;
   // 2048x256x4096: variant 1 would run 8 blocks where variant 0 runs 128 (both one wave), so
@@ -453,6 +455,46 @@ TEST(GenerateCli, AnInitialKernelWhoseLaunchDoesNotCompileIsRefused) {
   fsys::remove_all(d);
 }
 
+// A tuning cache that cannot be written after tuning (a full disk; here a
+// --cache-out whose folder cannot be made, which the CLI's pre-check would
+// refuse, so the library is called) is a warning that names the run folder
+// holding the tuning; the build still gets its kernel, and --from-run of that
+// folder writes the cache's entry later.
+TEST(GenerateCli, ACacheThatCannotBeWrittenAfterTuningIsAWarningAndTheKernelIsWritten) {
+  const fsys::path d = temp_dir("fullcache");
+  std::ofstream(d / "not_a_folder") << "x";
+  kopt::gen::GenerateOptions o;
+  o.optimize.spec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
+  o.optimize.budget.evaluations = 2;
+  o.optimize.specialize = false;
+  o.optimize.quiet = true;
+  o.optimize.cache_dir = d / "nvrtc";
+  o.optimize.arch = "sm_90";
+  o.optimize.workers.command = {KOPT_FAKE_WORKER};
+  o.name = "t";
+  o.out_dir = d / "out";
+  o.cache_file = d / "t.tuning.json";
+  o.cache_out = d / "not_a_folder" / "t.tuning.json";
+  testing::internal::CaptureStderr();
+  const int code = kopt::gen::generate(o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("warning: the tuning cache was not updated"), std::string::npos) << err;
+  const fsys::path run = d / "out" / "runs" / "run-001";
+  EXPECT_NE(err.find("the tuning is kept in " + run.string()), std::string::npos) << err;
+  EXPECT_TRUE(fsys::exists(d / "out" / "t.cu"));
+  EXPECT_TRUE(fsys::exists(d / "out" / "t_launch.h"));
+  // As the warning says: --from-run of that folder writes the entry.
+  const kopt::test::CliRun r =
+      kopt::test::run_kopt("generate --spec " + o.optimize.spec.string() + " --name t --out-dir " +
+                           (d / "out").string() + " --cache-file " + o.cache_file.string() + " --from-run " + run.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json cache = nlohmann::json::parse(std::ifstream(o.cache_file));
+  ASSERT_EQ(cache["entries"].size(), 1u) << cache.dump(1);
+  EXPECT_EQ(cache["entries"][0]["workload"], "transpose");
+  fsys::remove_all(d);
+}
+
 }  // namespace
 
 namespace {
@@ -510,6 +552,47 @@ TEST(GenerateFromCache, AnOldModelThatCannotBeFittedAgainRunsVariantZeroOffTheTu
   EXPECT_EQ(variant_at("old", "512, 1500, 2816"), 0);  // the tree alone once ran a 48-block grid here
   // On a tuned shape the tree still decides: the same variant as the intact header.
   EXPECT_EQ(variant_at("old", "768, 2, 640"), variant_at("intact", "768, 2, 640"));
+  fsys::remove_all(d);
+}
+
+// --no-specialize from a cache entry with variants: variant 0 alone (the
+// best single configuration) and a header without dispatch, and the .cu
+// says so.
+TEST(GenerateFromCache, NoSpecializeWritesVariantZeroAlone) {
+  const fsys::path d = temp_dir("nospecialize");
+  const std::string cache = std::string(KOPT_SOURCE_DIR) + "/example_project/sgemm.tuning.json";
+  const nlohmann::json entries = nlohmann::json::parse(std::ifstream(cache))["entries"];
+  ASSERT_FALSE(entries.empty());
+  const nlohmann::json& entry = entries.back();
+  ASSERT_GT(entry["variants"].size(), 2u) << "the example's cache entry is shape-specialised";
+  auto generate = [&](const std::string& out, const std::string& extra) {
+    return kopt::test::run_kopt("generate --spec " + std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json " +
+                                "--input-cases " + std::string(KOPT_SOURCE_DIR) +
+                                "/templates/sgemm/application_shapes.json --no-tune --name sgemm --cache-file " + cache +
+                                " --out-dir " + (d / out).string() + extra);
+  };
+  const auto all = generate("all", "");
+  ASSERT_EQ(all.code, 0) << all.err;
+  const auto one = generate("one", " --no-specialize");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.err.find("variant 0 of its " + std::to_string(entry["variants"].size()) +
+                         " shape-specialised variants (--no-specialize)"),
+            std::string::npos)
+      << one.err;
+  const std::string cu = kopt::fs::read_file(d / "one" / "sgemm.cu");
+  const std::string h = kopt::fs::read_file(d / "one" / "sgemm_launch.h");
+  const std::string first = cu.substr(0, cu.find('\n') + 1);
+  EXPECT_NE(first.find("(--no-specialize)"), std::string::npos) << first;
+  EXPECT_EQ(cu.substr(first.size()), entry["variants"][0]["kernel_source"].get<std::string>())
+      << "the .cu is variant 0's source";
+  EXPECT_NE(h.find("constexpr int kVariants = 1;"), std::string::npos) << h.substr(0, 2000);
+  for (const char* dispatch : {"measured_variant", "dispatch_model", "dispatch_rule", "_v1"})
+    EXPECT_EQ(h.find(dispatch), std::string::npos) << dispatch << " in a header of one configuration";
+  EXPECT_NE(kopt::fs::read_file(d / "all" / "sgemm_launch.h").find("dispatch_model"), std::string::npos)
+      << "without --no-specialize the variants and their dispatch are written";
+  expect_header_compiles(d, h,
+                         "  return kopt_sgemm::launch_config(7680, 4, 2560).variant == 0 &&\n"
+                         "         kopt_sgemm::launch_config(4096, 4096, 4096).variant == 0 ? 0 : 1;");
   fsys::remove_all(d);
 }
 

@@ -18,6 +18,7 @@
 #include "propose/search_proposer.h"
 #include "run/interop.h"
 #include "run/store.h"
+#include "spec_error.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -28,6 +29,7 @@ namespace fsys = std::filesystem;
 using kopt::model::Attempt;
 using kopt::model::Verdict;
 using kopt::test::TempDir;
+using kopt::test::spec_error;
 using nlohmann::json;
 
 const std::string kData = std::string(KOPT_TEST_DATA_DIR) + "/interop";
@@ -40,26 +42,13 @@ void write(const fsys::path& p, const std::string& text) {
 json read_json(const fsys::path& p) { return json::parse(kopt::fs::read_file(p)); }
 
 /// The SpecError `f` throws: its id and message (fails the test when none).
-std::pair<std::string, std::string> spec_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const kopt::SpecError& e) {
-    return {e.id(), e.what()};
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a SpecError: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no error";
-  return {};
-}
-
 // ---------------------------------------------------------------------------
 // Export
 
 Attempt attempt(const std::string& kind, std::map<std::string, int64_t> params, Verdict v,
                 const std::vector<std::pair<std::string, double>>& cases = {}) {
   Attempt a;
-  a.kind = kind;
+  a.kind = kopt::model::parse_attempt_kind(kind).value();
   a.params = params;
   a.label = kopt::search::config_key(params);
   a.source = "// kernel\n";
@@ -166,12 +155,12 @@ TEST(InteropExport, NotARunFolderIsNamed) {
 }
 
 TEST(InteropExport, InvalidityTable) {
-  EXPECT_EQ(kopt::run::t4_invalidity("ok"), "correct");
-  EXPECT_EQ(kopt::run::t4_invalidity("compile_error"), "compile");
-  EXPECT_EQ(kopt::run::t4_invalidity("infeasible"), "constraints");
-  EXPECT_EQ(kopt::run::t4_invalidity("timeout"), "timeout");
-  EXPECT_EQ(kopt::run::t4_invalidity("wrong_result"), "correctness");
-  EXPECT_EQ(kopt::run::t4_invalidity("worker_crash"), "runtime");
+  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("ok")), "correct");
+  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("compile_error")), "compile");
+  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("infeasible")), "constraints");
+  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("timeout")), "timeout");
+  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("wrong_result")), "correctness");
+  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("worker_crash")), "runtime");
 }
 
 // ---------------------------------------------------------------------------
@@ -281,6 +270,20 @@ TEST(InteropWarmStart, ErrorsNameTheFileAndTheJsonPath) {
       {R"({"tune_params_keys": ["A"], "cache": {"1": {"times": []}}})", "kopt.json.005", ": $.cache[\"1\"]: "},
       {R"({"tune_params_keys": ["A"], "cache": {"1": {"time": -1}}})", "kopt.json.005", ": $.cache[\"1\"].time: "},
       {R"({"tune_params_keys": "A", "cache": {}})", "kopt.json.005", ": $.tune_params_keys: "},
+      // A recorded time that cannot be one is refused, never skipped without a word.
+      {R"({"results": [{"configuration": {"A": 1}, "invalidity": "correct",
+           "measurements": [{"name": "time", "value": 1, "unit": "furlong"}]}]})",
+       "kopt.interop.002", ": $.results[0].measurements[0].unit: expected a unit of time"},
+      {R"({"results": [{"configuration": {"A": 1}, "invalidity": "correct",
+           "measurements": [{"name": "time", "value": -1.5, "unit": "ms"}]}]})",
+       "kopt.json.005", ": $.results[0].measurements[0].value: the number -1.5 is out of range"},
+      {R"({"results": [{"configuration": {"A": 1}, "invalidity": "correct",
+           "measurements": [{"name": "time", "value": "1.5", "unit": "ms"}]}]})",
+       "kopt.json.005", ": $.results[0].measurements[0].value: expected a number"},
+      {R"({"results": [{"configuration": {"A": 1}, "invalidity": "correct", "times": {"runtimes": [1, "2"]}}]})",
+       "kopt.json.005", ": $.results[0].times.runtimes[1]: expected a number"},
+      {R"({"tune_params_keys": ["A"], "cache": {"1": {"time": "fast"}}})", "kopt.interop.002",
+       ": $.cache[\"1\"].time: expected a time in ms or one of InvalidConfig"},
       {R"({"results": [}")", "kopt.json.001", ""},
       {R"({"a": 1, "a": 2, "results": []})", "kopt.json.002", ""},
   };

@@ -34,6 +34,12 @@ namespace {
 const char* kHostile = "<script>alert(\"x\")</script> & 'q'";
 const std::vector<std::string> kCases = {"big", "tall", "wide"};
 
+/// A summary.json document as the report reads it (run::ReadMode::tolerant:
+/// what reads of a damaged one is shown).
+kopt::run::Summary typed(const json& summary) {
+  return kopt::run::Summary::from_json(summary, "summary.json", kopt::run::ReadMode::tolerant);
+}
+
 size_t count(const std::string& hay, const std::string& needle) {
   size_t n = 0;
   for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
@@ -52,7 +58,7 @@ Attempt attempt(int index, const std::string& kind, const std::string& label, Ve
                 std::vector<double> medians = {}) {
   Attempt a;
   a.index = index;
-  a.kind = kind;
+  a.kind = kopt::model::parse_attempt_kind(kind).value();
   a.label = label;
   a.source = "// " + label + "\n";
   a.result.verdict = v;
@@ -268,7 +274,7 @@ json sample_summary() {
 TEST(Report, IsStandaloneAndEscaped) {
   const auto h = sample_history();
   const std::string svg = kopt::report::heatmap_svg(h, kCases);
-  const std::string html = kopt::report::report_html(sample_summary(), h, svg,
+  const std::string html = kopt::report::report_html(typed(sample_summary()), h, svg,
                                                       "if (a < b && c > d) x = \"</pre>\";\n");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find("<meta charset=\"utf-8\">"), std::string::npos);
@@ -297,7 +303,7 @@ TEST(Report, IsStandaloneAndEscaped) {
 TEST(Report, SummaryAndSortableHistory) {
   const auto h = sample_history();
   const std::string html =
-      kopt::report::report_html(sample_summary(), h, kopt::report::heatmap_svg(h, kCases), "x");
+      kopt::report::report_html(typed(sample_summary()), h, kopt::report::heatmap_svg(h, kCases), "x");
   for (const char* want : {"NVIDIA H200 (sm_90)", "8x", "16x", "0.5 ms", "#3 BM=64", "BM=64",
                            "compile_error: 1", "wrong_result: 1", "run-003", "cublas", "Best kernel per case"})
     EXPECT_NE(html.find(want), std::string::npos) << want;
@@ -330,7 +336,7 @@ TEST(Report, ShowsTheRetimedWinnerAndSpecialisation) {
   s["cublas_geomean_ms"] = 0.484;
   s["specialization"] = {{"geomean_ms", 0.497}, {"ratio_to_cublas", 0.974},
                          {"variants", json::array({json{{"variant", 0}}, json{{"variant", 1}}})}};
-  const std::string html = kopt::report::report_html(s, h, kopt::report::heatmap_svg(h, kCases), "// BM=128\n");
+  const std::string html = kopt::report::report_html(typed(s), h, kopt::report::heatmap_svg(h, kCases), "// BM=128\n");
   for (const char* want : {"#8 BM=128", "0.931", "0.974 of cuBLAS", "2 shape-specialised variant(s)", "0.52 ms"})
     EXPECT_NE(html.find(want), std::string::npos) << want;
   EXPECT_NE(html.find("<th>Best attempt</th><td>#8 BM=128"), std::string::npos)
@@ -341,12 +347,12 @@ TEST(Report, WithoutABestAttempt) {
   std::vector<Attempt> h = {attempt(1, "candidate", "A", Verdict::timeout)};
   json s = sample_summary();
   s["best"] = nullptr;
-  const std::string html = kopt::report::report_html(s, h, kopt::report::heatmap_svg(h, kCases), "");
+  const std::string html = kopt::report::report_html(typed(s), h, kopt::report::heatmap_svg(h, kCases), "");
   EXPECT_NE(html.find("No attempt passed every check"), std::string::npos);
   EXPECT_EQ(count(html, "<pre><code>"), 0u);
   // A summary of the wrong shape does not crash the report.
-  EXPECT_NO_THROW(kopt::report::report_html(json::array(), h, "", ""));
-  EXPECT_NO_THROW(kopt::report::report_html(json{{"best", "weird"}, {"gpu", 3}}, h, "", ""));
+  EXPECT_NO_THROW(kopt::report::report_html(typed(json::array()), h, "", ""));
+  EXPECT_NO_THROW(kopt::report::report_html(typed(json{{"best", "weird"}, {"gpu", 3}}), h, "", ""));
 }
 
 TEST(Report, WriteReportsIntoTheRunFolder) {

@@ -36,6 +36,12 @@ namespace {
 // Three GEMM shapes of three regimes.
 const std::vector<std::string> kCases = {"big", "tall", "deep"};
 
+/// A summary.json document as the report reads it (run::ReadMode::tolerant:
+/// what reads of a damaged one is shown).
+kopt::run::Summary typed(const json& summary) {
+  return kopt::run::Summary::from_json(summary, "summary.json", kopt::run::ReadMode::tolerant);
+}
+
 size_t count(const std::string& hay, const std::string& needle) {
   size_t n = 0;
   for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
@@ -55,7 +61,7 @@ Attempt attempt(int index, const std::string& kind, const std::string& label, Ve
                 std::vector<double> medians = {}, std::vector<double> reference = {}) {
   Attempt a;
   a.index = index;
-  a.kind = kind;
+  a.kind = kopt::model::parse_attempt_kind(kind).value();
   a.label = label;
   a.result.verdict = v;
   if (v != Verdict::ok) {
@@ -165,7 +171,7 @@ TEST(ReportCharts, BuiltInShapeClasses) {
 }
 
 TEST(ReportCharts, ComparesTheDispatchedVariantWithCublas) {
-  const auto c = rp::compare_shapes(specialised_summary(), history(), spec_doc());
+  const auto c = rp::compare_shapes(typed(specialised_summary()), history(), spec_doc());
   EXPECT_EQ(c.baseline, "cuBLAS");
   EXPECT_NE(c.tuned.find("2 shape-specialised variants"), std::string::npos) << c.tuned;
   ASSERT_EQ(c.shapes.size(), 3u);  // performance cases only, in the spec's order
@@ -196,7 +202,7 @@ TEST(ReportCharts, RecordedClassesWinOverTheBuiltInRule) {
   json s = specialised_summary();
   s["specialization"]["cases"]["big"]["class"] = "square";
   s["specialization"]["cases"]["tall"]["class"] = "square";
-  const auto c = rp::compare_shapes(s, history(), spec_doc());
+  const auto c = rp::compare_shapes(typed(s), history(), spec_doc());
   EXPECT_EQ(shape(c, "big").shape_class, "square");
   ASSERT_EQ(c.classes.size(), 2u);
   EXPECT_EQ(c.classes[0].name, "deep K (K >= 16 max(M,N))");  // built-in ones first
@@ -208,39 +214,39 @@ TEST(ReportCharts, TunedAndBaselineFallBack) {
   // No specialisation: the winner's re-timed medians.
   json s = specialised_summary();
   s.erase("specialization");
-  auto c = rp::compare_shapes(s, history(), spec_doc());
+  auto c = rp::compare_shapes(typed(s), history(), spec_doc());
   EXPECT_EQ(c.tuned, "tuned (best configuration)");
   EXPECT_DOUBLE_EQ(*shape(c, "tall").tuned_ms, 2.1);
   EXPECT_EQ(shape(c, "tall").variant, 0);
   // No re-timing either: the winner's own measurement.
   s.erase("retime");
-  c = rp::compare_shapes(s, history(), spec_doc());
+  c = rp::compare_shapes(typed(s), history(), spec_doc());
   EXPECT_DOUBLE_EQ(*shape(c, "tall").tuned_ms, 2);
   // No final_best: the summary's best.
   s.erase("final_best");
   s["best"]["index"] = 3;
-  c = rp::compare_shapes(s, history(), spec_doc());
+  c = rp::compare_shapes(typed(s), history(), spec_doc());
   EXPECT_DOUBLE_EQ(*shape(c, "tall").tuned_ms, 4);
 
   // No cuBLAS baseline, the reference timed beside the initial kernel.
   std::vector<Attempt> h = history();
   h.erase(h.begin() + 1);
   h[0] = attempt(1, "initial", "naive.cu", Verdict::ok, {40, 8, 100}, {20, 4, 50});
-  c = rp::compare_shapes(specialised_summary(), h, spec_doc());
+  c = rp::compare_shapes(typed(specialised_summary()), h, spec_doc());
   EXPECT_EQ(c.baseline, "reference");
   EXPECT_DOUBLE_EQ(*shape(c, "big").baseline_ms, 20);
   // Neither: the initial kernel.
   h[0] = attempt(1, "initial", "naive.cu", Verdict::ok, {40, 8, 100});
-  c = rp::compare_shapes(specialised_summary(), h, spec_doc());
+  c = rp::compare_shapes(typed(specialised_summary()), h, spec_doc());
   EXPECT_EQ(c.baseline, "initial kernel");
   EXPECT_DOUBLE_EQ(*shape(c, "deep").baseline_ms, 100);
   // Nothing at all.
-  c = rp::compare_shapes(json::object(), {}, json());
+  c = rp::compare_shapes(typed(json::object()), {}, json());
   EXPECT_EQ(c.baseline, "");
   EXPECT_TRUE(c.shapes.empty());
   // Documents of the wrong shape do not throw.
-  EXPECT_NO_THROW(rp::compare_shapes(json::array(), h, json("x")));
-  EXPECT_NO_THROW(rp::compare_shapes(json{{"specialization", 3}, {"retime", "x"}, {"final_best", {{"index", "a"}}}}, h,
+  EXPECT_NO_THROW(rp::compare_shapes(typed(json::array()), h, json("x")));
+  EXPECT_NO_THROW(rp::compare_shapes(typed(json{{"specialization", 3}, {"retime", "x"}, {"final_best", {{"index", "a"}}}}), h,
                                      json{{"cases", json::array({1, json{{"role", 2}}})}}));
 }
 
@@ -253,7 +259,7 @@ TEST(ReportCharts, ComparisonSvgIsWellFormedLogScaledAndEscaped) {
   json s = specialised_summary();
   s["specialization"]["cases"]["<big & \"bold\">"] = s["specialization"]["cases"]["big"];
   std::vector<Attempt> h = history();
-  const auto c = rp::compare_shapes(s, h, spec);
+  const auto c = rp::compare_shapes(typed(s), h, spec);
   for (bool by_class : {true, false}) {
     const std::string svg = rp::comparison_svg(c, by_class);
     EXPECT_EQ(xml_problem(svg), "") << by_class;
@@ -274,7 +280,7 @@ TEST(ReportCharts, ComparisonSvgIsWellFormedLogScaledAndEscaped) {
   EXPECT_DOUBLE_EQ(ratios[0], 0.5 / 0.9);
   EXPECT_DOUBLE_EQ(ratios[1], 0.25 / 9.0);
   // Bars are log scaled: width is proportional to log10(ms) - log10(axis start).
-  const auto c2 = rp::compare_shapes(specialised_summary(), history(), spec_doc());
+  const auto c2 = rp::compare_shapes(typed(specialised_summary()), history(), spec_doc());
   const std::string svg = rp::comparison_svg(c2, false);
   std::smatch m;
   std::map<double, double> width_of;
@@ -320,7 +326,7 @@ TEST(ReportCharts, BestSoFarOverEvaluations) {
   ASSERT_EQ(none.size(), 1u);
   EXPECT_FALSE(none[0].best_ms);
 
-  const auto levels = rp::progress_levels(specialised_summary());
+  const auto levels = rp::progress_levels(typed(specialised_summary()));
   ASSERT_EQ(levels.size(), 2u);  // cuBLAS and the specialised variants (the reference is null)
   EXPECT_EQ(levels[0].label, "cuBLAS");
   EXPECT_DOUBLE_EQ(levels[1].ms, 2.69);
@@ -351,7 +357,7 @@ TEST(ReportCharts, BestSoFarOverEvaluations) {
 // Dispatch table
 
 TEST(ReportCharts, DispatchTableFromTheSpecialisation) {
-  const rp::DispatchTable t = rp::dispatch_table(specialised_summary(), spec_doc());
+  const rp::DispatchTable t = rp::dispatch_table(typed(specialised_summary()), spec_doc());
   EXPECT_NE(t.source.find("specialization"), std::string::npos);
   EXPECT_EQ(t.size_names, (std::vector<std::string>{"M", "N", "K"}));  // launch_config()'s order
   EXPECT_NE(t.rule.find("launch_config(M, N, K) calls select_variant(M, N, K)"), std::string::npos) << t.rule;
@@ -386,7 +392,7 @@ TEST(ReportCharts, DispatchTableShowsTheMeasuredTree) {
                                      {"noise", 0.03},
                                      {"nodes", json::array({json{{"dim", 1}, {"threshold", 64}, {"left", 1}, {"right", 2}},
                                                             json{{"variant", 1}}, json{{"variant", 0}}})}};
-  const rp::DispatchTable t = rp::dispatch_table(s, spec_doc());
+  const rp::DispatchTable t = rp::dispatch_table(typed(s), spec_doc());
   EXPECT_EQ(t.code, "  if (N <= 64) return 1;\n  return 0;\n");
   EXPECT_NE(t.rule.find("decision tree"), std::string::npos) << t.rule;
   EXPECT_EQ(t.rule.find("nearest tuned shape"), std::string::npos) << t.rule;
@@ -394,7 +400,7 @@ TEST(ReportCharts, DispatchTableShowsTheMeasuredTree) {
       << rp::dispatch_html(t);
   // A damaged tree (a variant that does not exist) falls back to the words of the nearest-shape rule.
   s["specialization"]["dispatch"]["nodes"][1]["variant"] = 7;
-  const rp::DispatchTable bad = rp::dispatch_table(s, spec_doc());
+  const rp::DispatchTable bad = rp::dispatch_table(typed(s), spec_doc());
   EXPECT_TRUE(bad.code.empty());
   EXPECT_NE(bad.rule.find("nearest tuned shape"), std::string::npos) << bad.rule;
 }
@@ -403,7 +409,7 @@ TEST(ReportCharts, DispatchTableOfOneConfiguration) {
   json s = specialised_summary();
   s.erase("specialization");
   s["best"] = {{"index", 5}, {"cases", json::array({json{{"name", "big"}, {"median_ms", 2.5}}})}};
-  const rp::DispatchTable t = rp::dispatch_table(s, spec_doc());
+  const rp::DispatchTable t = rp::dispatch_table(typed(s), spec_doc());
   EXPECT_NE(t.rule.find("One configuration"), std::string::npos) << t.rule;
   ASSERT_EQ(t.variants.size(), 1u);
   EXPECT_EQ(t.variants[0].file, "best.cu");
@@ -413,14 +419,14 @@ TEST(ReportCharts, DispatchTableOfOneConfiguration) {
   EXPECT_DOUBLE_EQ(*t.shapes[0].median_ms, 2.5);
   EXPECT_NE(rp::dispatch_html(t).find("<td>big, tall, deep</td>"), std::string::npos);
   // No winner at all.
-  const rp::DispatchTable none = rp::dispatch_table(json::object(), json());
+  const rp::DispatchTable none = rp::dispatch_table(typed(json::object()), json());
   EXPECT_TRUE(none.variants.empty());
   EXPECT_NE(none.rule.find("nothing to dispatch"), std::string::npos);
   EXPECT_NO_THROW(rp::dispatch_html(none));
   // Hostile labels are escaped.
   s["final_best"]["params"] = json::object();
   s["final_best"]["label"] = "<script>x</script>";
-  EXPECT_EQ(rp::dispatch_html(rp::dispatch_table(s, spec_doc())).find("<script>"), std::string::npos);
+  EXPECT_EQ(rp::dispatch_html(rp::dispatch_table(typed(s), spec_doc())).find("<script>"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------
@@ -433,7 +439,7 @@ TEST(ReportCharts, ReportShowsChartsDispatchAndCollapsedRawJson) {
   s["specialization"]["ratio_to_cublas"] = 0.234;
   const auto h = history();
   const std::string html =
-      rp::report_html(s, h, rp::heatmap_svg(h, kCases), "// best\n", spec_doc());
+      rp::report_html(typed(s), h, rp::heatmap_svg(h, kCases), "// best\n", spec_doc());
   for (const char* id : {"<section id=\"shapes\">", "<section id=\"progress\">", "<section id=\"dispatch\">",
                          "<a href=\"#dispatch\">"})
     EXPECT_NE(html.find(id), std::string::npos) << id;
@@ -473,7 +479,7 @@ TEST(Heatmap, FallsBackToTheInitialKernelWhenTheReferenceWasNotTimed) {
   EXPECT_EQ(count(svg, "class=\"cell nodata\""), 0u);
   EXPECT_EQ(attr_values(svg, "data-speedup"), (std::vector<double>{1, 1, 1, 8, 2, 0.5}));
   EXPECT_NE(svg.find(">2x best</text>"), std::string::npos);  // geomean 4 ms over 2 ms
-  const std::string html = rp::report_html(json::object(), h, svg, "");
+  const std::string html = rp::report_html(typed(json::object()), h, svg, "");
   EXPECT_NE(html.find("The reference was not timed, so the speedups are over the initial kernel."),
             std::string::npos);
   EXPECT_NE(html.find("speedup vs initial</th>"), std::string::npos);
@@ -574,7 +580,7 @@ TEST(ReportE2E, ChartsFromAFakeWorkerRun) {
   const auto store = kopt::run::RunStore::open(run, "");
   ASSERT_TRUE(summary.contains("specialization")) << summary.dump(1);
 
-  const rp::ShapeComparison c = rp::compare_shapes(summary, store.history(), spec);
+  const rp::ShapeComparison c = rp::compare_shapes(typed(summary), store.history(), spec);
   EXPECT_EQ(c.baseline, "cuBLAS");
   ASSERT_EQ(c.shapes.size(), 4u);
   std::vector<std::string> classes;
@@ -593,7 +599,7 @@ TEST(ReportE2E, ChartsFromAFakeWorkerRun) {
   EXPECT_EQ(points.size(), static_cast<size_t>(summary["budget_used"]["evaluations"].get<int>() + 1));  // + initial
   EXPECT_NEAR(*points.back().best_ms, summary["best"]["geomean_ms"].get<double>(), 1e-9);
 
-  const rp::DispatchTable t = rp::dispatch_table(summary, spec);
+  const rp::DispatchTable t = rp::dispatch_table(typed(summary), spec);
   EXPECT_EQ(t.variants.size(), summary["specialization"]["variants"].size());
   EXPECT_EQ(t.size_names, (std::vector<std::string>{"M", "N", "K"}));
   ASSERT_EQ(t.shapes.size(), 4u);

@@ -158,6 +158,8 @@ Result full_result() {
   b.max_error_ratio = 0.1 + 0.2;
   b.worst_output = "C";
   b.latency = latency_stats({0.1, 0.2, 0.30000000000000004, 0.7});
+  b.rel_error_max = 3.0e-7 / 7.0;  // 17 digits again
+  b.rel_error_rms = 5.9604644775390625e-08;
   r.cases = {a, b};
   r.geomean_ms = 0.123456789012345678;
   r.reference_geomean_ms = 1e-310;  // subnormal
@@ -187,6 +189,8 @@ void expect_same(const Result& x, const Result& y) {
     EXPECT_TRUE(same_double(a.max_abs_error, b.max_abs_error));
     EXPECT_TRUE(same_double(a.max_error_ratio, b.max_error_ratio));
     EXPECT_EQ(a.worst_output, b.worst_output);
+    EXPECT_EQ(a.rel_error_max, b.rel_error_max);
+    EXPECT_EQ(a.rel_error_rms, b.rel_error_rms);
     ASSERT_EQ(a.latency.has_value(), b.latency.has_value());
     if (a.latency) {
       EXPECT_EQ(a.latency->median_ms, b.latency->median_ms);
@@ -243,6 +247,8 @@ TEST(ResultJson, UnsetOptionalsAreOmitted) {
   EXPECT_FALSE(j.contains("reference_geomean_ms"));
   EXPECT_FALSE(j.contains("speedup"));
   EXPECT_FALSE(j["cases"][0].contains("latency"));
+  EXPECT_FALSE(j["cases"][0].contains("rel_error_max"));
+  EXPECT_FALSE(j["cases"][0].contains("rel_error_rms"));
   EXPECT_EQ(j["verdict"], "timeout");
   Result back = Result::from_json(through_text(j));
   EXPECT_FALSE(back.geomean_ms.has_value());

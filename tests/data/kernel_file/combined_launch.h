@@ -130,26 +130,36 @@ inline LaunchConfig launch_config_variant(int kopt_v, long long N) {
   }
 }
 
+namespace dispatch_rule {
+
+/// For a launch header without a measured dispatch (variants from a kopt
+/// before it): the variant tuned on the nearest of `count` tuned shapes
+/// (`shapes`: count rows of `sizes` values; `variants`: each one's variant),
+/// distance the sum of squared log ratios of the sizes (each taken as 1 at
+/// least); 0 without shapes.
+inline int nearest_tuned(const double* shapes, const int* variants, int count, int sizes, const double* want) {
+  int best = 0;
+  double best_d = 1e300;
+  for (int s = 0; s < count; ++s) {
+    double d = 0;
+    for (int i = 0; i < sizes; ++i) {
+      const double a = want[i], b = shapes[s * sizes + i];
+      const double r = std::log((a > 1 ? a : 1.0) / (b > 1 ? b : 1.0));
+      d += r * r;
+    }
+    if (d < best_d) best_d = d, best = variants[s];
+  }
+  return best;
+}
+
+}  // namespace dispatch_rule
+
 /// The variant for the given sizes: the one tuned on the nearest tuned shape.
 inline int select_variant(long long N) {
-  struct kopt_shape { double sizes[1]; int variant; };
-  static const kopt_shape kopt_tuned[] = {{{4194304.0}, 0}, {{1000.0}, 1}, {{17.0}, 1}};
+  static const double kopt_shapes[][1] = {{4194304.0}, {1000.0}, {17.0}};
+  static const int kopt_variants[] = {0, 1, 1};
   const double kopt_want[] = {static_cast<double>(N)};
-  int kopt_best = 0;
-  double kopt_best_d = 1e300;
-  for (const kopt_shape& kopt_s : kopt_tuned) {
-    double kopt_d = 0;
-    for (int kopt_i = 0; kopt_i < 1; ++kopt_i) {
-      const double kopt_r = std::log((kopt_want[kopt_i] > 1 ? kopt_want[kopt_i] : 1.0) /
-                                     (kopt_s.sizes[kopt_i] > 1 ? kopt_s.sizes[kopt_i] : 1.0));
-      kopt_d += kopt_r * kopt_r;
-    }
-    if (kopt_d < kopt_best_d) {
-      kopt_best_d = kopt_d;
-      kopt_best = kopt_s.variant;
-    }
-  }
-  return kopt_best;
+  return dispatch_rule::nearest_tuned(&kopt_shapes[0][0], kopt_variants, 3, 1, kopt_want);
 }
 
 /// Shape capture (docs/capture.md): with KOPT_CAPTURE=<file> (or KOPT_CAPTURE_tr=<file>) in the

@@ -19,8 +19,9 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "eval/evaluator.h"
-#include "gen/generate.h"
+#include "eval/evaluator_pool.h"
 #include "run/fingerprint.h"
+#include "run/tuning_cache.h"
 #include "tune/driver.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -51,7 +52,7 @@ class BenchCommand final : public Command {
   double tolerance_percent_ = 10;  // --tolerance: allowed slowdown
   Environment env_;                // --cache-dir, --device
   CLI::App* sub_ = nullptr;        // its remaining arguments: --benchmark_* flags for Google Benchmark
-  nlohmann::json cache_;           // --cache-file, read before any GPU work (null: none)
+  std::optional<run::TuningCache> cache_;  // --cache-file, read before any GPU work (unset: none)
 };
 
 void BenchCommand::add_options(CLI::App& sub) {
@@ -148,11 +149,11 @@ void BenchCommand::report(const model::DeviceInfo& device, const model::Result& 
 double BenchCommand::recorded_best(const spec::Spec& s, const std::string& gpu, std::string& source) const {
   double recorded = recorded_ms_;
   source = "--recorded-ms";
-  if (recorded <= 0 && cache_.is_object()) {
+  if (recorded <= 0 && cache_) {
     const std::string hash = run::spec_fingerprint(s);
-    for (const auto& e : cache_["entries"])
-      if (e["spec_hash"] == hash && e["gpu"].value("name", "") == gpu && e.value("geomean_ms", 0.0) > 0) {
-        recorded = e["geomean_ms"].get<double>();
+    for (const run::CacheEntry& e : cache_->entries)
+      if (e.spec_hash == hash && e.gpu.name.value_or("") == gpu && e.geomean_ms > 0) {
+        recorded = e.geomean_ms;
         source = "the tuning cache " + cache_file_;
       }
   }
@@ -183,12 +184,12 @@ int BenchCommand::run() {
                                            (std::filesystem::is_directory(st) ? "a directory" : "not a regular file") +
                                            "; give the tuning cache's JSON file");
     } else {
-      cache_ = gen::read_cache(cache_file_);  // SpecError kopt.cache.1xx naming the file
+      cache_ = run::read_tuning_cache(cache_file_);  // SpecError kopt.cache.1xx naming the file
     }
   }
   env_.resolve_device("bench");
   eval::EvaluatorOptions eo;
-  eo.worker_argv = env_.worker_argv();
+  eo.worker_argv = eval::plan_workers(env_.worker_plan()).front().argv;
   eo.cache_dir = env_.cache_path();
   eo.time = true;
   eo.time_reference = true;

@@ -1,6 +1,9 @@
 // `kopt generate`: what the CMake module's optimize_kernel() runs. Writes
 // <out-dir>/<name>.cu and <name>_launch.h from a tuning run on this GPU, else
-// the tuning cache, else the initial kernel (gen/generate.h).
+// the tuning cache, else the initial kernel (gen/generate.h). With --check it
+// only checks its arguments and the spec, as the build's run would: the
+// module runs that when configuring, so that a bad BUDGET, STRATEGY or spec
+// stops the configure step with kopt's own message.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gen/generate.h"
+#include "run/tuning_cache.h"
 #include "tune/proposers.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -30,11 +34,13 @@ class GenerateCommand final : public Command {
 
  private:
   void check_arguments() const;
+  int check_only() const;
 
   gen::GenerateOptions o_;  // defaults in gen/generate.h and tune/driver.h
   Environment env_;         // --device, --cache-dir, --quiet
   Budget budget_;           // --budget
   std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
+  bool check_ = false;          // --check: check, tune nothing, write nothing
 };
 
 void GenerateCommand::add_options(CLI::App& sub) {
@@ -93,6 +99,9 @@ void GenerateCommand::add_options(CLI::App& sub) {
                "One kernel configuration for every shape (no shape-specialised variants)");
   sub.add_flag("--no-tune{false}", o_.tune, "Do not tune even with a GPU; use the cache or the initial kernel");
   env_.add_quiet(sub, "Less progress on stderr");
+  sub.add_flag("--check", check_,
+               "Only check the arguments, the spec and the files it names, as this command line's run would, "
+               "then exit (0: it would start; optimize_kernel() runs this when configuring)");
   sub.add_option("--worker-command", worker_command_,
                  "Testing: start this program (space-separated argv) instead of `kopt worker`")
       ->check(check::not_empty())
@@ -118,7 +127,9 @@ void GenerateCommand::check_arguments() const {
     throw UsageError("kopt.cli.017", "--cache-file " + clip(f.string()) + ": is " +
                                          (std::filesystem::is_directory(st) ? "a directory" : "not a regular file") +
                                          "; give the tuning cache's JSON file (it is created when missing)");
-  if (std::filesystem::exists(st)) gen::read_cache(f);  // SpecError kopt.cache.1xx naming the file
+  // SpecError kopt.cache.1xx naming the file. Not with --check: the cache's
+  // content is the build's to read (a tuned copy may replace it before then).
+  if (std::filesystem::exists(st) && !check_) run::read_tuning_cache(f);
   // Tuning updates the cache; one that cannot be written would fail only
   // after the whole tuning run.
   const bool writable = std::filesystem::exists(st)
@@ -134,15 +145,30 @@ void GenerateCommand::check_arguments() const {
   }
 }
 
+/// --check: what the run would reject before tuning: the spec with its
+/// overrides and cases (a --cases-from file once it exists), and what the
+/// parameter search needs of them (a template, a parameter space: kopt.opt.003,
+/// kopt.opt.004). The agent's settings are the build environment's, read when
+/// it runs, so they are not checked here.
+int GenerateCommand::check_only() const {
+  tune::OptimizeOptions t = o_.optimize;
+  t.quiet = true;
+  std::error_code ec;
+  if (!o_.cases_from.empty() && std::filesystem::exists(std::filesystem::symlink_status(o_.cases_from, ec)))
+    t.input_cases = o_.cases_from;
+  const spec::Spec s = tune::load_spec_with_overrides(t);
+  if (o_.tune && o_.from_run.empty() && !tune::is_agent(t)) tune::make_proposer(t, &s);
+  return kOk;
+}
+
 int GenerateCommand::run() {
   tune::OptimizeOptions& t = o_.optimize;
-  budget_.apply(t);
+  t.budget = budget_.value();
   check_arguments();
-  t.device = env_.device;
+  if (check_) return check_only();
   t.quiet = env_.quiet;
   t.cache_dir = env_.cache_path();
-  t.worker_argv = env_.worker_argv(worker_command_);
-  t.agent.kopt_exe = self_exe();
+  t.workers = env_.worker_plan(worker_command_);
   return gen::generate(o_);
 }
 

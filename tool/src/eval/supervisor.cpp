@@ -276,7 +276,7 @@ Supervisor::Supervisor(SupervisorOptions options) : opt_(std::move(options)) {}
 
 Supervisor::~Supervisor() {
   try {
-    shutdown_worker(milliseconds(1000));
+    shutdown_worker(opt_.shutdown_grace);
   } catch (...) {
     // A destructor never throws; reap() itself does not either in practice.
   }
@@ -511,8 +511,16 @@ json Supervisor::hello() {
     std::string lower = err;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (lower.find("no cuda device") != std::string::npos)
-      throw NoDeviceError("kopt.worker.077", printable(err, 1000));
+    if (lower.find("no cuda device") != std::string::npos) {
+      // The worker's message usually carries its own id ("[kopt.cuda.077] ..."):
+      // keep that one alone, so that the message has one id.
+      std::string id = "kopt.worker.077";
+      if (err.rfind("[kopt.", 0) == 0 && err.find("] ") != std::string::npos) {
+        id = err.substr(1, err.find("] ") - 1);
+        err = err.substr(err.find("] ") + 2);
+      }
+      throw NoDeviceError(id, printable(err, 1000));
+    }
     throw EnvironmentError("kopt.worker.002",
                            "worker '" + exe + "' failed to start: " + printable(err, 1000));
   }

@@ -155,6 +155,8 @@ void Worker::ensure_context() {
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&sumsq_fn_, builtin_module_, "kopt_gemm_sumsq"),
                 "kopt_gemm_sumsq");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&screen_fn_, builtin_module_, "kopt_screen_f32"), "kopt_screen_f32");
+  KOPT_CU_CHECK(drv.cuModuleGetFunction(&error_stats_fn_, builtin_module_, "kopt_gemm_error_stats"),
+                "kopt_gemm_error_stats");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff32_fn_, builtin_module_, "kopt_first_diff_u32"),
                 "kopt_first_diff_u32");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff8_fn_, builtin_module_, "kopt_first_diff_u8"),
@@ -175,7 +177,13 @@ void Worker::handle_hello() {
   try {
     ensure_context();
     nlohmann::json dev = info_.to_json();
-    send({{"reply", "hello"}, {"ok", true}, {"device", dev}, {"pid", ::getpid()}});
+    // How many devices this machine has: the parent leaves out --devices
+    // entries past it before starting their workers (eval/evaluator_pool.h).
+    int count = 0;
+    if (driver_->cuDeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
+    nlohmann::json reply = {{"reply", "hello"}, {"ok", true}, {"device", dev}, {"pid", ::getpid()}};
+    if (count > 0) reply["device_count"] = count;
+    send(reply);
   } catch (const std::exception& e) {
     send({{"reply", "hello"}, {"ok", false}, {"error", e.what()}, {"pid", ::getpid()}});
   }

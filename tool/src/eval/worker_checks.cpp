@@ -4,6 +4,7 @@
 // which turns their results (and the host comparator's, where the screen does
 // not decide) into the candidate's failure or its error statistics.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -14,14 +15,16 @@ namespace kopt::eval::detail {
 /// One checked launch: every check passes, or CandidateFailure is thrown.
 /// `run1`: per argument index, the device copy of run 1's output to compare
 /// with bit for bit (the determinism check of repeated runs); may be empty.
+/// `error_stats`: also measure the accuracy of outputs with a GEMM tolerance
+/// (CaseResult::rel_error_max / rel_error_rms).
 void Worker::checked_launch(const EvalRequest& rq, Kernel& k, const CaseSpec& c, BufferSet& s,
                             const HostInputs& in, const ReferenceData& ref, const std::string& when,
-                            const std::map<size_t, CUdeviceptr>& run1) {
+                            const std::map<size_t, CUdeviceptr>& run1, bool error_stats) {
   prepare(c, s);
   poison_shared();
   CUresult r = launch(k, c, c.launch, pointers(s), rq.gemm);
   if (r != CUDA_SUCCESS) throw failure_from(r, "case " + c.name + " (" + when + ")");
-  collect(rq, c, s, in, ref, when, run1);
+  collect(rq, c, s, in, ref, when, run1, error_stats);
 }
 
 // ---- checks, batched: one wait per checked launch (the slot layout: see
@@ -125,6 +128,37 @@ std::optional<CompareOutcome> Worker::screen_outcome(size_t slot) const {
   return o;
 }
 
+/// Queues kopt_gemm_error_stats on a float32 output with a GEMM tolerance,
+/// where the reference kept the products' scale (trial 1); nullopt otherwise.
+std::optional<size_t> Worker::enqueue_error_stats(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
+                                                  size_t* used) {
+  const auto sumsq = ref.device_sumsq.find(a.name);
+  if (a.dtype != spec::DType::f32 || sumsq == ref.device_sumsq.end()) return std::nullopt;
+  if (ref.device_outputs.at(a.name).bytes() != static_cast<size_t>(a.count) * sizeof(float) ||
+      sumsq->second.bytes() != static_cast<size_t>(a.count) * sizeof(double))
+    return std::nullopt;
+  const size_t slot = next_slot(used);
+  CUdeviceptr want = ref.device_outputs.at(a.name).get(), scale = sumsq->second.get(), stats = slot_ptr(slot);
+  long long n = a.count;
+  void* args[] = {&out, &want, &scale, &n, &stats};
+  const auto blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, info_.sm_count * 8LL));
+  KOPT_CU_CHECK(driver_->cuLaunchKernel(error_stats_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr),
+                "GEMM error statistics");
+  return slot;
+}
+/// The statistics of an error-stats slot into `cr` (the larger max and RMS where a case has
+/// several outputs with a GEMM tolerance).
+void Worker::read_error_stats(size_t slot, CaseResult& cr) const {
+  const unsigned long long* got = check_host_ + slot * kSlotWords;
+  if (got[0] == 0) return;
+  double max_e = 0, sum_e2 = 0;
+  std::memcpy(&max_e, &got[1], sizeof(double));
+  std::memcpy(&sum_e2, &got[2], sizeof(double));
+  const double rms = std::sqrt(sum_e2 / static_cast<double>(got[0]));
+  cr.rel_error_max = std::max(cr.rel_error_max.value_or(0.0), max_e);
+  cr.rel_error_rms = std::max(cr.rel_error_rms.value_or(0.0), rms);
+}
+
 /// Waits for the stream behind a candidate's launch; its hang or its
 /// asynchronous error is the candidate's failure.
 void Worker::await_candidate(double timeout_ms, const std::string& where) {
@@ -143,13 +177,15 @@ void Worker::await_candidate(double timeout_ms, const std::string& where) {
 /// names them. Queues every check, then waits once (the launch timeout);
 /// failures are reported in that order, buffer by buffer.
 void Worker::collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, const HostInputs& in,
-                     const ReferenceData& ref, const std::string& when, const std::map<size_t, CUdeviceptr>& run1) {
+                     const ReferenceData& ref, const std::string& when, const std::map<size_t, CUdeviceptr>& run1,
+                     bool error_stats) {
   const std::string where = "case " + c.name + " (" + when + ")";
   struct BufferChecks {
     std::vector<PendingDiff> canaries;
     std::optional<PendingDiff> input;        // inputs: unchanged?
     std::optional<size_t> screen;            // outputs and inouts: on-GPU screen slot
     std::optional<PendingDiff> determinism;  // equal to run 1's output?
+    std::optional<size_t> error_stats;       // GEMM tolerance: accuracy statistics slot
   };
   std::vector<BufferChecks> checks(c.args.size());
   behind_candidate(rq.timing.launch_timeout_ms, where, [&] {
@@ -172,6 +208,8 @@ void Worker::collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, con
         continue;
       }
       checks[i].screen = enqueue_screen(b.ptr(), ref, a, tolerance_of(c, a), &used);
+      if (error_stats && tolerance_of(c, a).kind == spec::Tolerance::Kind::gemm)
+        checks[i].error_stats = enqueue_error_stats(b.ptr(), ref, a, &used);
       auto r1 = run1.find(i);
       if (r1 != run1.end())
         checks[i].determinism =
@@ -221,6 +259,7 @@ void Worker::collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, con
               : compare_allclose(a.name, got.data(), want.data(), a.dtype, a.count, tol);
     }
     CaseResult& cr = current_case_result(c);
+    if (checks[i].error_stats) read_error_stats(*checks[i].error_stats, cr);
     cr.max_abs_error = std::max(cr.max_abs_error, o->max_abs_error);
     if (o->max_ratio >= cr.max_error_ratio) {
       cr.max_error_ratio = o->max_ratio;

@@ -154,6 +154,9 @@ struct ReferenceData {
   // Device copies of the two above, for the on-GPU screen.
   std::map<std::string, DeviceMemory> device_outputs;
   std::map<std::string, DeviceMemory> device_allowed;
+  // gemm tolerance, trial 1 only: sum_k (a_ik * b_kj)^2 per element, on the device (the scale of
+  // the error statistics, CaseResult::rel_error_max / rel_error_rms).
+  std::map<std::string, DeviceMemory> device_sumsq;
 };
 
 /// A loaded kernel (candidate or reference).
@@ -250,7 +253,7 @@ class Worker {
   // ---- checks (worker_checks.cpp) ----
   void checked_launch(const EvalRequest& rq, Kernel& k, const CaseSpec& c, BufferSet& s, const HostInputs& in,
                       const ReferenceData& ref, const std::string& when,
-                      const std::map<size_t, CUdeviceptr>& run1 = {});
+                      const std::map<size_t, CUdeviceptr>& run1 = {}, bool error_stats = false);
 
   // ---- checks, batched: one wait per checked launch (worker_checks.cpp) ----
   //
@@ -272,8 +275,9 @@ class Worker {
   void reserve_check_slots(size_t slots);
 
   /// Slots a collect() of case `c` may use: canaries (2), an input comparison
-  /// or an output screen, and a determinism comparison per buffer.
-  static size_t check_slots_for(const CaseSpec& c) { return c.args.size() * 4 + 1; }
+  /// or an output screen, a determinism comparison and error statistics per
+  /// buffer.
+  static size_t check_slots_for(const CaseSpec& c) { return c.args.size() * 5 + 1; }
   size_t next_slot(size_t* used);
   CUdeviceptr slot_ptr(size_t slot) const;
   PendingDiff enqueue_difference(CUdeviceptr a, CUdeviceptr b, size_t bytes, size_t elem, size_t* used);
@@ -281,6 +285,9 @@ class Worker {
   std::optional<size_t> enqueue_screen(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
                                        const spec::Tolerance& tol, size_t* used);
   std::optional<CompareOutcome> screen_outcome(size_t slot) const;
+  std::optional<size_t> enqueue_error_stats(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
+                                            size_t* used);
+  void read_error_stats(size_t slot, CaseResult& cr) const;
   void await_candidate(double timeout_ms, const std::string& where);
 
   /// Runs `enqueue`, driver calls queued behind a candidate's launch. Any of
@@ -298,7 +305,8 @@ class Worker {
     }
   }
   void collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, const HostInputs& in,
-               const ReferenceData& ref, const std::string& when, const std::map<size_t, CUdeviceptr>& run1 = {});
+               const ReferenceData& ref, const std::string& when, const std::map<size_t, CUdeviceptr>& run1 = {},
+               bool error_stats = false);
   static spec::Tolerance tolerance_of(const CaseSpec& c, const ArgSpec& a);
 
   // ---- an evaluation (worker_evaluate.cpp; handle_evaluate: worker.cpp) ----
@@ -334,6 +342,7 @@ class Worker {
   std::map<std::string, HostInputs> inputs_;
   std::map<std::string, ReferenceData> references_;
   CUfunction screen_fn_ = nullptr, diff32_fn_ = nullptr, diff8_fn_ = nullptr;
+  CUfunction error_stats_fn_ = nullptr;
   std::unique_ptr<DeviceMemory> check_dev_;    // check slots (reserve_check_slots)
   unsigned long long* check_host_ = nullptr;   // their pinned host mirror
   unsigned long long* check_init_ = nullptr;   // their initial values (same pinned block)

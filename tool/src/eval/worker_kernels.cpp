@@ -1,7 +1,8 @@
 // The worker's built-in kernels: their CUDA C++ source, compiled with NVRTC
 // for the device when the worker starts (Worker::ensure_context). Shared-memory
-// poisoning, the GEMM error-bound scale, the on-GPU output screen and the
-// buffer diff the checks queue behind a launch (worker_checks.cpp).
+// poisoning, the GEMM error-bound scale, the on-GPU output screen, the GEMM
+// error statistics and the buffer diff the checks queue behind a launch
+// (worker_checks.cpp).
 #include "eval/worker.h"
 #include "eval/worker_impl.h"
 
@@ -97,6 +98,36 @@ extern "C" __global__ void kopt_screen_f32(const float* out, const float* ref, c
     }
     atomicMax(&stats[1], (unsigned long long)__double_as_longlong(max_err));
     atomicMax(&stats[2], (unsigned long long)__double_as_longlong(max_ratio));
+  }
+}
+
+// Accuracy of a float32 output with a GEMM tolerance (CaseResult::rel_error_max and
+// rel_error_rms): e = |out - ref| / sqrt(sumsq) over the elements where sumsq > 0 and both values
+// are finite (sumsq: kopt_gemm_sumsq's sum_k (a_ik * b_kj)^2). stats: [0] elements counted, [1] max e
+// (double bits; e >= 0, so unsigned integer order is double order), [2] the sum of e^2 as a double
+// (atomicAdd: its last bits depend on the order in which the blocks finish).
+extern "C" __global__ void kopt_gemm_error_stats(const float* out, const float* ref, const double* sumsq,
+                                                 long long n, unsigned long long* stats) {
+  double max_e = 0.0, sum_e2 = 0.0;
+  unsigned long long count = 0;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const double x = (double)out[i], r = (double)ref[i], s = sumsq[i];
+    if (!(s > 0.0) || !isfinite(x) || !isfinite(r)) continue;
+    const double e = __ddiv_rn(fabs(__dadd_rn(x, -r)), __dsqrt_rn(s));
+    max_e = fmax(max_e, e);
+    sum_e2 = __dadd_rn(sum_e2, __dmul_rn(e, e));
+    ++count;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    max_e = fmax(max_e, __shfl_xor_sync(0xffffffffu, max_e, o));
+    sum_e2 = __dadd_rn(sum_e2, __shfl_xor_sync(0xffffffffu, sum_e2, o));
+    count += __shfl_xor_sync(0xffffffffu, count, o);
+  }
+  if ((threadIdx.x & 31) == 0 && count) {
+    atomicAdd(&stats[0], count);
+    atomicMax(&stats[1], (unsigned long long)__double_as_longlong(max_e));
+    atomicAdd(reinterpret_cast<double*>(&stats[2]), sum_e2);
   }
 }
 

@@ -2,7 +2,8 @@
 // C++ that records the sizes launch_config() is called with, when the
 // application runs with KOPT_CAPTURE set, and merges them into a capture file
 // at exit. Header-only, C++17 standard library and POSIX; compiled out on
-// other systems and with -DKOPT_NO_CAPTURE.
+// other systems and with -DKOPT_NO_CAPTURE. The runtime is the shipped
+// gen/capture_runtime.h; these functions add the kernel's constants.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "gen/shipped.h"
 #include "tune/dispatch_launches.h"
 #include "util/json_read.h"
 
@@ -21,12 +22,14 @@ namespace {
 /// or cache entry from an older kopt gets this kopt's dispatch rule, and the
 /// header and `kopt` agree on it. Returns false, leaving the tree as it is,
 /// when the record lacks any of these or a launch does not resolve.
-bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t variants, const spec::Spec& spec) {
+bool refit_model(model::DispatchTree& tree, const run::Specialization& sp, size_t variants, const spec::Spec& spec) {
   const spec::Launch* launch = spec.template_kernel && spec.template_kernel->launch ? &*spec.template_kernel->launch : nullptr;
   if (!launch || launch->block_work.empty()) return false;
-  const nlohmann::json* m = sp.contains("dispatch") && sp["dispatch"].contains("model") ? &sp["dispatch"]["model"] : nullptr;
-  if (!m || !m->is_object() || !sp.contains("latency_ms") || !sp["latency_ms"].is_object() || !sp.contains("cases") ||
-      !sp["cases"].is_object() || !sp.contains("variants") || !sp["variants"].is_array() || sp["variants"].size() != variants)
+  // The recorded model's occupancy: its own document (model/dispatch.h), read
+  // as written since models of older kopt versions have no typed reader.
+  const nlohmann::json* m =
+      sp.dispatch.is_object() && sp.dispatch.contains("model") ? &sp.dispatch["model"] : nullptr;
+  if (!m || !m->is_object() || sp.latency_ms.empty() || sp.cases.empty() || sp.variants.size() != variants)
     return false;
   const nlohmann::json bps = m->value("blocks_per_sm", nlohmann::json());
   const nlohmann::json sm = m->value("sm_count", nlohmann::json());
@@ -39,33 +42,21 @@ bool refit_model(model::DispatchTree& tree, const nlohmann::json& sp, size_t var
     blocks_per_sm.push_back(b.get<int>());
   }
   std::vector<std::map<std::string, int64_t>> params;
-  for (const auto& v : sp["variants"]) {
-    if (!v.is_object() || !v.contains("params") || !v["params"].is_object()) return false;
-    std::map<std::string, int64_t> p;
-    for (const auto& [k, x] : v["params"].items()) {
-      if (!x.is_number_integer()) return false;
-      p[k] = x.get<int64_t>();
-    }
-    params.push_back(std::move(p));
-  }
+  for (const run::SpecializationVariant& v : sp.variants) params.push_back(v.params);
   std::vector<model::DispatchSample> samples;
   std::map<std::string, spec::Case> cases;
-  for (const auto& [name, row] : sp["latency_ms"].items()) {
-    const nlohmann::json c = sp["cases"].value(name, nlohmann::json());
-    if (!row.is_array() || row.size() != variants || !c.is_object() || !c.contains("sizes") || !c["sizes"].is_object())
-      return false;
+  for (const auto& [name, row] : sp.latency_ms) {
+    const auto c = sp.cases.find(name);
+    if (row.size() != variants || c == sp.cases.end() || !c->second.sizes) return false;
     spec::Case& sc = cases[name];
     sc.name = name;
-    for (const auto& [k, x] : c["sizes"].items()) {
-      if (!x.is_number_integer()) return false;
-      sc.sizes[k] = x.get<int64_t>();
-    }
+    sc.sizes = *c->second.sizes;
     model::DispatchSample d{name, {}, {}, {}, {}, {}, {}};
     for (const auto& sz : tree.sizes) {
       if (!sc.sizes.count(sz)) return false;
       d.sizes.push_back(sc.sizes.at(sz));
     }
-    for (const auto& x : row) d.ms.push_back(x.is_number() ? x.get<double>() : NAN);
+    for (const auto& x : row) d.ms.push_back(x ? *x : NAN);
     samples.push_back(std::move(d));
   }
   // A launch that does not resolve for these parameters: keep what was recorded.
@@ -92,12 +83,11 @@ std::string fmt_exact(double x) {
 
 }  // namespace
 
-std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, size_t variants, const std::string& where,
+std::optional<model::DispatchTree> recorded_dispatch(const run::Specialization& sp, size_t variants, const std::string& where,
                                                      const spec::Spec& spec) {
-  if (variants < 2 || !sp.is_object() || !sp.contains("dispatch")) return std::nullopt;
-  model::DispatchTree tree =
-      model::DispatchTree::from_json(JsonAt(sp, where, "$.specialization").at("dispatch"), static_cast<int>(variants));
-  if (refit_model(tree, sp, variants, spec) || tree.model || !sp["dispatch"].contains("model")) return tree;
+  if (variants < 2 || sp.dispatch.is_null()) return std::nullopt;
+  model::DispatchTree tree = model::DispatchTree::from_json(sp.dispatch, where, static_cast<int>(variants));
+  if (refit_model(tree, sp, variants, spec) || tree.model || !sp.dispatch.contains("model")) return tree;
   // A model of an older rule that cannot be fitted again from this record:
   // off the tuned shapes, variant 0 (a model with no margin), never the tree
   // alone there (docs/dispatch.md: that is what the model exists for).
@@ -110,13 +100,11 @@ std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, s
   m.ms_per_work_spread.assign(variants, 0.0);
   m.ms_per_data_byte.assign(variants, 0.0);
   m.block_work = "1";
-  const nlohmann::json cases = sp.value("cases", nlohmann::json::object());
-  for (const auto& [name, c] : cases.items()) {
+  for (const auto& [name, c] : sp.cases) {
     (void)name;
-    const nlohmann::json sz = c.is_object() ? c.value("sizes", nlohmann::json()) : nlohmann::json();
     std::vector<int64_t> row;
     for (const auto& d : tree.sizes)
-      if (sz.is_object() && sz.contains(d) && sz[d].is_number_integer()) row.push_back(sz[d].get<int64_t>());
+      if (c.sizes && c.sizes->count(d)) row.push_back(c.sizes->at(d));
     if (row.size() == tree.sizes.size() && !row.empty()) m.tuned.push_back(std::move(row));
   }
   if (m.tuned.empty()) {
@@ -131,138 +119,113 @@ std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, s
   return tree;
 }
 
-std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std::string>& order, size_t n,
-                           const std::string& size_params, const std::string& size_args) {
-  std::ostringstream h;
-  h.precision(17);
-  auto doubles = [&](const std::vector<double>& xs) {
-    for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << (std::isfinite(xs[v]) ? fmt_exact(xs[v]) : std::string("HUGE_VAL"));
+namespace {
+
+/// The model's arrays and the tuned shapes, as constexpr data.
+void model_constants(std::ostringstream& h, const model::DispatchModel& m, const std::vector<std::string>& order,
+                     size_t n) {
+  auto doubles = [&](const char* name, const std::vector<double>& xs, const char* comment) {
+    h << "constexpr double " << name << "[" << n << "] = {";
+    for (size_t v = 0; v < n; ++v) {
+      const double x = v < xs.size() ? xs[v] : 0.0;
+      h << (v ? ", " : "") << (std::isfinite(x) ? fmt_exact(x) : std::string("HUGE_VAL"));
+    }
+    h << "};" << comment << "\n";
   };
-  const bool traffic = !m.traffic.empty();
-  const bool data = !m.data_bytes.empty();
-  h << "/// The cost model (docs/dispatch.md, \"Off the tuned shapes\"). Off the tuned shapes, the variant\n"
-    << "/// it predicts fastest runs where it is predicted faster than variant 0 by kMargin, else variant 0:\n"
-    << "/// predicted ms = kMsFixed[v] + kMsPerWork[v] * waves * block_work\n"
-    << "///   + kMsPerWorkSpread[v] * spread_waves * block_work"
-    << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "") << (data ? " + kMsPerDataByte[v] * data_bytes" : "")
-    << ",\n/// waves = ceil(spread_waves), spread_waves = blocks / (kBlocksPerSm[v] * kSmCount). The kMs\n"
-    << "/// coefficients are a non-negative weighted least-squares fit of the tuned shapes' measured\n"
-    << "/// medians, kBlocksPerSm is the measured occupancy, and kMargin the smallest (0.05 at least)\n"
-    << "/// with which leave-one-out over the tuned shapes never ran a variant slower than variant 0.\n"
-    << "namespace dispatch_model {\n"
-    << "constexpr int kSmCount = " << m.sm_count << ";  // SMs of the GPU the variants were timed on\n"
+  std::string names;
+  for (size_t d = 0; d < order.size(); ++d) names += (d ? ", " : "") + order[d];
+  h << "constexpr int kSmCount = " << m.sm_count << ";  // SMs of the GPU the variants were timed on\n"
     << "constexpr int kBlocksPerSm[" << n << "] = {";
   for (size_t v = 0; v < n; ++v) h << (v ? ", " : "") << m.blocks_per_sm[v];
-  h << "};\nconstexpr double kMsPerWork[" << n << "] = {";
-  doubles(m.ms_per_work);
-  h << "};  // HUGE_VAL: never timed on a tuned shape\n";
-  h << "constexpr double kMsFixed[" << n << "] = {";
-  doubles(m.ms_fixed.empty() ? std::vector<double>(n, 0.0) : m.ms_fixed);
   h << "};\n";
-  h << "constexpr double kMsPerWorkSpread[" << n << "] = {";
-  doubles(m.ms_per_work_spread.empty() ? std::vector<double>(n, 0.0) : m.ms_per_work_spread);
-  h << "};\n";
-  if (data) {
-    h << "constexpr double kMsPerDataByte[" << n << "] = {";
-    doubles(m.ms_per_data_byte);
-    h << "};\n";
-  }
-  if (traffic) {
-    h << "constexpr double kMsPerByte[" << n << "] = {";
-    doubles(m.ms_per_byte);
-    h << "};\n";
-  }
+  doubles("kMsPerWork", m.ms_per_work, "  // HUGE_VAL: never timed on a tuned shape");
+  doubles("kMsFixed", m.ms_fixed, "");
+  doubles("kMsPerWorkSpread", m.ms_per_work_spread, "");
+  if (!m.data_bytes.empty()) doubles("kMsPerDataByte", m.ms_per_data_byte, "");
+  if (!m.traffic.empty()) doubles("kMsPerByte", m.ms_per_byte, "");
   if (m.margin)
     h << "constexpr double kMargin = " << fmt_exact(*m.margin) << ";\n";
   else
     h << "// No margin passed the leave-one-out check: off the tuned shapes, variant 0 runs.\n";
-  h << "constexpr long long kTuned[][" << std::max<size_t>(order.size(), 1) << "] = {";
+  const size_t width = std::max<size_t>(order.size(), 1);
+  h << "constexpr long long kTuned[][" << width << "] = {";
   for (size_t t = 0; t < m.tuned.size(); ++t) {
     h << (t ? ", " : "") << "{";
     for (size_t d = 0; d < m.tuned[t].size(); ++d) h << (d ? ", " : "") << m.tuned[t][d];
     h << "}";
   }
-  h << "};  // the tuned shapes (" ;
-  for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
-  h << ")\n\n/// Whether the sizes are those of a tuned shape (there the measured tree alone decides).\n"
-    << "inline bool tuned(" << size_params << ") {\n"
-    << "  for (const auto& kopt_t : kTuned)\n    if (";
-  for (size_t d = 0; d < order.size(); ++d) h << (d ? " && " : "") << "kopt_t[" << d << "] == " << order[d];
-  h << ") return true;\n  return false;\n}\n\n";
-  const bool support = !m.support.empty();
-  if (support && m.margin) {
-    h << "/// Per variant and size (";
-    for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
-    h << "): the least and greatest value over the tuned shapes where it ran\n"
-      << "/// within 2x of the fastest variant; {0, -1}: none. Off the tuned shapes a variant other than 0\n"
-      << "/// runs only where every size is within kSupportFactor of its range (docs/dispatch.md).\n"
-      << "constexpr double kSupportFactor = " << fmt_exact(model::kSupportFactor) << ";\n"
-      << "constexpr long long kSupport[" << n << "][" << std::max<size_t>(order.size(), 1) << "][2] = {";
-    for (size_t v = 0; v < n; ++v) {
-      h << (v ? ", " : "") << "{";
-      for (size_t d = 0; d < std::max<size_t>(order.size(), 1); ++d) {
-        const bool has = v < m.support.size() && m.support[v].size() == order.size() && d < order.size();
-        h << (d ? ", " : "") << "{" << (has ? m.support[v][d][0] : 0) << ", " << (has ? m.support[v][d][1] : -1) << "}";
-      }
-      h << "}";
+  h << "};  // the tuned shapes (" << names << ")\n";
+  if (m.support.empty() || !m.margin) return;
+  h << "/// Per variant and size (" << names << "): the least and greatest value over the tuned shapes where it\n"
+    << "/// ran within 2x of the fastest variant; {0, -1}: none. Off the tuned shapes a variant other than 0\n"
+    << "/// runs only where every size is within dispatch_rule::kSupportFactor of its range (docs/dispatch.md).\n"
+    << "constexpr long long kSupport[" << n << "][" << width << "][2] = {";
+  for (size_t v = 0; v < n; ++v) {
+    h << (v ? ", " : "") << "{";
+    for (size_t d = 0; d < width; ++d) {
+      const bool has = v < m.support.size() && m.support[v].size() == order.size() && d < order.size();
+      h << (d ? ", " : "") << "{" << (has ? m.support[v][d][0] : 0) << ", " << (has ? m.support[v][d][1] : -1) << "}";
     }
-    h << "};\n\n/// Whether variant kopt_v may run off the tuned shapes at these sizes (kSupport).\n"
-      << "inline bool supported(int kopt_v, " << size_params << ") {\n"
-      << "  if (kopt_v == 0) return true;\n"
-      << "  const long long kopt_x[] = {";
-    for (size_t d = 0; d < order.size(); ++d) h << (d ? ", " : "") << order[d];
-    h << "};\n  for (int kopt_d = 0; kopt_d < " << order.size() << "; ++kopt_d) {\n"
-      << "    const long long* kopt_r = kSupport[kopt_v][kopt_d];\n"
-      << "    if (kopt_r[1] < kopt_r[0]) return false;\n"
-      << "    if (static_cast<double>(kopt_x[kopt_d]) * kSupportFactor < static_cast<double>(kopt_r[0]) ||\n"
-      << "        static_cast<double>(kopt_x[kopt_d]) > static_cast<double>(kopt_r[1]) * kSupportFactor)\n"
-      << "      return false;\n  }\n  return true;\n}\n\n";
+    h << "}";
   }
-  if (m.margin) {
-    h << "/// Predicted latency (ms) of variant kopt_v for the given sizes (HUGE_VAL where its block work\n"
-      << "/// is not positive).\n"
-      << "inline double predicted_ms(int kopt_v, " << size_params << ") {\n"
-      << "  double kopt_work = 0" << (traffic ? ", kopt_bytes = 0" : "") << (data ? ", kopt_data = 0" : "")
-      << ";\n  switch (kopt_v) {\n";
-    for (size_t v = 0; v < n; ++v) {
-      h << "    case " << v << ": kopt_work = variant" << v << "::block_work(" << size_args << ");";
-      if (traffic) h << " kopt_bytes = variant" << v << "::traffic_bytes(" << size_args << ");";
-      if (data) h << " kopt_data = variant" << v << "::data_bytes(" << size_args << ");";
-      h << " break;\n";
-    }
-    h << "    default: return HUGE_VAL;\n  }\n"
-      << "  if (!(kopt_work > 0)) return HUGE_VAL;\n"
-      << "  const LaunchConfig kopt_c = launch_config_variant(kopt_v, " << size_args << ");\n"
-      << "  const double kopt_blocks = static_cast<double>(kopt_c.grid[0]) * kopt_c.grid[1] * kopt_c.grid[2];\n"
-      << "  const double kopt_per_wave = static_cast<double>(kBlocksPerSm[kopt_v]) * kSmCount;\n"
-      << "  const double kopt_spread = (kopt_blocks > 1 ? kopt_blocks : 1.0) / kopt_per_wave;\n"
-      << "  return kMsFixed[kopt_v] + kMsPerWork[kopt_v] * std::ceil(kopt_spread) * kopt_work +\n"
-      << "         kMsPerWorkSpread[kopt_v] * kopt_spread * kopt_work";
-    if (traffic) h << " +\n         kMsPerByte[kopt_v] * (kopt_bytes > 0 ? kopt_bytes : 0.0)";
-    if (data) h << " +\n         kMsPerDataByte[kopt_v] * (kopt_data > 0 ? kopt_data : 0.0)";
-    h << ";\n}\n\n"
-      << "/// The variant predicted fastest (the lowest index among equals; 0 when none is predicted)"
-      << (support ? ", among those supported there" : "") << ".\n"
-      << "inline int fastest_predicted(" << size_params << ") {\n"
-      << "  int kopt_best = 0;\n  double kopt_best_ms = HUGE_VAL;\n"
-      << "  for (int kopt_v = 0; kopt_v < " << n << "; ++kopt_v) {\n"
-      << (support ? "    if (!supported(kopt_v, " + size_args + ")) continue;\n" : std::string())
-      << "    const double kopt_ms = predicted_ms(kopt_v, " << size_args << ");\n"
-      << "    if (kopt_ms < kopt_best_ms) kopt_best = kopt_v, kopt_best_ms = kopt_ms;\n  }\n"
-      << "  return kopt_best;\n}\n";
+  h << "};\n";
+}
+
+}  // namespace
+
+std::string cost_model_cpp(const model::DispatchModel& m, const std::vector<std::string>& order, size_t n,
+                           const std::string& size_params, const std::string& size_args) {
+  std::ostringstream h;
+  const bool traffic = !m.traffic.empty();
+  const bool data = !m.data_bytes.empty();
+  const bool support = !m.support.empty() && m.margin;
+  h << "/// The cost model (docs/dispatch.md, \"Off the tuned shapes\"): kopt's own rule, below as\n"
+    << "/// dispatch_rule (model/dispatch_rule.h in kopt), and this kernel's fitted model as its data. Off\n"
+    << "/// the tuned shapes, the variant it predicts fastest runs where it is predicted faster than\n"
+    << "/// variant 0 by kMargin, else variant 0:\n"
+    << "/// predicted ms = kMsFixed[v] + kMsPerWork[v] * waves * block_work\n"
+    << "///   + kMsPerWorkSpread[v] * spread_waves * block_work" << (traffic ? " + kMsPerByte[v] * traffic_bytes" : "")
+    << (data ? " + kMsPerDataByte[v] * data_bytes" : "")
+    << ",\n/// waves = ceil(spread_waves), spread_waves = blocks / (kBlocksPerSm[v] * kSmCount). The kMs\n"
+    << "/// coefficients are a non-negative weighted least-squares fit of the tuned shapes' measured\n"
+    << "/// medians, kBlocksPerSm is the measured occupancy, and kMargin the smallest (0.05 at least)\n"
+    << "/// with which leave-one-out over the tuned shapes never ran a variant slower than variant 0.\n"
+    << "namespace dispatch_rule {\n\n"
+    << shipped::dispatch_rule << "\n}  // namespace dispatch_rule\n\n"
+    << "namespace dispatch_model {\n";
+  model_constants(h, m, order, n);
+  h << "\n/// The fitted model, as dispatch_rule reads it.\n"
+    << "constexpr dispatch_rule::Model kModel = {\n"
+    << "    " << n << ", " << order.size() << ", kSmCount, kBlocksPerSm, kMsPerWork, kMsFixed, kMsPerWorkSpread,\n"
+    << "    " << (traffic ? "kMsPerByte" : "nullptr") << ", " << (data ? "kMsPerDataByte" : "nullptr") << ", "
+    << (m.margin ? "true, kMargin" : "false, 0.0") << ", &kTuned[0][0], " << m.tuned.size() << ", "
+    << (support ? "&kSupport[0][0][0]" : "nullptr") << "};\n\n"
+    << "/// Variant kopt_v's launch at the given sizes, as the model reads it: its blocks, and one block's\n"
+    << "/// work" << (traffic ? ", the bytes it moves" : "") << (data ? ", the bytes of the case's buffers" : "")
+    << " (variantN::block_work" << (traffic ? ", traffic_bytes" : "") << (data ? ", data_bytes" : "") << ").\n"
+    << "inline dispatch_rule::Launch variant_launch(int kopt_v, " << size_params << ") {\n"
+    << "  const LaunchConfig kopt_c = launch_config_variant(kopt_v, " << size_args << ");\n"
+    << "  dispatch_rule::Launch kopt_l;\n"
+    << "  kopt_l.blocks = static_cast<double>(kopt_c.grid[0]) * kopt_c.grid[1] * kopt_c.grid[2];\n"
+    << "  switch (kopt_v) {\n";
+  for (size_t v = 0; v < n; ++v) {
+    h << "    case " << v << ": kopt_l.block_work = variant" << v << "::block_work(" << size_args << ");";
+    if (traffic) h << " kopt_l.traffic = variant" << v << "::traffic_bytes(" << size_args << ");";
+    if (data) h << " kopt_l.data = variant" << v << "::data_bytes(" << size_args << ");";
+    h << " break;\n";
   }
-  h << "}  // namespace dispatch_model\n\n"
+  std::string x;
+  for (size_t d = 0; d < order.size(); ++d) x += (d ? ", " : "") + order[d];
+  h << "    default: break;\n  }\n  return kopt_l;\n}\n"
+    << "}  // namespace dispatch_model\n\n"
     << "/// The variant for the given sizes: measured_variant() on the tuned shapes; elsewhere the\n"
     << "/// cost model's fastest where it passes the margin, else variant 0.\n"
     << "inline int select_variant(" << size_params << ") {\n"
-    << "  if (dispatch_model::tuned(" << size_args << ")) return measured_variant(" << size_args << ");\n";
-  if (m.margin)
-    h << "  const int kopt_v = dispatch_model::fastest_predicted(" << size_args << ");\n"
-      << "  if (kopt_v == 0) return 0;\n"
-      << "  return dispatch_model::predicted_ms(kopt_v, " << size_args << ") * (1 + dispatch_model::kMargin) <=\n"
-      << "                 dispatch_model::predicted_ms(0, " << size_args << ")\n             ? kopt_v\n             : 0;\n}\n\n";
-  else
-    h << "  return 0;\n}\n\n";
+    << "  const long long kopt_x[] = {" << x << "};  // the sizes in the model's order\n"
+    << "  if (dispatch_rule::is_tuned(dispatch_model::kModel, kopt_x)) return measured_variant(" << size_args << ");\n"
+    << "  return dispatch_rule::choose_off_tuned(dispatch_model::kModel, kopt_x, [&](int kopt_v) {\n"
+    << "    return dispatch_model::variant_launch(kopt_v, " << size_args << ");\n"
+    << "  });\n}\n\n";
   return h.str();
 }
 

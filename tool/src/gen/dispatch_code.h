@@ -11,20 +11,21 @@
 #include <nlohmann/json.hpp>
 
 #include "model/dispatch.h"
+#include "run/summary.h"
 #include "spec/spec.h"
 
 namespace kopt::gen {
 
-/// The measured dispatch of a specialisation (`sp`: summary.json or a cache
-/// entry's "specialization"; "dispatch", written since the launch header
-/// chooses by measurement), or nullopt for one variant or an older run or
-/// cache entry (whose header then picks the nearest tuned shape). The value
-/// was checked when the file was read (`where` names it in messages). Its
+/// The measured dispatch of a specialisation (`sp`: summary.json's or a cache
+/// entry's; its "dispatch", written since the launch header chooses by
+/// measurement), or nullopt for one variant or an older run or cache entry
+/// (whose header then picks the nearest tuned shape). The record was checked
+/// when its file was read (`where` names it in messages). Its
 /// cost model is fitted again from the recorded latencies, the variants'
 /// parameters and their occupancy with the launch expressions of `spec`'s
 /// template; a model of an older rule that cannot be fitted again becomes
 /// "variant 0 off the tuned shapes", said on stderr.
-std::optional<model::DispatchTree> recorded_dispatch(const nlohmann::json& sp, size_t variants,
+std::optional<model::DispatchTree> recorded_dispatch(const run::Specialization& sp, size_t variants,
                                                      const std::string& where, const spec::Spec& spec);
 
 /// The cost model of the measured dispatch (model::DispatchModel) as C++ for

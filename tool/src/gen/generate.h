@@ -100,10 +100,6 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
 /// (spec::join_variants; spec::split_variants reads such a file back).
 std::string combine_variants(const std::vector<KernelVariant>& variants);
 
-/// Tuning cache I/O. The file is {"format_version":1,"entries":[...]} with
-/// one entry per (spec_hash, gpu name, compute capability). Throws
-/// SpecError(kopt.cache.1xx) naming the file for a corrupt cache.
-nlohmann::json read_cache(const std::filesystem::path& file);
-void write_cache(const std::filesystem::path& file, const nlohmann::json& cache);
+// The tuning cache's reader and writer are run/tuning_cache.h's.
 
 }  // namespace kopt::gen

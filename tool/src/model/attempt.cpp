@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+// Every switch over an enum of this file names each enumerator: a new one is a
+// compile error until it is handled.
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace kopt::model {
 
 using nlohmann::json;
@@ -22,6 +26,49 @@ LatencyStats latency_from(const json& j, const std::string& path) {
 }
 
 }  // namespace
+
+const char* attempt_kind_name(AttemptKind k) {
+  switch (k) {
+    case AttemptKind::initial: return "initial";
+    case AttemptKind::baseline: return "baseline";
+    case AttemptKind::candidate: return "candidate";
+    case AttemptKind::reference: return "reference";
+  }
+  return "unknown";  // unreachable for valid enumerators
+}
+
+std::optional<AttemptKind> parse_attempt_kind(const std::string& s) {
+  for (AttemptKind k : kAllAttemptKinds)
+    if (s == attempt_kind_name(k)) return k;
+  return std::nullopt;
+}
+
+bool competes_for_best(const Attempt& a) {
+  bool kind = false;
+  switch (a.kind) {
+    case AttemptKind::initial:
+    case AttemptKind::candidate: kind = true; break;
+    case AttemptKind::baseline:
+    case AttemptKind::reference: kind = false; break;
+  }
+  const std::optional<double>& g = a.result.geomean_ms;
+  return kind && a.result.verdict == Verdict::ok && g && std::isfinite(*g) && *g > 0;
+}
+
+bool better_attempt(const Attempt& a, const Attempt& b) { return *a.result.geomean_ms < *b.result.geomean_ms; }
+
+const Attempt* best_attempt(const std::vector<Attempt>& history) {
+  const Attempt* b = nullptr;
+  for (const Attempt& a : history)
+    if (competes_for_best(a) && (!b || better_attempt(a, *b))) b = &a;
+  return b;
+}
+
+const Attempt* first_ok(const std::vector<Attempt>& history, AttemptKind kind) {
+  for (const Attempt& a : history)
+    if (a.kind == kind && a.result.verdict == Verdict::ok) return &a;
+  return nullptr;
+}
 
 std::optional<double> case_median_ms(const Attempt& a, const std::string& case_name) {
   for (const CaseResult& c : a.result.cases)
@@ -68,7 +115,7 @@ json result_json(const Result& r, bool full) {
 json Attempt::to_json() const {
   json j = result_json(result, /*full=*/false);
   j["index"] = index;
-  j["kind"] = kind;
+  j["kind"] = attempt_kind_name(kind);
   j["label"] = label;
   j["params"] = params_json(params);
   j["compile_options"] = compile_options;
@@ -86,7 +133,10 @@ Attempt Attempt::from_json(const json& j) {
   Attempt a;
   a.index = jio::get_int32(jio::member(j, "index", "$"), "$.index");
   if (a.index < 1) jio::fail("$.index", "must be 1 or more");
-  a.kind = jio::get_string(jio::member(j, "kind", "$"), "$.kind");
+  const std::string kind = jio::get_string(jio::member(j, "kind", "$"), "$.kind");
+  const std::optional<AttemptKind> k = parse_attempt_kind(kind);
+  if (!k) jio::fail("$.kind", "expected initial, baseline, candidate or reference, got '" + kind.substr(0, 60) + "'");
+  a.kind = *k;
   if (auto it = j.find("label"); it != j.end()) a.label = jio::get_string(*it, "$.label");
   if (auto it = j.find("params"); it != j.end()) {
     jio::require_object(*it, "$.params");

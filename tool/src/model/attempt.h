@@ -14,10 +14,33 @@
 
 namespace kopt::model {
 
+/// What an attempt was: history.json's "kind". Stable strings (attempt_kind_name); never renumber.
+enum class AttemptKind {
+  initial,    // the spec's initial kernel (or --initial-kernel), evaluated first
+  baseline,   // a library baseline timed beside the candidates (cuBLAS for GEMM-shaped work)
+  candidate,  // a kernel a proposer proposed
+  reference,  // the reference timed as an attempt of its own (runs of older kopt versions)
+};
+
+/// Every kind, in declaration order (a test checks that none is missing).
+inline constexpr AttemptKind kAllAttemptKinds[] = {AttemptKind::initial, AttemptKind::baseline,
+                                                   AttemptKind::candidate, AttemptKind::reference};
+
+// JSON of an AttemptKind is its name (json(a.kind) == "candidate"), never its number.
+NLOHMANN_JSON_SERIALIZE_ENUM(AttemptKind, {{AttemptKind::initial, "initial"},
+                                           {AttemptKind::baseline, "baseline"},
+                                           {AttemptKind::candidate, "candidate"},
+                                           {AttemptKind::reference, "reference"}})
+
+/// "initial", "baseline", "candidate", "reference".
+const char* attempt_kind_name(AttemptKind k);
+/// The kind named `s`, or nullopt for a name that is none.
+std::optional<AttemptKind> parse_attempt_kind(const std::string& s);
+
 /// One evaluated kernel.
 struct Attempt {
-  int index = 0;                          // 1-based, in evaluation order
-  std::string kind = "candidate";         // "reference" | "initial" | "candidate"
+  int index = 0;                               // 1-based, in evaluation order
+  AttemptKind kind = AttemptKind::candidate;
   std::string label;                      // e.g. "BM=128,BN=64" or "naive.cu"
   std::map<std::string, int64_t> params;  // tuning parameters (may be empty)
   std::string source;                     // the kernel source as compiled (without -D params)
@@ -31,6 +54,20 @@ struct Attempt {
   nlohmann::json to_json() const;
   static Attempt from_json(const nlohmann::json& j);
 };
+
+/// The one rule for "the best attempt", which the run store (summary.json
+/// "best", best.cu), the driver's finalists and the report share: an attempt
+/// competes when it is the initial kernel or a candidate, its verdict is ok
+/// and its geomean is finite and positive; the best is the competing attempt
+/// with the lowest geomean, the earliest on a tie.
+bool competes_for_best(const Attempt& a);
+/// Whether competing attempt `a` beats competing attempt `b` (lower geomean).
+bool better_attempt(const Attempt& a, const Attempt& b);
+/// The best attempt of `history` by that rule, or nullptr when none competes.
+const Attempt* best_attempt(const std::vector<Attempt>& history);
+
+/// The first attempt of `kind` whose verdict is ok, or nullptr.
+const Attempt* first_ok(const std::vector<Attempt>& history, AttemptKind kind);
 
 /// The median latency (ms) of case `case_name` in `a`, when it was timed and
 /// is finite and positive.

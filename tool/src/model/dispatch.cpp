@@ -169,15 +169,12 @@ void compact(const DispatchTree& in, int id, DispatchTree& out) {
   compact(in, n.right, out);
 }
 
+/// The rule's waves (model/dispatch_rule.h) of a sample's launch.
 double waves(int64_t blocks, int blocks_per_sm, int sm_count) {
-  const int64_t per_wave = static_cast<int64_t>(std::max(blocks_per_sm, 1)) * std::max(sm_count, 1);
-  return static_cast<double>((std::max<int64_t>(blocks, 1) + per_wave - 1) / per_wave);
+  return dispatch_rule::waves(static_cast<double>(blocks), blocks_per_sm, sm_count);
 }
-
-/// Waves without the rounding up: blocks / (blocks_per_sm * sm_count).
 double spread_waves(int64_t blocks, int blocks_per_sm, int sm_count) {
-  return static_cast<double>(std::max<int64_t>(blocks, 1)) /
-         (static_cast<double>(std::max(blocks_per_sm, 1)) * std::max(sm_count, 1));
+  return dispatch_rule::spread_waves(static_cast<double>(blocks), blocks_per_sm, sm_count);
 }
 
 bool has_launches(const DispatchSample& s) {
@@ -318,61 +315,94 @@ void fit(DispatchModel& m, const std::vector<DispatchSample>& samples, size_t sk
   }
 }
 
-/// Whether variant v may be chosen off the tuned shapes at `sizes`: within
-/// kSupportFactor of its support in every size (always, for variant 0 and
-/// for a model without support).
-bool supported(const DispatchModel& m, size_t v, const std::vector<int64_t>& sizes) {
-  if (v == 0 || m.support.empty()) return true;
-  if (v >= m.support.size()) return false;
-  const auto& box = m.support[v];
-  if (box.size() != sizes.size()) return false;  // no supporting shape
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    const double x = static_cast<double>(sizes[d]);
-    if (x * kSupportFactor < static_cast<double>(box[d][0]) || x > static_cast<double>(box[d][1]) * kSupportFactor)
-      return false;
+/// A model as the shipped rule reads it (model/dispatch_rule.h): the
+/// per-variant arrays where they are (an array shorter than the variants
+/// reads as none: 0), the tuned shapes and the support flattened, `sizes`
+/// values a shape.
+class RuleView {
+ public:
+  RuleView(const DispatchModel& m, size_t sizes) {
+    const size_t n = std::min(m.ms_per_work.size(), m.blocks_per_sm.size());
+    auto array = [n](const std::vector<double>& xs) { return xs.size() >= n ? xs.data() : nullptr; };
+    for (const auto& t : m.tuned)
+      if (t.size() == sizes) tuned_.insert(tuned_.end(), t.begin(), t.end());
+    if (!m.support.empty()) {
+      for (size_t v = 0; v < n; ++v)
+        for (size_t d = 0; d < sizes; ++d) {
+          const bool has = v < m.support.size() && m.support[v].size() == sizes;
+          support_.push_back(has ? m.support[v][d][0] : 0);
+          support_.push_back(has ? m.support[v][d][1] : -1);
+        }
+    }
+    rule_ = {static_cast<int>(n),
+             static_cast<int>(sizes),
+             m.sm_count,
+             m.blocks_per_sm.data(),
+             m.ms_per_work.data(),
+             array(m.ms_fixed),
+             array(m.ms_per_work_spread),
+             array(m.ms_per_byte),
+             array(m.ms_per_data_byte),
+             m.margin.has_value(),
+             m.margin.value_or(0.0),
+             tuned_.data(),
+             static_cast<int>(sizes == 0 ? 0 : tuned_.size() / sizes),
+             m.support.empty() ? nullptr : support_.data()};
   }
-  return true;
-}
+  RuleView(const RuleView&) = delete;
+  RuleView& operator=(const RuleView&) = delete;
+  const dispatch_rule::Model& operator*() const { return rule_; }
+
+ private:
+  std::vector<long long> tuned_, support_;
+  dispatch_rule::Model rule_{};
+};
+
+/// The launches of a sample's variants as the rule reads them (none past
+/// the vectors' length: never predicted).
+struct Launches {
+  const std::vector<int64_t>& blocks;
+  const std::vector<double>& block_work;
+  const std::vector<double>& traffic;
+  const std::vector<double>& data_bytes;
+  dispatch_rule::Launch operator()(int v) const {
+    const auto i = static_cast<size_t>(v);
+    dispatch_rule::Launch l;
+    if (i >= blocks.size() || i >= block_work.size()) return l;
+    l.blocks = static_cast<double>(blocks[i]);
+    l.block_work = block_work[i];
+    l.traffic = i < traffic.size() ? traffic[i] : 0.0;
+    l.data = i < data_bytes.size() ? data_bytes[i] : 0.0;
+    return l;
+  }
+};
 
 /// The variant the model predicts fastest (the lowest index among equals), or
 /// -1 when it predicts none; with `sizes`, among the variants supported there.
 int fastest_predicted(const DispatchModel& m, const std::vector<int64_t>& blocks, const std::vector<double>& block_work,
                       const std::vector<double>& traffic, const std::vector<double>& data_bytes,
                       const std::vector<int64_t>* sizes = nullptr) {
-  int best = -1;
-  double best_ms = INFINITY;
-  for (size_t v = 0; v < m.ms_per_work.size() && v < blocks.size() && v < block_work.size(); ++v) {
-    if (sizes && !supported(m, v, *sizes)) continue;
-    const double p = m.predicted_ms(static_cast<int>(v), blocks[v], block_work[v], traffic.empty() ? 0.0 : traffic[v],
-                                    data_bytes.empty() ? 0.0 : data_bytes[v]);
-    if (p < best_ms) best = static_cast<int>(v), best_ms = p;
-  }
-  return best;
+  const RuleView rule(m, sizes ? sizes->size() : 0);
+  const std::vector<long long> x = sizes ? std::vector<long long>(sizes->begin(), sizes->end()) : std::vector<long long>();
+  return dispatch_rule::fastest_predicted(*rule, sizes ? x.data() : nullptr,
+                                          Launches{blocks, block_work, traffic, data_bytes});
 }
 
 }  // namespace
 
 double DispatchModel::predicted_ms(int v, int64_t blocks, double block_work, double traffic, double data) const {
-  const auto i = static_cast<size_t>(v);
-  if (!(block_work > 0) || !std::isfinite(ms_per_work[i])) return INFINITY;
-  auto at = [i](const std::vector<double>& xs) { return i < xs.size() ? xs[i] : 0.0; };
-  return at(ms_fixed) + ms_per_work[i] * waves(blocks, blocks_per_sm[i], sm_count) * block_work +
-         at(ms_per_work_spread) * spread_waves(blocks, blocks_per_sm[i], sm_count) * block_work +
-         at(ms_per_byte) * std::max(traffic, 0.0) + at(ms_per_data_byte) * std::max(data, 0.0);
+  const RuleView rule(*this, 0);
+  return dispatch_rule::predicted_ms(*rule, v, {static_cast<double>(blocks), block_work, traffic, data});
 }
 
 int DispatchModel::choose(const std::vector<int64_t>& sizes, const std::vector<int64_t>& blocks,
                           const std::vector<double>& block_work, const std::vector<double>& traffic,
                           const std::vector<double>& data_bytes) const {
-  if (std::find(tuned.begin(), tuned.end(), sizes) != tuned.end()) return -1;
-  if (!margin || blocks.empty() || block_work.empty()) return 0;
-  const int v = fastest_predicted(*this, blocks, block_work, traffic, data_bytes, &sizes);
-  if (v <= 0) return 0;
-  auto predicted = [&](size_t i) {
-    return predicted_ms(static_cast<int>(i), blocks[i], block_work[i], traffic.empty() ? 0.0 : traffic[i],
-                        data_bytes.empty() ? 0.0 : data_bytes[i]);
-  };
-  return predicted(static_cast<size_t>(v)) * (1.0 + *margin) <= predicted(0) ? v : 0;
+  const RuleView rule(*this, sizes.size());
+  const std::vector<long long> x(sizes.begin(), sizes.end());
+  if (dispatch_rule::is_tuned(*rule, x.data())) return -1;
+  if (blocks.empty() || block_work.empty()) return 0;
+  return dispatch_rule::choose_off_tuned(*rule, x.data(), Launches{blocks, block_work, traffic, data_bytes});
 }
 
 nlohmann::json DispatchModel::to_json() const {
@@ -660,7 +690,7 @@ std::optional<DispatchModel> derive_dispatch_model(const DispatchTree& tree, con
     const double margin = std::max(kMinMargin, 0.1 * step);
     bool ok = true;
     for (const Held& h : held) {
-      const bool runs = h.pred_pick * (1.0 + margin) <= h.pred_0;
+      const bool runs = dispatch_rule::beats_margin(h.pred_pick, h.pred_0, margin);
       const bool slower = !(std::isfinite(h.ms_pick) && h.ms_pick <= h.ms_0 * (1.0 + tree.noise));
       if (runs && slower) ok = false;
     }

@@ -61,6 +61,10 @@
 // left out, the support not applied) never runs a variant slower than
 // variant 0 by more than the noise on it; 0.05 at least, the bar's 5%, so
 // that a predicted gain within the model's error is not taken.
+//
+// The rule that applies the fitted model (the prediction, the support, the
+// margin) is model/dispatch_rule.h: DispatchModel::predicted_ms and choose
+// call it, and every generated launch header embeds the same text.
 #pragma once
 
 #include <array>
@@ -71,6 +75,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/dispatch_rule.h"
+
 namespace kopt {
 class JsonAt;
 }
@@ -80,13 +86,13 @@ namespace kopt::model {
 /// The support of a variant (DispatchModel::support): the tuned shapes where
 /// it ran within kSupportCut of the fastest variant (2, the default
 /// --screen-factor: slower ones are screened there); off the tuned shapes it
-/// is chosen only within kSupportFactor of their range in every size (kopt
-/// and the generated header both use this constant). On the recorded H200
-/// runs, a row kernel fitted on N <= 4 alone predicted 35x1500x2560 at less
-/// than half of its measured time (1.46x variant 0 there) when half of the
-/// DeepBench suite was the tuned shapes.
+/// is chosen only within kSupportFactor of their range in every size (the
+/// rule's constant, model/dispatch_rule.h, which the generated header embeds).
+/// On the recorded H200 runs, a row kernel fitted on N <= 4 alone predicted
+/// 35x1500x2560 at less than half of its measured time (1.46x variant 0 there)
+/// when half of the DeepBench suite was the tuned shapes.
 constexpr double kSupportCut = 2.0;
-constexpr double kSupportFactor = 2.0;
+constexpr double kSupportFactor = dispatch_rule::kSupportFactor;
 
 /// One tuned shape: its sizes (launch-header order) and the median latency of
 /// each variant on it, in ms (INFINITY or NaN: the variant failed or was not

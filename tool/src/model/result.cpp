@@ -7,20 +7,16 @@
 
 #include "util/error.h"
 
+// Every switch over Verdict names each enumerator: a new verdict is a compile
+// error until it is handled.
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace kopt::model {
 
 using nlohmann::json;
 
 // ---------------------------------------------------------------------------
 // Verdicts
-
-namespace {
-constexpr Verdict kAllVerdicts[] = {
-    Verdict::ok,           Verdict::compile_error, Verdict::infeasible, Verdict::launch_error,
-    Verdict::runtime_error, Verdict::timeout,      Verdict::wrong_result, Verdict::out_of_bounds,
-    Verdict::nondeterministic, Verdict::worker_crash, Verdict::compiled,
-};
-}  // namespace
 
 const char* verdict_name(Verdict v) {
   switch (v) {
@@ -239,6 +235,8 @@ json Result::to_json() const {
     if (c.screened) jc["screened"] = true;
     if (c.screen_ms) jc["screen_ms"] = from_double(*c.screen_ms);
     if (c.blocks_per_sm) jc["blocks_per_sm"] = *c.blocks_per_sm;
+    if (c.rel_error_max) jc["rel_error_max"] = from_double(*c.rel_error_max);
+    if (c.rel_error_rms) jc["rel_error_rms"] = from_double(*c.rel_error_rms);
     cs.push_back(std::move(jc));
   }
   j["cases"] = std::move(cs);
@@ -283,6 +281,8 @@ Result Result::from_json(const json& j) {
       if (auto sm = jc.find("screen_ms"); sm != jc.end() && !sm->is_null()) c.screen_ms = get_double(*sm, p + ".screen_ms");
       if (auto bs = jc.find("blocks_per_sm"); bs != jc.end() && !bs->is_null())
         c.blocks_per_sm = get_int32(*bs, p + ".blocks_per_sm");
+      for (const auto& [key, out] : {std::pair{"rel_error_max", &c.rel_error_max}, std::pair{"rel_error_rms", &c.rel_error_rms}})
+        if (auto e = jc.find(key); e != jc.end() && !e->is_null()) *out = get_double(*e, p + "." + key);
       if (auto lt = jc.find("latency"); lt != jc.end() && !lt->is_null())
         c.latency = latency_from_json(*lt, p + ".latency");
       if (auto lt = jc.find("reference_latency"); lt != jc.end() && !lt->is_null())

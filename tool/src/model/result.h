@@ -30,6 +30,17 @@ enum class Verdict {
   compiled,         // compiled only, not run: there is no GPU (the agent's compile-only mode)
 };
 
+/// Every verdict, in declaration order. Code that counts or maps verdicts
+/// switches over them without a default (a new verdict is then a compile
+/// error there) or iterates this list; a test checks that it is complete.
+inline constexpr Verdict kAllVerdicts[] = {
+    Verdict::ok,           Verdict::compile_error, Verdict::infeasible, Verdict::launch_error,
+    Verdict::runtime_error, Verdict::timeout,      Verdict::wrong_result, Verdict::out_of_bounds,
+    Verdict::nondeterministic, Verdict::worker_crash, Verdict::compiled,
+};
+
+/// The verdict's stable name ("ok", "compile_error", ...); "unknown" for a
+/// value that is no enumerator.
 const char* verdict_name(Verdict v);
 /// Parses a verdict_name string; throws std::invalid_argument if unknown.
 Verdict parse_verdict(const std::string& s);
@@ -76,6 +87,15 @@ struct CaseResult {
   /// (cuOccupancyMaxActiveBlocksPerMultiprocessor). Timed cases only; the dispatch model's
   /// waves are counted with it (model/dispatch.h, DispatchModel).
   std::optional<int> blocks_per_sm;
+  /// Accuracy against the FP64 oracle, for an output compared with a GEMM tolerance (spec
+  /// "tolerance": {"kind": "gemm"}): per element e = |out - ref| / sqrt(sum_k (a_ik * b_kj)^2), the
+  /// error relative to the scale of the products (it never divides by a sum that cancels; for K = 1
+  /// it is |out - ref| / |ref|), over the elements where that scale is positive and both values are
+  /// finite; ref is the reference's output (an FP64 sum rounded once to the output type). The max
+  /// and the root mean square of e, from the first checked launch of trial 1: the seeded inputs,
+  /// the same for every candidate and for the cuBLAS baseline (docs/evaluation.md, "Accuracy").
+  /// Unset for other tolerances, and where the case was not checked to the end.
+  std::optional<double> rel_error_max, rel_error_rms;
 };
 
 struct Result {

@@ -20,26 +20,14 @@ using namespace text;
 namespace {
 
 // ---------------------------------------------------------------------------
-// Reading the documents (every reader tolerates a document of the wrong shape)
+// Reading spec.json (every reader tolerates a document of the wrong shape;
+// summary.json comes typed, run/summary.h)
 
 const json& member(const json& j, const char* key) {
   static const json null_json;
   if (!j.is_object()) return null_json;
   const auto it = j.find(key);
   return it == j.end() ? null_json : *it;
-}
-
-std::optional<double> number(const json& j) {
-  if (!j.is_number()) return std::nullopt;
-  const double v = j.get<double>();
-  return finite_positive(v) ? std::optional<double>(v) : std::nullopt;
-}
-
-std::optional<int> integer(const json& j) {
-  if (!j.is_number_integer()) return std::nullopt;
-  const int64_t v = j.get<int64_t>();
-  if (v < 0 || v > 1'000'000'000) return std::nullopt;
-  return static_cast<int>(v);
 }
 
 std::string string_of(const json& j) { return j.is_string() ? j.get<std::string>() : std::string(); }
@@ -59,7 +47,7 @@ struct PerfCase {
 
 /// The performance cases in the spec's order with their sizes; without a
 /// spec, the specialisation's cases, else the cases the history timed.
-std::vector<PerfCase> performance_cases(const json& summary, const std::vector<Attempt>& history,
+std::vector<PerfCase> performance_cases(const run::Summary& summary, const std::vector<Attempt>& history,
                                         const json& spec) {
   std::vector<PerfCase> out;
   const json& cases = member(spec, "cases");
@@ -68,9 +56,8 @@ std::vector<PerfCase> performance_cases(const json& summary, const std::vector<A
       if (string_of(member(c, "role")) == "performance" && !string_of(member(c, "name")).empty())
         out.push_back({string_of(member(c, "name")), sizes_of(member(c, "sizes"))});
   if (!out.empty()) return out;
-  const json& sp_cases = member(member(summary, "specialization"), "cases");
-  if (sp_cases.is_object() && !sp_cases.empty()) {
-    for (const auto& [name, c] : sp_cases.items()) out.push_back({name, sizes_of(member(c, "sizes"))});
+  if (summary.specialization && !summary.specialization->cases.empty()) {
+    for (const auto& [name, c] : summary.specialization->cases) out.push_back({name, c.sizes.value_or(std::map<std::string, int64_t>{})});
     return out;
   }
   std::set<std::string> seen;
@@ -80,44 +67,38 @@ std::vector<PerfCase> performance_cases(const json& summary, const std::vector<A
   return out;
 }
 
-const Attempt* by_index(const std::vector<Attempt>& history, const json& index) {
-  const std::optional<int> i = integer(index);
-  if (!i) return nullptr;
+const Attempt* by_index(const std::vector<Attempt>& history, const std::optional<int>& index) {
+  if (!index) return nullptr;
   for (const Attempt& a : history)
-    if (a.index == *i) return &a;
+    if (a.index == *index) return &a;
   return nullptr;
 }
 
-const Attempt* first_ok(const std::vector<Attempt>& history, const char* kind) {
-  for (const Attempt& a : history)
-    if (a.kind == kind && a.result.verdict == model::Verdict::ok) return &a;
-  return nullptr;
+/// A latency worth drawing: finite and positive.
+std::optional<double> positive(const std::optional<double>& v) {
+  return v && finite_positive(*v) ? v : std::nullopt;
 }
 
 /// The winner: the final re-timing's, else the search's best (summary
-/// "best"), else the fastest ok candidate or initial kernel.
-const Attempt* winner_of(const json& summary, const std::vector<Attempt>& history) {
-  if (const Attempt* a = by_index(history, member(member(summary, "final_best"), "index"))) return a;
-  if (const Attempt* a = by_index(history, member(member(summary, "best"), "index"))) return a;
-  const Attempt* b = nullptr;
-  for (const Attempt& a : history) {
-    if (a.result.verdict != model::Verdict::ok || (a.kind != "candidate" && a.kind != "initial")) continue;
-    if (!a.result.geomean_ms || !finite_positive(*a.result.geomean_ms)) continue;
-    if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
-  }
-  return b;
+/// "best"), else the run's best attempt (model::best_attempt).
+const Attempt* winner_of(const run::Summary& summary, const std::vector<Attempt>& history) {
+  if (summary.final_best)
+    if (const Attempt* a = by_index(history, summary.final_best->index)) return a;
+  if (summary.best)
+    if (const Attempt* a = by_index(history, summary.best->index)) return a;
+  return model::best_attempt(history);
 }
 
 /// The reference's median on `name`: timed beside an attempt (the initial
 /// kernel first), else the reference attempt's own timing.
 std::optional<double> reference_median(const std::vector<Attempt>& history, const std::string& name) {
-  for (const char* kind : {"initial", "candidate"})
+  for (const model::AttemptKind kind : {model::AttemptKind::initial, model::AttemptKind::candidate})
     for (const Attempt& a : history)
       if (a.kind == kind)
         for (const model::CaseResult& c : a.result.cases)
           if (c.name == name && c.reference_latency && finite_positive(c.reference_latency->median_ms))
             return c.reference_latency->median_ms;
-  if (const Attempt* r = first_ok(history, "reference")) return model::case_median_ms(*r, name);
+  if (const Attempt* r = model::first_ok(history, model::AttemptKind::reference)) return model::case_median_ms(*r, name);
   return std::nullopt;
 }
 
@@ -154,21 +135,20 @@ std::string shape_class(const std::map<std::string, int64_t>& sizes) {
   return kLarge;
 }
 
-ShapeComparison compare_shapes(const json& summary, const std::vector<Attempt>& history, const json& spec) {
+ShapeComparison compare_shapes(const run::Summary& summary, const std::vector<Attempt>& history, const json& spec) {
   ShapeComparison out;
   const std::vector<PerfCase> cases = performance_cases(summary, history, spec);
-  const json& sp = member(summary, "specialization");
-  const json& sp_cases = member(sp, "cases");
-  const size_t n_variants = member(sp, "variants").is_array() ? member(sp, "variants").size() : 0;
+  const run::Specialization* sp = summary.specialization ? &*summary.specialization : nullptr;
+  const size_t n_variants = sp ? sp->variants.size() : 0;
   const Attempt* winner = winner_of(summary, history);
-  const json* retimed = nullptr;  // the winner's entry of the final re-timing
-  if (winner && member(summary, "retime").is_array())
-    for (const json& r : member(summary, "retime"))
-      if (integer(member(r, "index")) == winner->index && member(r, "cases_median_ms").is_object()) retimed = &r;
+  const run::RetimeEntry* retimed = nullptr;  // the winner's entry of the final re-timing
+  if (winner && summary.retime)
+    for (const run::RetimeEntry& r : *summary.retime)
+      if (r.index == winner->index) retimed = &r;
 
   // The baseline: one source for every shape, the first that was timed.
-  const Attempt* cublas = first_ok(history, "baseline");
-  const Attempt* initial = first_ok(history, "initial");
+  const Attempt* cublas = model::first_ok(history, model::AttemptKind::baseline);
+  const Attempt* initial = model::first_ok(history, model::AttemptKind::initial);
   bool any_reference = false;
   for (const PerfCase& c : cases) any_reference = any_reference || reference_median(history, c.name).has_value();
   if (cublas) out.baseline = "cuBLAS";
@@ -181,16 +161,20 @@ ShapeComparison compare_shapes(const json& summary, const std::vector<Attempt>& 
     ShapeTiming t;
     t.name = c.name;
     t.sizes = c.sizes;
-    const json& sc = member(sp_cases, c.name.c_str());
-    if (t.sizes.empty()) t.sizes = sizes_of(member(sc, "sizes"));
-    if (const auto v = integer(member(sc, "variant"))) t.variant = *v;
-    if (const auto ms = number(member(sc, "median_ms"))) t.tuned_ms = ms;
-    else if (retimed) t.tuned_ms = number(member(member(*retimed, "cases_median_ms"), c.name.c_str()));
+    const run::SpecializationCase* sc = nullptr;
+    if (sp)
+      if (const auto it = sp->cases.find(c.name); it != sp->cases.end()) sc = &it->second;
+    if (t.sizes.empty() && sc && sc->sizes) t.sizes = *sc->sizes;
+    if (sc) t.variant = sc->variant;
+    if (const auto ms = positive(sc ? sc->median_ms : std::nullopt)) t.tuned_ms = ms;
+    else if (retimed)
+      if (const auto it = retimed->cases_median_ms.find(c.name); it != retimed->cases_median_ms.end())
+        t.tuned_ms = positive(it->second);
     if (!t.tuned_ms && winner) t.tuned_ms = model::case_median_ms(*winner, c.name);
     if (cublas) t.baseline_ms = model::case_median_ms(*cublas, c.name);
     else if (any_reference) t.baseline_ms = reference_median(history, c.name);
     else if (initial) t.baseline_ms = model::case_median_ms(*initial, c.name);
-    t.shape_class = string_of(member(sc, "class"));
+    t.shape_class = sc && sc->shape_class ? *sc->shape_class : "";
     if (t.shape_class.empty()) t.shape_class = shape_class(t.sizes);
     if (t.shape_class.empty()) t.shape_class = n_variants > 1 ? "variant " + std::to_string(t.variant) : "all shapes";
     out.shapes.push_back(std::move(t));
@@ -430,11 +414,11 @@ std::vector<ProgressPoint> best_so_far(const std::vector<Attempt>& history) {
   std::optional<double> best;
   int e = 0;
   for (const Attempt& a : history) {
-    if (a.kind != "candidate" && a.kind != "initial") continue;
+    if (a.kind != model::AttemptKind::candidate && a.kind != model::AttemptKind::initial) continue;
     ProgressPoint p;
     p.evaluation = ++e;
     p.index = a.index;
-    p.label = a.label.empty() ? a.kind : a.label;
+    p.label = a.label.empty() ? model::attempt_kind_name(a.kind) : a.label;
     p.ok = a.result.verdict == model::Verdict::ok && a.result.geomean_ms && finite_positive(*a.result.geomean_ms);
     if (p.ok) {
       p.geomean_ms = a.result.geomean_ms;
@@ -449,11 +433,11 @@ std::vector<ProgressPoint> best_so_far(const std::vector<Attempt>& history) {
   return out;
 }
 
-std::vector<LevelLine> progress_levels(const json& summary) {
+std::vector<LevelLine> progress_levels(const run::Summary& summary) {
   std::vector<LevelLine> out;
-  if (const auto v = number(member(summary, "cublas_geomean_ms"))) out.push_back({"cuBLAS", *v});
-  if (const auto v = number(member(summary, "reference_geomean_ms"))) out.push_back({"reference", *v});
-  if (const auto v = number(member(member(summary, "specialization"), "geomean_ms")))
+  if (const auto v = positive(summary.cublas_geomean_ms)) out.push_back({"cuBLAS", *v});
+  if (const auto v = positive(summary.reference_geomean_ms)) out.push_back({"reference", *v});
+  if (const auto v = positive(summary.specialization ? summary.specialization->geomean_ms : std::nullopt))
     out.push_back({"specialised variants", *v});
   return out;
 }
@@ -608,56 +592,53 @@ std::vector<std::string> size_order(const json& spec, const std::vector<Dispatch
 
 }  // namespace
 
-DispatchTable dispatch_table(const json& summary, const json& spec) {
+DispatchTable dispatch_table(const run::Summary& summary, const json& spec) {
   DispatchTable t;
   const std::vector<Attempt> no_history;
   const std::vector<PerfCase> cases = performance_cases(summary, no_history, spec);
-  const json& sp = member(summary, "specialization");
-  const json& vs = member(sp, "variants");
-  if (vs.is_array() && !vs.empty()) {
+  const run::Specialization* sp = summary.specialization ? &*summary.specialization : nullptr;
+  if (sp && !sp->variants.empty()) {
     t.source = "summary.json \"specialization\": what kopt generate writes into the launch header";
-    for (const json& v : vs) {
-      DispatchVariant dv;
-      dv.variant = integer(member(v, "variant")).value_or(static_cast<int>(t.variants.size()));
-      dv.index = integer(member(v, "index"));
-      dv.label = string_of(member(v, "label"));
-      dv.params = member(v, "params").is_object() ? member(v, "params") : json::object();
-      dv.file = string_of(member(v, "file"));
-      t.variants.push_back(std::move(dv));
-    }
-    const json& sc = member(sp, "cases");
+    for (const run::SpecializationVariant& v : sp->variants)
+      t.variants.push_back({v.variant, v.index, v.label, model::params_json(v.params), v.file});
     std::vector<std::string> names;
     for (const PerfCase& c : cases) names.push_back(c.name);
-    if (sc.is_object())
-      for (const auto& [name, c] : sc.items())
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    for (const auto& [name, c] : sp->cases)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     for (const std::string& name : names) {
-      const json& c = member(sc, name.c_str());
-      if (!c.is_object()) continue;
+      const auto it = sp->cases.find(name);
+      if (it == sp->cases.end()) continue;
       DispatchShape s;
       s.name = name;
-      s.sizes = sizes_of(member(c, "sizes"));
-      s.variant = integer(member(c, "variant")).value_or(0);
-      s.median_ms = number(member(c, "median_ms"));
-      s.variant0_ms = number(member(c, "single_median_ms"));
+      s.sizes = it->second.sizes.value_or(std::map<std::string, int64_t>{});
+      s.variant = it->second.variant;
+      s.median_ms = positive(it->second.median_ms);
+      s.variant0_ms = positive(it->second.single_median_ms);
       t.shapes.push_back(std::move(s));
     }
   } else {
     t.source = "summary.json \"final_best\" (no shape specialisation)";
-    const json& fb = member(summary, "final_best").is_object() ? member(summary, "final_best") : member(summary, "best");
-    if (fb.is_object()) {
+    // The winner: the final re-timing's, else the search's best.
+    std::optional<int> index;
+    if (summary.final_best || summary.best) {
       DispatchVariant dv;
-      dv.index = integer(member(fb, "index"));
-      dv.label = string_of(member(fb, "label"));
-      dv.params = member(fb, "params").is_object() ? member(fb, "params") : json::object();
+      if (summary.final_best) {
+        index = summary.final_best->index;
+        dv.label = summary.final_best->label.value_or("");
+        if (summary.final_best->params) dv.params = model::params_json(*summary.final_best->params);
+      } else {
+        index = summary.best->index;
+        dv.label = summary.best->label;
+        dv.params = model::params_json(summary.best->params);
+      }
+      dv.index = index;
       dv.file = "best.cu";
       t.variants.push_back(std::move(dv));
     }
     std::map<std::string, double> best_ms;
-    const json& bc = member(member(summary, "best"), "cases");
-    if (bc.is_array() && integer(member(member(summary, "best"), "index")) == integer(member(fb, "index")))
-      for (const json& c : bc)
-        if (const auto ms = number(member(c, "median_ms"))) best_ms[string_of(member(c, "name"))] = *ms;
+    if (summary.best && summary.best->index == index)
+      for (const run::SummaryCase& c : summary.best->cases)
+        if (const auto ms = positive(c.median_ms)) best_ms[c.name] = *ms;
     for (const PerfCase& c : cases) {
       DispatchShape s;
       s.name = c.name;
@@ -669,20 +650,13 @@ DispatchTable dispatch_table(const json& summary, const json& spec) {
   t.size_names = size_order(spec, t.shapes);
   std::string args;
   for (size_t i = 0; i < t.size_names.size(); ++i) args += (i ? ", " : "") + t.size_names[i];
+  // The measured tree (a damaged one was left out when the summary was read).
   std::optional<model::DispatchTree> tree;
-  if (t.variants.size() > 1 && member(sp, "dispatch").is_object()) {
+  if (sp && t.variants.size() > 1) {
     try {
-      tree = model::DispatchTree::from_json(member(sp, "dispatch"), "summary.json", static_cast<int>(t.variants.size()));
+      tree = sp->dispatch_tree("summary.json");
     } catch (const Error&) {
-      // A damaged cost model: the tree alone, as the report can still show it; a damaged
-      // tree: none (kopt generate refuses both; the table says what the words below say).
-      json bare = member(sp, "dispatch");
-      bare.erase("model");
-      try {
-        tree = model::DispatchTree::from_json(bare, "summary.json", static_cast<int>(t.variants.size()));
-      } catch (const Error&) {
-        tree.reset();
-      }
+      tree.reset();
     }
   }
   if (tree) {

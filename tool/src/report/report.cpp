@@ -27,19 +27,12 @@ namespace {
 std::string label_of(const Attempt& a) {
   std::string l = "#" + std::to_string(a.index);
   if (!a.label.empty()) l += " " + a.label;
-  else if (a.kind != "candidate") l += " " + a.kind;
+  else if (a.kind != model::AttemptKind::candidate) l += std::string(" ") + model::attempt_kind_name(a.kind);
   return l;
 }
 
 // ---------------------------------------------------------------------------
 // Speedups
-
-const Attempt* first_ok_reference(const std::vector<Attempt>& history) {
-  for (const Attempt& a : history)
-    if (a.kind == "reference" && a.result.verdict == model::Verdict::ok) return &a;
-  return nullptr;
-}
-
 
 // What the heatmap's speedups are over: the reference, or (when the
 // reference was never timed) the initial kernel.
@@ -90,7 +83,7 @@ std::optional<double> geomean_speedup(const Attempt& a, const Base& base) {
 // first initial kernel that passed, when there is one.
 Base base_for(const std::vector<Attempt>& history, const std::vector<std::string>& cases) {
   Base b;
-  b.ref = first_ok_reference(history);
+  b.ref = model::first_ok(history, model::AttemptKind::reference);
   for (const Attempt& a : history) {
     if (a.result.verdict != model::Verdict::ok) continue;
     if (geomean_speedup(a, b)) return b;
@@ -98,7 +91,7 @@ Base base_for(const std::vector<Attempt>& history, const std::vector<std::string
       if (case_speedup(a, c, b)) return b;
   }
   for (const Attempt& a : history)
-    if (a.kind == "initial" && a.result.verdict == model::Verdict::ok && a.result.geomean_ms &&
+    if (a.kind == model::AttemptKind::initial && a.result.verdict == model::Verdict::ok && a.result.geomean_ms &&
         finite_positive(*a.result.geomean_ms)) {
       b.initial = &a;
       break;
@@ -106,15 +99,6 @@ Base base_for(const std::vector<Attempt>& history, const std::vector<std::string
   return b;
 }
 
-const Attempt* best_of(const std::vector<Attempt>& history) {
-  const Attempt* b = nullptr;
-  for (const Attempt& a : history) {
-    if (a.result.verdict != model::Verdict::ok || (a.kind != "candidate" && a.kind != "initial")) continue;
-    if (!a.result.geomean_ms || !finite_positive(*a.result.geomean_ms)) continue;
-    if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
-  }
-  return b;
-}
 
 // ---------------------------------------------------------------------------
 // Colours: a diverging red (slower) - grey-white (1x) - blue (faster) scale
@@ -160,7 +144,7 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
                         const std::vector<std::string>& performance_cases) {
   const Base ref = base_for(history, performance_cases);
   const std::string over = ref.initial ? "the initial kernel" : "the reference";
-  const Attempt* best = best_of(history);
+  const Attempt* best = model::best_attempt(history);
   const int n = static_cast<int>(history.size());
   const int m = static_cast<int>(performance_cases.size());
 
@@ -274,7 +258,7 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
       o << "<text class=\"label\" x=\"" << x0 - 6 << "\" y=\"" << y + row_h / 2 + 4
         << "\" text-anchor=\"end\" fill=\"" << (ok ? "#222222" : "#777777") << "\""
         << (&a == best ? " font-weight=\"bold\"" : "") << "><title>" << esc(name) << " ("
-        << esc(a.kind) << ")</title>" << esc(truncate(name, 40)) << "</text>";
+        << esc(model::attempt_kind_name(a.kind)) << ")</title>" << esc(truncate(name, 40)) << "</text>";
     } else if (a.index % tick_every == 0 || i == 0 || &a == best) {
       o << "<text class=\"tick\" x=\"" << x0 - 6 << "\" y=\"" << y + row_h / 2 + 4
         << "\" text-anchor=\"end\" fill=\"#444444\"" << (&a == best ? " font-weight=\"bold\"" : "")
@@ -439,11 +423,9 @@ std::string jstr(const json& j, const char* key, const std::string& dflt = "") {
   return dump_json(*it);
 }
 
-std::optional<double> jnum(const json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
+/// A value worth showing: finite.
+std::optional<double> shown(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? v : std::nullopt;
 }
 
 std::string ms_text(const std::optional<double>& v) { return v ? fmt(*v, "%.4g") + " ms" : "n/a"; }
@@ -463,22 +445,170 @@ std::string gpu_text(const json& gpu) {
   return arch.empty() ? name : name + " (" + arch + ")";
 }
 
+/// What the report calls the best: the winner of the final interleaved
+/// re-timing when there is one (summary.json "final_best"), else the fastest
+/// attempt as measured during the search ("best").
+struct ShownBest {
+  std::optional<int> index;
+  std::string label, kind;
+  std::map<std::string, int64_t> params;
+  std::optional<double> geomean_ms, speedup_vs_reference, speedup_vs_initial, ratio_to_cublas;
+  const std::vector<run::SummaryCase>* cases = nullptr;  // the search's best only
+};
+
+std::optional<ShownBest> shown_best(const run::Summary& s, const std::vector<Attempt>& history) {
+  ShownBest b;
+  if (s.final_best && s.final_best->index) {
+    const run::FinalBest& fb = *s.final_best;
+    b.index = fb.index;
+    b.label = fb.label.value_or("");
+    b.params = fb.params.value_or(std::map<std::string, int64_t>{});
+    b.geomean_ms = shown(fb.geomean_ms);
+    b.speedup_vs_reference = shown(fb.speedup_vs_reference);
+    b.speedup_vs_initial = shown(fb.speedup_vs_initial);
+    b.ratio_to_cublas = shown(fb.ratio_to_cublas);
+    for (const Attempt& a : history)
+      if (a.index == *b.index) b.kind = model::attempt_kind_name(a.kind);
+    return b;
+  }
+  if (!s.best) return std::nullopt;
+  b.index = s.best->index;
+  b.label = s.best->label;
+  if (s.best->kind) b.kind = model::attempt_kind_name(*s.best->kind);
+  b.params = s.best->params;
+  b.geomean_ms = shown(s.best->geomean_ms);
+  b.speedup_vs_reference = shown(s.best->speedup_vs_reference);
+  b.speedup_vs_initial = shown(s.best->speedup_vs_initial);
+  b.cases = &s.best->cases;
+  return b;
+}
+
+/// The summary section: cards, the table of the best attempt, its per-case
+/// timings, and the summary's other documents.
+void summary_section(std::ostringstream& o, const run::Summary& s, const std::optional<ShownBest>& best,
+                     const std::vector<Attempt>& history) {
+  o << "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"cards\">\n";
+  const ShownBest none;
+  const ShownBest& b = best ? *best : none;
+  const std::optional<double> sref = b.speedup_vs_reference, sini = b.speedup_vs_initial, bgeo = b.geomean_ms,
+                              bratio = b.ratio_to_cublas;
+  const run::Specialization* sp = s.specialization ? &*s.specialization : nullptr;
+  auto card = [&](const std::string& big, const std::string& small) {
+    o << "<div class=\"card\"><div class=\"big\">" << esc(big) << "</div><div class=\"small\">" << esc(small)
+      << "</div></div>\n";
+  };
+  card(sref ? speedup_text(*sref) : "n/a", "best vs reference (geomean)");
+  card(sini ? speedup_text(*sini) : "n/a", "best vs initial kernel");
+  card(bgeo ? fmt(*bgeo, "%.4g") + " ms" : "n/a", "best geomean latency");
+  // Against cuBLAS: the specialised variants when there are some, else the best.
+  if (const auto r = shown(sp ? sp->ratio_to_cublas : std::nullopt))
+    card(fmt(*r, "%.3f"), "of cuBLAS, specialised (cuBLAS time / ours)");
+  else if (bratio)
+    card(fmt(*bratio, "%.3f"), "of cuBLAS (cuBLAS time / ours)");
+  int64_t n_ok = 0;
+  for (const Attempt& a : history) n_ok += a.result.verdict == model::Verdict::ok ? 1 : 0;
+  card(std::to_string(n_ok) + " / " + std::to_string(history.size()), "attempts that passed");
+  o << "</div>\n<table class=\"kv\">\n";
+  auto kv = [&](const std::string& k, const std::string& v_html) {
+    o << "<tr><th>" << esc(k) << "</th><td>" << v_html << "</td></tr>\n";
+  };
+  if (best) {
+    kv("Best attempt", "#" + esc(best->index ? std::to_string(*best->index) : "") + " " + esc(best->label) +
+                           " <span class=\"muted\">(" + esc(best->kind) + ")</span>");
+    std::string params;
+    for (const auto& [k, v] : best->params) params += (params.empty() ? "" : ", ") + esc(k) + "=" + std::to_string(v);
+    kv("Parameters", params.empty() ? "<span class=\"muted\">none</span>" : params);
+  } else {
+    kv("Best attempt", "<span class=\"muted\">none: no attempt passed every check</span>");
+  }
+  kv("Best geomean", esc(ms_text(bgeo)));
+  kv("Speedup vs reference", esc(sref ? speedup_text(*sref) : "n/a"));
+  kv("Speedup vs initial", esc(sini ? speedup_text(*sini) : "n/a"));
+  if (bratio)
+    kv("Ratio to cuBLAS (FP32)", esc(fmt(*bratio, "%.3f")) + " <span class=\"muted\">(cuBLAS geomean " +
+                                     esc(ms_text(shown(s.cublas_geomean_ms))) + ")</span>");
+  if (sp) {
+    std::string v = esc(ms_text(shown(sp->geomean_ms))) + " with " + std::to_string(sp->variants.size()) +
+                    " shape-specialised variant(s)";
+    if (const auto r = shown(sp->ratio_to_cublas)) v += ", " + esc(fmt(*r, "%.3f")) + " of cuBLAS";
+    kv("Specialised geomean", v);
+  }
+  kv("Reference geomean", esc(ms_text(shown(s.reference_geomean_ms))));
+  kv("Initial geomean", esc(ms_text(shown(s.initial_geomean_ms))));
+  {
+    std::string chips = "<div class=\"chips\">";
+    for (const auto& [k, c] : s.counts)
+      chips += "<span class=\"v " + std::string(c == 0 ? "v-zero" : (k == "ok" ? "v-ok" : "v-bad")) + "\">" + esc(k) +
+               ": " + std::to_string(c) + "</span>";
+    kv("Verdicts", chips + "</div>");
+  }
+  kv("Attempts", esc(std::to_string(s.attempts.value_or(static_cast<int64_t>(history.size())))));
+  kv("GPU", esc(gpu_text(s.gpu)));
+  if (!s.strategy.empty()) kv("Strategy", esc(s.strategy) + ", seed " + esc(std::to_string(s.seed)));
+  if (!s.spec_hash.empty()) kv("Spec hash", "<code>" + esc(s.spec_hash) + "</code>");
+  o << "</table>\n";
+
+  // Best per case.
+  if (best && best->cases && !best->cases->empty()) {
+    o << "<h3>Best kernel per case</h3>\n<table class=\"sortable\" id=\"best-cases\">\n<thead><tr>"
+         "<th>case</th><th data-type=\"num\">median ms</th><th data-type=\"num\">mean ms</th>"
+         "<th data-type=\"num\">min ms</th><th data-type=\"num\">max ms</th><th data-type=\"num\">stddev ms</th>"
+         "<th data-type=\"num\">samples</th><th data-type=\"num\">reference median ms</th>"
+         "<th data-type=\"num\">speedup</th></tr></thead>\n<tbody>\n";
+    for (const run::SummaryCase& c : *best->cases) {
+      o << "<tr><td>" << esc(c.name) << "</td>";
+      for (const auto& v : {c.median_ms, c.mean_ms, c.min_ms, c.max_ms, c.stddev_ms}) {
+        const auto x = shown(v);
+        o << num_td(x, x ? fmt(*x, "%.4g") : "");
+      }
+      const std::optional<double> ns = c.samples ? std::optional<double>(static_cast<double>(*c.samples)) : std::nullopt;
+      o << num_td(ns, ns ? fmt(*ns, "%.0f") : "");
+      const auto rm = shown(c.reference_median_ms);
+      o << num_td(rm, rm ? fmt(*rm, "%.4g") : "");
+      const auto su = shown(c.speedup);
+      o << num_td(su, su ? speedup_text(*su) : "") << "</tr>\n";
+    }
+    o << "</tbody>\n</table>\n";
+  }
+
+  // Everything the driver and the proposer added (re-timing, baselines,
+  // budget...): plain values in a table; documents (budget, final_best,
+  // retime, specialization...) as raw JSON, collapsed.
+  const json doc = s.to_json();
+  const auto& std_keys = run::Summary::store_keys();
+  std::vector<std::pair<std::string, const json*>> extra;
+  for (const auto& [k, v] : doc.items())
+    if (std::find(std_keys.begin(), std_keys.end(), k) == std_keys.end()) extra.emplace_back(k, &v);
+  if (!extra.empty()) {
+    o << "<h3>More results</h3>\n";
+    bool table = false;
+    for (const auto& [k, v] : extra) {
+      if (!v->is_primitive()) continue;
+      if (!table) o << "<table class=\"kv\">\n";
+      table = true;
+      kv(k, esc(v->is_string() ? v->get<std::string>() : dump_json(*v)));
+    }
+    if (table) o << "</table>\n";
+    o << "<div class=\"raw\">\n";
+    for (const auto& [k, v] : extra) {
+      if (v->is_primitive()) continue;
+      o << "<details class=\"raw-json\" id=\"raw-" << esc(k) << "\"><summary><code>" << esc(k)
+        << "</code> <span class=\"muted\">(raw JSON, " << v->size() << (v->is_array() ? " item" : " key")
+        << (v->size() == 1 ? "" : "s") << ")</span></summary>\n<pre>" << esc(dump_json(*v, 2), true)
+        << "</pre>\n</details>\n";
+    }
+    o << "</div>\n";
+  }
+  o << "</section>\n";
+}
+
 }  // namespace
 
-std::string report_html(const json& summary, const std::vector<Attempt>& history,
+std::string report_html(const run::Summary& s, const std::vector<Attempt>& history,
                         const std::string& heatmap, const std::string& best_source, const json& spec) {
-  const json empty = json::object();
-  const json& s = summary.is_object() ? summary : empty;
-  // The winner of the final interleaved re-timing when there is one, else
-  // the fastest attempt as measured during the search.
-  json best = s.contains("best") ? s["best"] : json(nullptr);
-  if (s.contains("final_best") && s["final_best"].is_object() && s["final_best"].contains("index")) {
-    best = s["final_best"];
-    for (const Attempt& a : history)
-      if (best["index"].is_number_integer() && a.index == best["index"].get<int>()) best["kind"] = a.kind;
-  }
-  const std::string workload = jstr(s, "workload", "(unnamed workload)");
-  const std::string run_name = jstr(s, "run");
+  const std::optional<ShownBest> best = shown_best(s, history);
+  const std::string workload = s.workload.empty() ? "(unnamed workload)" : s.workload;
+  const std::string& run_name = s.run;
   // The performance cases: the spec's, else those the history timed.
   std::vector<std::string> cases;
   if (spec.is_object() && spec.contains("cases") && spec["cases"].is_array())
@@ -492,9 +622,9 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   }
   const Base ref = base_for(history, cases);
   const Attempt* best_attempt = nullptr;
-  if (best.is_object() && best.contains("index") && best["index"].is_number_integer())
+  if (best && best->index)
     for (const Attempt& a : history)
-      if (a.index == best["index"].get<int>()) best_attempt = &a;
+      if (a.index == *best->index) best_attempt = &a;
 
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -506,137 +636,15 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   o << "<header>\n<h1>KernelOptimizer report: " << esc(workload) << "</h1>\n<p class=\"sub\">";
   std::vector<std::string> sub;
   if (!run_name.empty()) sub.push_back(esc(run_name));
-  sub.push_back("GPU: " + esc(gpu_text(s.value("gpu", json::object()))));
-  if (!jstr(s, "created").empty()) sub.push_back("started " + esc(jstr(s, "created")));
-  if (!jstr(s, "tool_version").empty()) sub.push_back("kopt " + esc(jstr(s, "tool_version")));
+  sub.push_back("GPU: " + esc(gpu_text(s.gpu)));
+  if (!s.created.empty()) sub.push_back("started " + esc(s.created));
+  if (!s.tool_version.empty()) sub.push_back("kopt " + esc(s.tool_version));
   for (size_t i = 0; i < sub.size(); ++i) o << (i ? " &middot; " : "") << sub[i];
   o << "</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#shapes\">Per shape</a>"
        "<a href=\"#progress\">Progress</a><a href=\"#dispatch\">Dispatch</a><a href=\"#heatmap\">Heatmap</a>"
        "<a href=\"#history\">History</a><a href=\"#source\">Best kernel source</a></nav>\n</header>\n";
 
-  // Summary.
-  o << "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"cards\">\n";
-  const std::optional<double> sref = jnum(best, "speedup_vs_reference");  // nullopt unless an object
-  const std::optional<double> sini = jnum(best, "speedup_vs_initial");
-  const std::optional<double> bgeo = jnum(best, "geomean_ms");
-  auto card = [&](const std::string& big, const std::string& small) {
-    o << "<div class=\"card\"><div class=\"big\">" << esc(big) << "</div><div class=\"small\">" << esc(small)
-      << "</div></div>\n";
-  };
-  card(sref ? speedup_text(*sref) : "n/a", "best vs reference (geomean)");
-  card(sini ? speedup_text(*sini) : "n/a", "best vs initial kernel");
-  card(bgeo ? fmt(*bgeo, "%.4g") + " ms" : "n/a", "best geomean latency");
-  {
-    // Against cuBLAS: the specialised variants when there are some, else the best.
-    const json& sp = s.contains("specialization") ? s["specialization"] : empty;
-    if (const auto r = jnum(sp, "ratio_to_cublas"))
-      card(fmt(*r, "%.3f"), "of cuBLAS, specialised (cuBLAS time / ours)");
-    else if (const auto rb = jnum(best, "ratio_to_cublas"))
-      card(fmt(*rb, "%.3f"), "of cuBLAS (cuBLAS time / ours)");
-  }
-  int64_t n_ok = 0;
-  for (const Attempt& a : history) n_ok += a.result.verdict == model::Verdict::ok ? 1 : 0;
-  card(std::to_string(n_ok) + " / " + std::to_string(history.size()), "attempts that passed");
-  o << "</div>\n<table class=\"kv\">\n";
-  auto kv = [&](const std::string& k, const std::string& v_html) {
-    o << "<tr><th>" << esc(k) << "</th><td>" << v_html << "</td></tr>\n";
-  };
-  if (best.is_object()) {
-    kv("Best attempt", "#" + esc(jstr(best, "index")) + " " + esc(jstr(best, "label")) + " <span class=\"muted\">(" +
-                           esc(jstr(best, "kind")) + ")</span>");
-    std::string params;
-    if (best.contains("params") && best["params"].is_object())
-      for (const auto& [k, v] : best["params"].items())
-        params += (params.empty() ? "" : ", ") + esc(k) + "=" + esc(v.is_string() ? v.get<std::string>() : dump_json(v));
-    kv("Parameters", params.empty() ? "<span class=\"muted\">none</span>" : params);
-  } else {
-    kv("Best attempt", "<span class=\"muted\">none: no attempt passed every check</span>");
-  }
-  kv("Best geomean", esc(ms_text(bgeo)));
-  kv("Speedup vs reference", esc(sref ? speedup_text(*sref) : "n/a"));
-  kv("Speedup vs initial", esc(sini ? speedup_text(*sini) : "n/a"));
-  if (const auto r = jnum(best, "ratio_to_cublas"))
-    kv("Ratio to cuBLAS (FP32)", esc(fmt(*r, "%.3f")) + " <span class=\"muted\">(cuBLAS geomean " +
-                                     esc(ms_text(jnum(s, "cublas_geomean_ms"))) + ")</span>");
-  if (s.contains("specialization") && s["specialization"].is_object()) {
-    const json& sp = s["specialization"];
-    std::string v = esc(ms_text(jnum(sp, "geomean_ms"))) + " with " +
-                    std::to_string(sp.value("variants", json::array()).size()) + " shape-specialised variant(s)";
-    if (const auto r = jnum(sp, "ratio_to_cublas")) v += ", " + esc(fmt(*r, "%.3f")) + " of cuBLAS";
-    kv("Specialised geomean", v);
-  }
-  kv("Reference geomean", esc(ms_text(jnum(s, "reference_geomean_ms"))));
-  kv("Initial geomean", esc(ms_text(jnum(s, "initial_geomean_ms"))));
-  {
-    std::string chips = "<div class=\"chips\">";
-    if (s.contains("counts") && s["counts"].is_object()) {
-      for (const auto& [k, v] : s["counts"].items()) {
-        const int64_t c = v.is_number_integer() ? v.get<int64_t>() : 0;
-        chips += "<span class=\"v " + std::string(c == 0 ? "v-zero" : (k == "ok" ? "v-ok" : "v-bad")) +
-                 "\">" + esc(k) + ": " + std::to_string(c) + "</span>";
-      }
-    }
-    kv("Verdicts", chips + "</div>");
-  }
-  kv("Attempts", esc(jstr(s, "attempts", std::to_string(history.size()))));
-  kv("GPU", esc(gpu_text(s.value("gpu", json::object()))));
-  if (!jstr(s, "strategy").empty()) kv("Strategy", esc(jstr(s, "strategy")) + ", seed " + esc(jstr(s, "seed")));
-  if (!jstr(s, "spec_hash").empty()) kv("Spec hash", "<code>" + esc(jstr(s, "spec_hash")) + "</code>");
-  o << "</table>\n";
-
-  // Best per case.
-  if (best.is_object() && best.contains("cases") && best["cases"].is_array() && !best["cases"].empty()) {
-    o << "<h3>Best kernel per case</h3>\n<table class=\"sortable\" id=\"best-cases\">\n<thead><tr>"
-         "<th>case</th><th data-type=\"num\">median ms</th><th data-type=\"num\">mean ms</th>"
-         "<th data-type=\"num\">min ms</th><th data-type=\"num\">max ms</th><th data-type=\"num\">stddev ms</th>"
-         "<th data-type=\"num\">samples</th><th data-type=\"num\">reference median ms</th>"
-         "<th data-type=\"num\">speedup</th></tr></thead>\n<tbody>\n";
-    for (const json& c : best["cases"]) {
-      o << "<tr><td>" << esc(jstr(c, "name")) << "</td>";
-      for (const char* k : {"median_ms", "mean_ms", "min_ms", "max_ms", "stddev_ms"}) {
-        auto v = jnum(c, k);
-        o << num_td(v, v ? fmt(*v, "%.4g") : "");
-      }
-      auto ns = jnum(c, "samples");
-      o << num_td(ns, ns ? fmt(*ns, "%.0f") : "");
-      auto rm = jnum(c, "reference_median_ms");
-      o << num_td(rm, rm ? fmt(*rm, "%.4g") : "");
-      auto sp = jnum(c, "speedup");
-      o << num_td(sp, sp ? speedup_text(*sp) : "") << "</tr>\n";
-    }
-    o << "</tbody>\n</table>\n";
-  }
-
-  // Everything else the caller merged in (re-timing, baselines, budget...).
-  {
-    const auto& std_keys = run::RunStore::summary_keys();
-    std::vector<std::pair<std::string, const json*>> extra;
-    for (const auto& [k, v] : s.items())
-      if (std::find(std_keys.begin(), std_keys.end(), k) == std_keys.end()) extra.emplace_back(k, &v);
-    // Plain values in a table; documents (budget, final_best, retime,
-    // specialization...) as raw JSON, collapsed.
-    if (!extra.empty()) {
-      o << "<h3>More results</h3>\n";
-      bool table = false;
-      for (const auto& [k, v] : extra) {
-        if (!v->is_primitive()) continue;
-        if (!table) o << "<table class=\"kv\">\n";
-        table = true;
-        kv(k, esc(v->is_string() ? v->get<std::string>() : dump_json(*v)));
-      }
-      if (table) o << "</table>\n";
-      o << "<div class=\"raw\">\n";
-      for (const auto& [k, v] : extra) {
-        if (v->is_primitive()) continue;
-        o << "<details class=\"raw-json\" id=\"raw-" << esc(k) << "\"><summary><code>" << esc(k)
-          << "</code> <span class=\"muted\">(raw JSON, " << v->size() << (v->is_array() ? " item" : " key")
-          << (v->size() == 1 ? "" : "s") << ")</span></summary>\n<pre>" << esc(dump_json(*v, 2), true)
-          << "</pre>\n</details>\n";
-      }
-      o << "</div>\n";
-    }
-  }
-  o << "</section>\n";
+  summary_section(o, s, best, history);
 
   // Tuned against cuBLAS (or the reference, or the initial kernel) per shape
   // class and per shape; the best so far; the launch header's dispatch table.
@@ -693,7 +701,7 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
     const bool ok = a.result.verdict == model::Verdict::ok;
     o << "<tr class=\"" << (ok ? "ok" : "rejected") << (&a == best_attempt ? " best" : "") << "\">";
     o << num_td(static_cast<double>(a.index), std::to_string(a.index));
-    o << "<td>" << esc(a.kind) << "</td><td>" << esc(a.label) << "</td>";
+    o << "<td>" << esc(model::attempt_kind_name(a.kind)) << "</td><td>" << esc(a.label) << "</td>";
     o << "<td data-v=\"" << esc(model::verdict_name(a.result.verdict)) << "\">"
       << verdict_chip(model::verdict_name(a.result.verdict)) << "</td>";
     std::optional<double> g;
@@ -719,8 +727,9 @@ std::string report_html(const json& summary, const std::vector<Attempt>& history
   if (best_source.empty()) {
     o << "<p class=\"muted\">No attempt passed every check.</p>\n";
   } else {
-    if (best.is_object())
-      o << "<p class=\"muted\">Attempt #" << esc(jstr(best, "index")) << " " << esc(jstr(best, "label"))
+    if (best)
+      o << "<p class=\"muted\">Attempt #" << esc(best->index ? std::to_string(*best->index) : "") << " "
+        << esc(best->label)
         << " (best.cu in the run folder adds the parameters and launch annotations).</p>\n";
     o << "<pre><code>" << esc(best_source, true) << "</code></pre>\n";
   }
@@ -732,30 +741,22 @@ void write_reports(const run::RunStore& store, const std::vector<std::string>& p
   // The report shows summary.json as the caller last wrote it (with its
   // extras, e.g. a re-timed reference) when it is up to date with the
   // history; a stale one (the run was killed before rewriting it) is rebuilt,
-  // keeping its extra keys.
-  json summary;
-  json extra = json::object();
-  const stdfs::path sp = store.dir() / "summary.json";
+  // keeping the driver's and the proposer's keys. A damaged one shows what
+  // reads of it (ReadMode::tolerant); one that is no JSON is rebuilt from the
+  // history.
+  std::optional<run::Summary> summary;
   std::error_code ec;
-  if (stdfs::is_regular_file(sp, ec)) {
+  if (stdfs::is_regular_file(store.dir() / "summary.json", ec)) {
     try {
-      const json old = parse_json_file(sp, "run summary");
-      if (old.is_object()) {
-        const auto it = old.find("attempts");
-        if (it != old.end() && it->is_number_integer() &&
-            it->get<int64_t>() == static_cast<int64_t>(store.history().size())) {
-          summary = old;
-        } else {
-          const auto& keys = run::RunStore::summary_keys();
-          for (const auto& [k, v] : old.items())
-            if (std::find(keys.begin(), keys.end(), k) == keys.end()) extra[k] = v;
-        }
-      }
+      summary = store.read_summary(run::ReadMode::tolerant);
     } catch (const std::exception&) {
-      // A damaged summary.json is rebuilt from the history.
     }
   }
-  if (summary.is_null()) summary = store.summary(extra);
+  if (!summary) {
+    summary = store.summary();
+  } else if (summary->attempts != static_cast<int64_t>(store.history().size())) {
+    summary->assign_store_keys(store.summary());
+  }
   // spec.json: the performance cases' sizes (charts, dispatch table); the
   // report does without when it is missing or damaged.
   json spec;
@@ -768,13 +769,12 @@ void write_reports(const run::RunStore& store, const std::vector<std::string>& p
   }
   const std::string svg = heatmap_svg(store.history(), performance_cases);
   const model::Attempt* best = store.best();
-  if (summary.contains("final_best") && summary["final_best"].is_object() &&
-      summary["final_best"].contains("index") && summary["final_best"]["index"].is_number_integer())
+  if (summary->final_best && summary->final_best->index)
     for (const auto& a : store.history())
-      if (a.index == summary["final_best"]["index"].get<int>()) best = &a;  // the re-timing's winner
+      if (a.index == *summary->final_best->index) best = &a;  // the re-timing's winner
   fs::write_file_atomic(store.dir() / "heatmap.svg", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg);
   fs::write_file_atomic(store.dir() / "report.html",
-                        report_html(summary, store.history(), svg, best ? best->source : "", spec));
+                        report_html(*summary, store.history(), svg, best ? best->source : "", spec));
 }
 
 }  // namespace kopt::report

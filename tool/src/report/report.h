@@ -25,13 +25,14 @@ std::string heatmap_svg(const std::vector<model::Attempt>& history,
 
 /// HTML report: summary table (best candidate, geomean, speedups, counts by
 /// verdict, GPU; the summary's other documents as raw JSON in collapsed
-/// <details>), charts of the tuned kernel against cuBLAS per shape class and
+/// <details>; `summary` read with run::ReadMode::tolerant shows what reads of
+/// a damaged file), charts of the tuned kernel against cuBLAS per shape class and
 /// per shape and of the best geomean so far (report/charts.h), the launch
 /// header's dispatch table, the heatmap (inlined SVG), the best kernel's
 /// source, and the full history as a table sortable by clicking a column
 /// header (inline JavaScript, no external resources). `spec` is the run's
 /// spec.json (the performance cases' sizes); null does without.
-std::string report_html(const nlohmann::json& summary, const std::vector<model::Attempt>& history,
+std::string report_html(const run::Summary& summary, const std::vector<model::Attempt>& history,
                         const std::string& heatmap, const std::string& best_source,
                         const nlohmann::json& spec = nullptr);
 

@@ -15,6 +15,9 @@
 #include "util/fs.h"
 #include "util/json_read.h"
 
+// t4_invalidity switches over every verdict: a new one is a compile error here.
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace kopt::run {
 
 using nlohmann::json;
@@ -77,7 +80,7 @@ json t4_result(const model::Attempt& a, const stdfs::path& run_dir) {
   times["runtimes"] = std::move(runtimes);
   out["times"] = std::move(times);
 
-  out["invalidity"] = t4_invalidity(model::verdict_name(r.verdict));
+  out["invalidity"] = t4_invalidity(r.verdict);
   out["correctness"] = r.verdict == model::Verdict::ok ? 1 : 0;
 
   json measurements = json::array();
@@ -95,6 +98,11 @@ json t4_result(const model::Attempt& a, const stdfs::path& run_dir) {
 // Warm start
 
 const char* const kInvalidities[] = {"timeout", "compile", "runtime", "correctness", "constraints", "correct"};
+
+/// The strings Kernel Tuner's cache writes as the "time" of a configuration
+/// that did not run (kernel_tuner/util.py: ErrorConfig and its subclasses).
+const std::string kFailedConfigs[] = {"InvalidConfig", "CompilationFailedConfig", "RuntimeFailedConfig",
+                                      "ErrorConfig"};
 
 /// An integer value of a configuration: a JSON integer within int64, or a
 /// number with an integral value (16.0, as numpy floats come out).
@@ -173,29 +181,30 @@ WarmStartEntry t4_entry(const JsonAt& r, std::string& objective) {
   }
   if (!e.failed.empty()) return e;
 
-  // The recorded time: the measurement "time", else the mean of the runtimes.
+  // The recorded time: the measurement "time", else the mean of the
+  // runtimes. A time that cannot be one (a string, a negative number, a unit
+  // that is no time) is refused, not skipped: it would reorder the warm start
+  // without a word.
   if (std::optional<JsonAt> ms = r.find("measurements")) {
     ms->expect_array();
     for (size_t i = 0; i < ms->size() && !e.time_ms; ++i) {
-      const json& m = ms->at(i).value();
-      if (!m.is_object() || m.value("name", json()) != "time") continue;
-      const json& v = m.value("value", json());
-      const json& u = m.value("unit", json(""));
-      if (!v.is_number() || !u.is_string()) continue;
-      if (std::optional<double> k = ms_per(u.get<std::string>()))
-        if (std::isfinite(v.get<double>()) && v.get<double>() >= 0) e.time_ms = v.get<double>() * *k;
+      const JsonAt m = ms->at(i);
+      if (!m.value().is_object() || m.value().value("name", json()) != "time") continue;
+      std::string unit;
+      if (std::optional<JsonAt> u = m.find("unit")) unit = u->string();
+      const std::optional<double> k = ms_per(unit);
+      if (!k)
+        m.at("unit").fail("expected a unit of time (ms, s, us or ns; none means ms), got \"" + json_shown(unit) + "\"",
+                          "kopt.interop.002");
+      e.time_ms = m.at("value").number(0) * *k;
     }
   }
   if (!e.time_ms)
     if (std::optional<JsonAt> times = r.find("times"); times && times->value().is_object())
-      if (std::optional<JsonAt> rt = times->find("runtimes"); rt && rt->value().is_array() && rt->size() > 0) {
+      if (std::optional<JsonAt> rt = times->find("runtimes"); rt && rt->size() > 0) {
         double sum = 0;
-        bool numbers = true;
-        for (const json& v : rt->value()) numbers = numbers && v.is_number() && std::isfinite(v.get<double>());
-        if (numbers) {
-          for (const json& v : rt->value()) sum += v.get<double>();
-          e.time_ms = sum / static_cast<double>(rt->size());
-        }
+        for (size_t i = 0; i < rt->size(); ++i) sum += rt->at(i).number(0);
+        e.time_ms = sum / static_cast<double>(rt->size());
       }
   return e;
 }
@@ -261,10 +270,16 @@ void read_cache(const JsonAt& root, WarmStart& w) {
       }
     }
     const JsonAt t = ent.at("time");
-    if (t.value().is_string())
-      e.failed = t.string();  // InvalidConfig, CompilationFailedConfig, RuntimeFailedConfig
-    else
+    if (t.value().is_string()) {
+      // Kernel Tuner's failed configurations; any other string is no time.
+      e.failed = t.string();
+      if (std::find(std::begin(kFailedConfigs), std::end(kFailedConfigs), e.failed) == std::end(kFailedConfigs))
+        t.fail("expected a time in ms or one of InvalidConfig, CompilationFailedConfig, RuntimeFailedConfig, "
+               "ErrorConfig; got \"" + json_shown(e.failed) + "\"" + json_quoted_number_hint(t.value()),
+               "kopt.interop.002");
+    } else {
       e.time_ms = t.number(0);
+    }
     w.entries.push_back(std::move(e));
   }
 }
@@ -292,14 +307,22 @@ int group_of(const WarmStartEntry& e) {
 
 }  // namespace
 
-std::string t4_invalidity(const std::string& verdict) {
-  if (verdict == "ok") return "correct";
-  if (verdict == "compile_error") return "compile";
-  if (verdict == "infeasible") return "constraints";
-  if (verdict == "timeout") return "timeout";
-  if (verdict == "wrong_result" || verdict == "nondeterministic") return "correctness";
-  // launch_error, runtime_error, out_of_bounds, worker_crash (and any other).
-  return "runtime";
+std::string t4_invalidity(model::Verdict verdict) {
+  switch (verdict) {
+    case model::Verdict::ok: return "correct";
+    case model::Verdict::compile_error: return "compile";
+    case model::Verdict::infeasible: return "constraints";
+    case model::Verdict::timeout: return "timeout";
+    case model::Verdict::wrong_result:
+    case model::Verdict::nondeterministic: return "correctness";
+    case model::Verdict::launch_error:
+    case model::Verdict::runtime_error:
+    case model::Verdict::out_of_bounds:
+    case model::Verdict::worker_crash: return "runtime";
+    // Never exported: export_t4 leaves compile-only candidates out.
+    case model::Verdict::compiled: return "runtime";
+  }
+  return "runtime";  // unreachable for valid enumerators
 }
 
 T4Export export_t4(const stdfs::path& run_dir) {
@@ -307,7 +330,7 @@ T4Export export_t4(const stdfs::path& run_dir) {
   T4Export x;
   json results = json::array();
   for (const model::Attempt& a : store.history()) {
-    if (a.kind != "candidate") {
+    if (a.kind != model::AttemptKind::candidate) {
       ++x.not_configurations;
       continue;
     }

@@ -39,6 +39,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/result.h"
+
 namespace kopt::run {
 
 /// The T4 schema version kopt writes and reads (major 1).
@@ -57,9 +59,10 @@ struct T4Export {
 /// RunStore::open throws (kopt.run.901 when it is not a run folder).
 T4Export export_t4(const std::filesystem::path& run_dir);
 
-/// The T4 "invalidity" of a verdict name ("ok" -> "correct", "compile_error"
-/// -> "compile", ...); docs/interop.md has the table.
-std::string t4_invalidity(const std::string& verdict);
+/// The T4 "invalidity" of a verdict (ok -> "correct", compile_error ->
+/// "compile", ...); docs/interop.md has the table. Every verdict has its
+/// own case: a new verdict is a compile error there until it is mapped.
+std::string t4_invalidity(model::Verdict verdict);
 
 /// One configuration of a warm-start file.
 struct WarmStartEntry {

@@ -17,12 +17,16 @@
 #include <stdexcept>
 #include <thread>
 
+#include "run/record_json.h"
 #include "spec/kernel_file.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/json_read.h"
 #include "util/text.h"
+
+// The verdict counts switch over every verdict: a new one is a compile error here.
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace kopt::run {
 
@@ -66,10 +70,6 @@ uint64_t run_number(const std::string& name) {
   return n;
 }
 
-json optional_double(const std::optional<double>& v) {
-  return v ? jio::from_double(*v) : json(nullptr);
-}
-
 bool finite_positive(const std::optional<double>& v) { return v && std::isfinite(*v) && *v > 0; }
 
 // The first ok attempt of `kind` with a usable geomean.
@@ -83,7 +83,7 @@ bool same_cases(const Attempt& a, const Attempt* b) {
   return y.empty() || model::timed_performance_cases(a) == y;
 }
 
-const Attempt* first_ok_of_kind(const std::vector<Attempt>& history, const std::string& kind) {
+const Attempt* first_ok_of_kind(const std::vector<Attempt>& history, model::AttemptKind kind) {
   for (const Attempt& a : history)
     if (a.kind == kind && a.result.verdict == model::Verdict::ok && finite_positive(a.result.geomean_ms))
       return &a;
@@ -200,21 +200,57 @@ RunInfo parse_run_info(const stdfs::path& dir, const json& run) {
     tool_version = run["tool_version"].get<std::string>();
   check_format_version(run, run_path, tool_version);
   try {
-    info.spec_hash = jio::get_string(jio::member(run, "spec_hash", "$"), "$.spec_hash");
+    const JsonAt r(run, fs::display(run_path));
+    info.spec_hash = r.at("spec_hash").string();
     info.tool_version = tool_version;
-    if (auto it = run.find("strategy"); it != run.end()) info.strategy = jio::get_string(*it, "$.strategy");
-    if (auto it = run.find("seed"); it != run.end()) info.seed = jio::get_uint(*it, "$.seed");
-    if (auto it = run.find("budget"); it != run.end()) info.budget = *it;
-    if (auto it = run.find("created"); it != run.end()) info.created = jio::get_string(*it, "$.created");
-    if (auto it = run.find("options"); it != run.end()) {
-      jio::require_object(*it, "$.options");
-      info.options = *it;
+    if (auto v = r.find("spec_file_hash")) info.spec_file_hash = v->string();
+    if (auto v = r.find("strategy")) info.strategy = v->string();
+    if (auto v = r.find("seed")) info.seed = record_json::unsigned_integer(*v);
+    if (auto v = r.find("budget")) info.budget = v->expect_object().value();
+    if (auto v = r.find("created")) info.created = v->string();
+    if (auto o = r.find("options")) {
+      o->expect_object();
+      if (auto v = o->find("shape_classes")) info.shape_classes = v->integer(-1, 64);
+      if (auto v = o->find("screen_factor")) info.screen_factor = v->number(0, 1000);
     }
   } catch (const Error& e) {
     throw UsageError("kopt.run.901", run_path.string() + " is damaged (" + e.what() +
                                          "): restore it, or start a new run.");
   }
   return info;
+}
+
+// run.json's document (parse_run_info reads it back).
+json run_info_json(const RunInfo& info) {
+  json run{{"format_version", kFormatVersion}, {"tool_version", info.tool_version},
+           {"spec_hash", info.spec_hash},     {"spec_file_hash", info.spec_file_hash},
+           {"strategy", info.strategy},       {"seed", info.seed},
+           {"budget", info.budget},           {"created", info.created}};
+  json options = json::object();
+  if (info.shape_classes) options["shape_classes"] = *info.shape_classes;
+  if (info.screen_factor) options["screen_factor"] = *info.screen_factor;
+  if (!options.empty()) run["options"] = std::move(options);
+  return run;
+}
+
+/// Whether summary.json "counts" lists the verdict when no attempt has it:
+/// every verdict of a search does; "compiled" (compile-only runs) only when
+/// there is one.
+bool counted_when_none(model::Verdict v) {
+  switch (v) {
+    case model::Verdict::ok:
+    case model::Verdict::compile_error:
+    case model::Verdict::infeasible:
+    case model::Verdict::launch_error:
+    case model::Verdict::runtime_error:
+    case model::Verdict::timeout:
+    case model::Verdict::wrong_result:
+    case model::Verdict::out_of_bounds:
+    case model::Verdict::nondeterministic:
+    case model::Verdict::worker_crash: return true;
+    case model::Verdict::compiled: return false;
+  }
+  return true;
 }
 
 // Every attempt history.json names, with its kernel.cu, compile.log and raw
@@ -359,13 +395,8 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
   fs::write_file_atomic(dir / kHistoryJson,
                         dump_json(json{{"format_version", kFormatVersion}, {"attempts", json::array()}}, 2) + "\n");
   // run.json last: a folder without it was never finished and is not resumable.
-  json run{{"format_version", kFormatVersion}, {"tool_version", s.info_.tool_version},
-           {"spec_hash", s.info_.spec_hash},   {"spec_file_hash", spec_file_hash},
-           {"strategy", s.info_.strategy},
-           {"seed", s.info_.seed},             {"budget", s.info_.budget},
-           {"created", s.info_.created}};
-  if (s.info_.options.is_object() && !s.info_.options.empty()) run["options"] = s.info_.options;
-  fs::write_file_atomic(dir / kRunJson, dump_json(run, 2) + "\n");
+  s.info_.spec_file_hash = spec_file_hash;
+  fs::write_file_atomic(dir / kRunJson, dump_json(run_info_json(s.info_), 2) + "\n");
   s.note_history_file();
   return s;
 }
@@ -403,9 +434,7 @@ RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec
 
   s.spec_json_ = read_run_json(dir, kSpecJson, "the workload");
   const std::string actual = hash_spec(s.spec_json_);
-  const std::string recorded = run.contains("spec_file_hash") && run["spec_file_hash"].is_string()
-                                   ? run["spec_file_hash"].get<std::string>()
-                                   : s.info_.spec_hash;
+  const std::string recorded = !s.info_.spec_file_hash.empty() ? s.info_.spec_file_hash : s.info_.spec_hash;
   if (actual != recorded) {
     throw UsageError("kopt.run.901",
                      (dir / kSpecJson).string() + " does not match the hash recorded in run.json (" +
@@ -494,7 +523,7 @@ void RunStore::record(Attempt attempt) {
   fs::write_file_atomic(cdir / "compile.log", attempt.result.compile_log);
   json rj = result_json(attempt.result, /*full=*/true);
   rj["index"] = attempt.index;
-  rj["kind"] = attempt.kind;
+  rj["kind"] = model::attempt_kind_name(attempt.kind);
   rj["label"] = attempt.label;
   rj["params"] = params_json(attempt.params);
   rj["compile_options"] = attempt.compile_options;
@@ -529,39 +558,23 @@ const Attempt* RunStore::find(const std::map<std::string, int64_t>& params,
   return nullptr;
 }
 
-const Attempt* RunStore::best() const {
-  const Attempt* b = nullptr;
-  for (const Attempt& a : history_) {
-    if (a.result.verdict != model::Verdict::ok) continue;
-    if (a.kind != "candidate" && a.kind != "initial") continue;
-    if (!finite_positive(a.result.geomean_ms)) continue;
-    if (!b || *a.result.geomean_ms < *b->result.geomean_ms) b = &a;
-  }
-  return b;
-}
+const Attempt* RunStore::best() const { return model::best_attempt(history_); }
 
-const std::vector<std::string>& RunStore::summary_keys() {
-  static const std::vector<std::string> keys = {
-      "format_version", "tool_version", "run", "workload", "gpu", "spec_hash", "strategy", "seed",
-      "created", "best", "reference_geomean_ms", "initial_geomean_ms", "counts", "attempts"};
-  return keys;
-}
-
-json RunStore::summary(const json& extra) const {
-  json s;
-  s["format_version"] = kFormatVersion;
-  s["tool_version"] = KOPT_VERSION;
-  s["run"] = dir_.filename().string();
-  s["workload"] = spec_json_.is_object() ? spec_json_.value("name", "") : "";
-  s["gpu"] = device_json_;
-  s["spec_hash"] = info_.spec_hash;
-  s["strategy"] = info_.strategy;
-  s["seed"] = info_.seed;
-  s["created"] = info_.created;
+Summary RunStore::summary() const {
+  Summary s;
+  s.format_version = kFormatVersion;
+  s.tool_version = KOPT_VERSION;
+  s.run = dir_.filename().string();
+  s.workload = spec_json_.is_object() ? spec_json_.value("name", "") : "";
+  s.gpu = device_json_;
+  s.spec_hash = info_.spec_hash;
+  s.strategy = info_.strategy;
+  s.seed = info_.seed;
+  s.created = info_.created;
 
   const Attempt* b = best();
-  const Attempt* ref = first_ok_of_kind(history_, "reference");
-  const Attempt* ini = first_ok_of_kind(history_, "initial");
+  const Attempt* ref = first_ok_of_kind(history_, model::AttemptKind::reference);
+  const Attempt* ini = first_ok_of_kind(history_, model::AttemptKind::initial);
 
   std::optional<double> ref_geo;
   if (ref) ref_geo = ref->result.geomean_ms;
@@ -574,11 +587,22 @@ json RunStore::summary(const json& extra) const {
 
   if (b) {
     const double g = *b->result.geomean_ms;
-    json cases = json::array();
+    SummaryBest sb;
+    sb.index = b->index;
+    sb.kind = b->kind;
+    sb.label = b->label;
+    sb.params = b->params;
+    sb.geomean_ms = g;
     for (const model::CaseResult& c : b->result.cases) {
       if (!c.latency) continue;
-      json jc = latency_json(*c.latency);
-      jc["name"] = c.name;
+      SummaryCase sc;
+      sc.name = c.name;
+      sc.median_ms = c.latency->median_ms;
+      sc.mean_ms = c.latency->mean_ms;
+      sc.min_ms = c.latency->min_ms;
+      sc.max_ms = c.latency->max_ms;
+      sc.stddev_ms = c.latency->stddev_ms;
+      sc.samples = c.latency->samples;
       // Reference median: measured with this candidate, else the reference attempt's.
       std::optional<double> rm;
       if (c.reference_latency) rm = c.reference_latency->median_ms;
@@ -586,46 +610,45 @@ json RunStore::summary(const json& extra) const {
         for (const model::CaseResult& rc : ref->result.cases)
           if (rc.name == c.name && rc.latency) rm = rc.latency->median_ms;
       if (finite_positive(rm)) {
-        jc["reference_median_ms"] = jio::from_double(*rm);
-        if (c.latency->median_ms > 0) jc["speedup"] = jio::from_double(*rm / c.latency->median_ms);
+        sc.reference_median_ms = *rm;
+        if (c.latency->median_ms > 0) sc.speedup = *rm / c.latency->median_ms;
       }
-      cases.push_back(std::move(jc));
+      sb.cases.push_back(std::move(sc));
     }
-    s["best"] = {{"index", b->index},
-                 {"kind", b->kind},
-                 {"label", b->label},
-                 {"params", params_json(b->params)},
-                 {"geomean_ms", jio::from_double(g)},
-                 {"cases", std::move(cases)},
-                 {"speedup_vs_reference",
-                  comparable && finite_positive(ref_geo) ? jio::from_double(*ref_geo / g) : json(nullptr)},
-                 {"speedup_vs_initial",
-                  comparable && finite_positive(ini_geo) ? jio::from_double(*ini_geo / g) : json(nullptr)}};
-    if (!comparable) s["best"]["note"] = "timed on its shape class's cases alone; final_best is over every case";
-  } else {
-    s["best"] = nullptr;
+    if (comparable && finite_positive(ref_geo)) sb.speedup_vs_reference = *ref_geo / g;
+    if (comparable && finite_positive(ini_geo)) sb.speedup_vs_initial = *ini_geo / g;
+    if (!comparable) sb.note = "timed on its shape class's cases alone; final_best is over every case";
+    s.best = std::move(sb);
   }
-  s["reference_geomean_ms"] = optional_double(ref_geo);
-  s["initial_geomean_ms"] = optional_double(ini_geo);
+  s.reference_geomean_ms = ref_geo;
+  s.initial_geomean_ms = ini_geo;
 
-  json counts = json::object();
-  // Every verdict of the search, zeros included; "compiled" (compile-only agent runs) when present.
-  for (int v = 0; v <= static_cast<int>(model::Verdict::worker_crash); ++v)
-    counts[model::verdict_name(static_cast<model::Verdict>(v))] = 0;
-  for (const Attempt& a : history_) {
-    json& n = counts[model::verdict_name(a.result.verdict)];
-    n = (n.is_null() ? 0 : n.get<int64_t>()) + 1;
-  }
-  s["counts"] = std::move(counts);
-  s["attempts"] = history_.size();
-
-  if (extra.is_object())
-    for (const auto& [k, v] : extra.items()) s[k] = v;
+  for (model::Verdict v : model::kAllVerdicts)
+    if (counted_when_none(v)) s.counts[model::verdict_name(v)] = 0;
+  for (const Attempt& a : history_) ++s.counts[model::verdict_name(a.result.verdict)];
+  s.attempts = static_cast<int64_t>(history_.size());
   return s;
 }
 
-void RunStore::write_summary(const json& extra) const {
-  fs::write_file_atomic(dir_ / kSummaryJson, dump_json(summary(extra), 2) + "\n");
+Summary RunStore::summary(const json& extra) const {
+  Summary s = summary();
+  s.merge(extra.is_null() ? json::object() : extra, "summary.json");
+  return s;
+}
+
+void RunStore::write_summary(const Summary& s) const { run::write_summary(dir_ / kSummaryJson, s); }
+
+void RunStore::write_summary(const json& extra) const { write_summary(summary(extra)); }
+
+Summary RunStore::read_summary(ReadMode mode) const { return run::read_summary(dir_ / kSummaryJson, mode); }
+
+void RunStore::replace_spec(const json& spec_json) {
+  if (!history_.empty())
+    throw std::logic_error("RunStore::replace_spec: " + dir_.string() + " has attempts already");
+  spec_json_ = spec_json;
+  info_.spec_file_hash = hash_spec(spec_json);
+  fs::write_file_atomic(dir_ / kSpecJson, dump_json(spec_json, 2) + "\n");
+  fs::write_file_atomic(dir_ / kRunJson, dump_json(run_info_json(info_), 2) + "\n");
 }
 
 void RunStore::write_best(const std::string& entry, const std::vector<std::string>& launch_lines) const {
@@ -641,14 +664,16 @@ void RunStore::write_best(const std::string& entry, const std::vector<std::strin
 void RunStore::write_best(const Attempt& attempt, const std::string& entry,
                           const std::vector<std::string>& launch_lines, const std::filesystem::path& file) const {
   const Attempt* b = &attempt;
-  const json sum = summary();
+  const Summary sum = summary();
   using spec::one_line;
   spec::SelfContainedKernel k;
+  // The run folder by its name: the file travels (into a tuning cache, a
+  // generated kernel) and must not carry the path of the machine it was made on.
+  const std::string run_name = one_line(dir_.filename().string());
   if (file.empty())
-    k.header.title = "best.cu: the fastest kernel of " + one_line(dir_.string()) + ", written by KernelOptimizer " +
-                     KOPT_VERSION + ".";
+    k.header.title = "best.cu: the fastest kernel of " + run_name + ", written by KernelOptimizer " + KOPT_VERSION + ".";
   else
-    k.header.title = one_line(file.generic_string()) + ": a shape-specialised variant of " + one_line(dir_.string()) +
+    k.header.title = one_line(file.generic_string()) + ": a shape-specialised variant of " + run_name +
                      " (see summary.json \"specialization\"), written by KernelOptimizer " + KOPT_VERSION + ".";
   const std::string workload = one_line(spec_json_.is_object() ? spec_json_.value("name", "") : "");
   k.header.fields.emplace_back("Workload", workload.empty() ? "(unnamed)" : workload);
@@ -666,22 +691,22 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
     int nperf = 0;
     for (const model::CaseResult& c : b->result.cases) nperf += c.latency ? 1 : 0;
     geo << fmt_double(g) << " ms over " << nperf << " performance case" << (nperf == 1 ? "" : "s");
-    const Attempt* ref = first_ok_of_kind(history_, "reference");
-    const Attempt* ini = first_ok_of_kind(history_, "initial");
+    const Attempt* ref = first_ok_of_kind(history_, model::AttemptKind::reference);
+    const Attempt* ini = first_ok_of_kind(history_, model::AttemptKind::initial);
     if (!same_cases(*b, ref) || !same_cases(*b, ini)) {
       geo << " (its shape class's; summary.json \"final_best\" has the geomean over every case)";
     } else {
-      if (sum["reference_geomean_ms"].is_number())
-        geo << "; " << fmt_double(sum["reference_geomean_ms"].get<double>() / g, "%.3g") << "x the reference";
-      if (sum["initial_geomean_ms"].is_number())
-        geo << "; " << fmt_double(sum["initial_geomean_ms"].get<double>() / g, "%.3g") << "x the initial kernel";
+      if (sum.reference_geomean_ms && std::isfinite(*sum.reference_geomean_ms))
+        geo << "; " << fmt_double(*sum.reference_geomean_ms / g, "%.3g") << "x the reference";
+      if (sum.initial_geomean_ms && std::isfinite(*sum.initial_geomean_ms))
+        geo << "; " << fmt_double(*sum.initial_geomean_ms / g, "%.3g") << "x the initial kernel";
     }
   } else {
     geo << "not timed (verdict " << model::verdict_name(b->result.verdict) << ")";
   }
   k.header.fields.emplace_back("Geomean", geo.str());
   std::ostringstream att;
-  att << "#" << b->index << " of " << history_.size() << " (" << b->kind;
+  att << "#" << b->index << " of " << history_.size() << " (" << model::attempt_kind_name(b->kind);
   if (!b->label.empty()) att << " \"" << one_line(b->label) << "\"";
   att << ")";
   k.header.fields.emplace_back("Attempt", att.str());

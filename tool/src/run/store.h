@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/attempt.h"
+#include "run/summary.h"
 #include "util/lock.h"
 
 namespace kopt::run {
@@ -47,15 +48,23 @@ constexpr int kFormatVersion = 1;
 using model::Attempt;
 
 
+/// run.json: who made the run and with which settings. Written once when the
+/// run folder is created (and again, with the new spec_file_hash, when a
+/// drafted workload's spec.json is replaced before any attempt); read by
+/// every opener. Its reader and writer are RunStore's (store.cpp);
+/// docs/schemas/run.schema.json is its schema.
 struct RunInfo {
   std::string spec_hash;   // identity of the workload (run::spec_fingerprint); empty: hash of spec.json
+  /// RunStore::hash_spec of spec.json as written, which guards it against
+  /// edits; empty in older runs (spec_hash serves then). Set by the store.
+  std::string spec_file_hash;
   std::string strategy;
   uint64_t seed = 0;
-  nlohmann::json budget;   // as given: {"evaluations": N, "minutes": M}
-  /// Options a resume must keep (run.json "options"; absent in older runs):
-  /// {"shape_classes": N (-1 auto, 0 off), "screen_factor": X}. Read when the
-  /// last session left no summary.json to take them from.
-  nlohmann::json options = nlohmann::json::object();
+  nlohmann::json budget;   // as given (Proposer::budget_json): {"evaluations": N, "minutes": M, ...}
+  /// Options a resume must keep (run.json "options"; absent in older runs).
+  /// Read when the last session left no summary.json to take them from.
+  std::optional<int64_t> shape_classes;  // -1 auto, 0 off, else the number of classes
+  std::optional<double> screen_factor;   // 0 off, else >= 1
   std::string tool_version;
   std::string created;     // ISO 8601 UTC
 };
@@ -142,28 +151,36 @@ class RunStore {
   /// The attempt with these params and this source, if already recorded.
   const Attempt* find(const std::map<std::string, int64_t>& params, const std::string& source) const;
 
-  /// The fastest attempt with verdict ok and kind "candidate" or "initial"
-  /// (by geomean_ms), if any.
+  /// The run's best attempt (model::best_attempt over the history), if any.
   const Attempt* best() const;
 
-  /// The summary.json document (what write_summary writes), without writing
-  /// it. Keys: format_version, tool_version, run, workload, gpu, spec_hash,
-  /// strategy, seed, best (null when no attempt passed; else index, kind,
-  /// label, params, geomean_ms, cases [{name, median_ms, mean_ms, min_ms,
-  /// max_ms, stddev_ms, samples, reference_median_ms?, speedup?}],
-  /// speedup_vs_reference, speedup_vs_initial), reference_geomean_ms,
-  /// initial_geomean_ms (null when unknown), counts (every verdict name ->
-  /// number of attempts), attempts (history size); then `extra` merged in at
-  /// top level (its keys win).
-  nlohmann::json summary(const nlohmann::json& extra = {}) const;
+  /// The summary.json keys this store derives (Summary::store_keys): format_version,
+  /// tool_version, run, workload, gpu, spec_hash, strategy, seed, created, best
+  /// (null when no attempt passed; else index, kind, label, params,
+  /// geomean_ms, cases [{name, median_ms, mean_ms, min_ms, max_ms, stddev_ms,
+  /// samples, reference_median_ms?, speedup?}], speedup_vs_reference,
+  /// speedup_vs_initial), reference_geomean_ms, initial_geomean_ms (null
+  /// when unknown), counts (every verdict name -> number of attempts; a
+  /// compile-only run's "compiled" only when there is one), attempts (history
+  /// size). The caller sets the rest (the run driver: tune/finish.cpp).
+  Summary summary() const;
+  /// summary() with `extra`'s keys set as Summary::merge sets them (its keys
+  /// win; SpecError for a value of the wrong type).
+  Summary summary(const nlohmann::json& extra) const;
 
-  /// The top-level keys that summary() writes itself (everything else in a
-  /// summary.json came from `extra`).
-  static const std::vector<std::string>& summary_keys();
+  /// Writes summary.json (atomically).
+  void write_summary(const Summary& s) const;
+  /// Writes summary(extra).
+  void write_summary(const nlohmann::json& extra) const;
+  void write_summary() const { write_summary(summary()); }
 
-  /// Writes summary.json (atomically). `extra` is merged in at top level
-  /// (e.g. the final interleaved re-timing, the cuBLAS baseline, budget used).
-  void write_summary(const nlohmann::json& extra = {}) const;
+  /// Reads this run folder's summary.json (run::read_summary).
+  Summary read_summary(ReadMode mode) const;
+
+  /// Replaces spec.json by `spec_json` (a drafted workload whose files moved
+  /// beside it) and rewrites run.json with its spec_file_hash. Only before
+  /// the first attempt: std::logic_error otherwise.
+  void replace_spec(const nlohmann::json& spec_json);
 
   /// Writes best.cu: a comment header (workload, GPU, geomean, attempt),
   /// `// kopt:` annotations (entry, grid, block, shared, options, one

@@ -60,7 +60,6 @@ std::string join_keys(const Map& m) {
   for (const auto& kv : m) keys.push_back(kv.first);
   return keys.empty() ? "none" : join(keys);
 }
-size_t edit_distance(const std::string& a, const std::string& b);
 void expect_object(const Ctx& ctx, const json& j, const std::string& path);
 void expect_array(const Ctx& ctx, const json& j, const std::string& path);
 /// Rejects keys outside `allowed` (typos must not be silently ignored).

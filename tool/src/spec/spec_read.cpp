@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "util/json_read.h"
+#include "util/suggest.h"
 
 namespace kopt::spec::detail {
 
@@ -49,21 +50,6 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 void expect_object(const Ctx& ctx, const json& j, const std::string& path) {
   if (!j.is_object()) ctx.fail("kopt.spec.104", path, "expected an object, got " + describe(j));
 }
@@ -76,16 +62,8 @@ void check_keys(const Ctx& ctx, const json& obj, const std::string& path,
                 const std::vector<std::string>& allowed) {
   for (const auto& [key, value] : obj.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string hint;
-    for (const std::string& a : allowed) {
-      const bool prefix = key.size() >= 3 && (a.rfind(key, 0) == 0 || key.rfind(a, 0) == 0);
-      if (edit_distance(key, a) <= 2 || prefix) {
-        hint = " (did you mean '" + a + "'?)";
-        break;
-      }
-    }
     ctx.fail("kopt.spec.105", child(path, key),
-             "unknown key '" + shown(key) + "'" + hint + "; allowed keys: " + join(allowed));
+             "unknown key '" + shown(key) + "'" + util::did_you_mean(key, allowed) + "; allowed keys: " + join(allowed));
   }
 }
 

@@ -47,7 +47,8 @@ std::string timed_cases_key(const Attempt& a) { return cases_key(model::timed_pe
 /// classes, a seed or a neighbour's best, is re-timed and offered as a
 /// variant once), else the attempt itself.
 std::string finalist_key(const Attempt& a) {
-  if (a.kind != "candidate" || a.params.empty() || a.source.empty()) return a.kind + "#" + std::to_string(a.index);
+  if (a.kind != model::AttemptKind::candidate || a.params.empty() || a.source.empty())
+    return std::string(model::attempt_kind_name(a.kind)) + "#" + std::to_string(a.index);
   std::string k = a.source + '\0';
   for (const auto& o : a.compile_options) k += o + '\0';
   return k + search::config_key(a.params);
@@ -64,8 +65,7 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
                                              const std::vector<std::string>& perf_cases) {
   std::vector<const Attempt*> all_ok;
   for (const auto& a : history)
-    if ((a.kind == "candidate" || a.kind == "initial") && a.result.verdict == model::Verdict::ok && a.result.geomean_ms)
-      all_ok.push_back(&a);
+    if (model::competes_for_best(a)) all_ok.push_back(&a);
   std::map<std::string, std::vector<const Attempt*>> groups;
   for (const auto* a : all_ok) groups[timed_cases_key(*a)].push_back(a);
   std::vector<std::vector<const Attempt*>> ordered;
@@ -99,6 +99,52 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
       if (fastest && seen.insert(finalist_key(*fastest)).second) ranked.push_back(fastest);
     }
   return ranked;
+}
+
+/// summary.json "specialization": the variants, the variant the tree picks
+/// for each performance case with its re-timed median beside the winner's
+/// (`winner_ms`), every variant's medians, the tree, and the geomeans
+/// weighted by the cases' weights (spec::Case::weight) when every latency is
+/// known.
+run::Specialization specialization_record(const std::vector<std::string>& perf_cases, const model::DispatchTree& tree,
+                                          const std::vector<model::DispatchSample>& samples,
+                                          const std::map<std::string, const spec::Case*>& case_of,
+                                          const std::map<std::string, double>& winner_ms,
+                                          const std::vector<const Attempt*>& variants, double threshold) {
+  run::Specialization sp;
+  sp.threshold = threshold;
+  std::vector<double> single, special, weights;
+  auto finite_or_null = [](double x) { return std::isfinite(x) ? std::optional<double>(x) : std::nullopt; };
+  for (size_t c = 0; c < perf_cases.size(); ++c) {
+    const std::string& name = perf_cases[c];
+    const int v = tree.select(samples[c].sizes);
+    const double ms = samples[c].ms[static_cast<size_t>(v)];
+    const auto found = case_of.find(name);
+    const spec::Case* sc = found == case_of.end() ? nullptr : found->second;
+    const double single_ms = winner_ms.count(name) ? winner_ms.at(name) : INFINITY;
+    run::SpecializationCase& chosen = sp.cases[name];
+    chosen.variant = v;
+    chosen.median_ms = finite_or_null(ms);
+    chosen.single_median_ms = finite_or_null(single_ms);
+    chosen.sizes = sc ? sc->sizes : std::map<std::string, int64_t>{};
+    std::vector<std::optional<double>>& row = sp.latency_ms[name];
+    for (double x : samples[c].ms) row.push_back(finite_or_null(x));
+    single.push_back(single_ms);
+    special.push_back(ms);
+    weights.push_back(sc ? sc->weight : 1.0);
+  }
+  for (size_t v = 0; v < variants.size(); ++v)
+    sp.variants.push_back({static_cast<int>(v), variants[v]->index, variants[v]->label, variants[v]->params,
+                           "variants/v" + std::to_string(v) + ".cu"});
+  bool finite = true;
+  for (double x : single) finite = finite && std::isfinite(x) && x > 0;
+  for (double x : special) finite = finite && std::isfinite(x) && x > 0;
+  sp.dispatch = tree.to_json();
+  if (finite) {
+    sp.single_geomean_ms = model::geomean(single, weights);
+    sp.geomean_ms = model::geomean(special, weights);
+  }
+  return sp;
 }
 
 }  // namespace
@@ -204,7 +250,8 @@ Finalists Driver::choose_finalists() {
     // left holds another round as long as the last one.
     double last_round_min = 0;
     for (int round = 0; round < rounds && !util::interrupted(); ++round) {
-      if (round > 0 && o_.max_minutes > 0 && minutes_elapsed() + last_round_min > o_.max_minutes) {
+      const std::optional<double> minutes_left = budget_left().minutes;
+      if (round > 0 && minutes_left && last_round_min > *minutes_left) {
         if (!o_.quiet)
           std::cerr << "kopt: re-timing stopped after " << round << " of " << rounds
                     << " rounds: the minutes budget is spent\n";
@@ -215,7 +262,7 @@ Finalists Driver::choose_finalists() {
         if (failed[i]) continue;
         model::Result r;
         try {
-          r = ev_->evaluate(retime_candidate(*ranked[i]), false);
+          r = runner_->evaluate(retime_candidate(*ranked[i]), false);
         } catch (const util::Interrupted&) {
           break;  // interrupted() holds: the re-timing is dropped below
         }
@@ -243,15 +290,19 @@ Finalists Driver::choose_finalists() {
       f.winner = nullptr;  // only a candidate that passed its re-checks can win
       for (size_t i = 0; i < ranked.size(); ++i) {
         const double median = median_of(g[i]);
-        nlohmann::json cases = nlohmann::json::object();
+        run::RetimeEntry e;
+        e.index = ranked[i]->index;
+        e.label = ranked[i]->label;
+        e.geomeans_ms = g[i];
+        if (!g[i].empty() && std::isfinite(median)) e.median_ms = median;
         for (const auto& [name, v] : per_case[i]) {
           case_ms[i][name] = median_of(v);
-          cases[name] = case_ms[i][name];
+          if (std::isfinite(case_ms[i][name])) e.cases_median_ms[name] = case_ms[i][name];
+          else e.cases_median_ms[name] = std::nullopt;
         }
-        f.retime.push_back({{"index", ranked[i]->index}, {"label", ranked[i]->label}, {"geomeans_ms", g[i]},
-                            {"median_ms", g[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(median)},
-                            {"cases_median_ms", cases}, {"failed_recheck", static_cast<bool>(failed[i])}});
-        if (ev_->device_ordinal() >= 0) f.retime.back()["device"] = ev_->device_ordinal();
+        e.failed_recheck = failed[i];
+        if (runner_->primary() < runner_->size()) e.device = runner_->slot(runner_->primary()).device;
+        f.retime.push_back(std::move(e));
         if (!failed[i] && !g[i].empty() && median < best_median) {
           best_median = median;
           f.winner = ranked[i];
@@ -265,8 +316,8 @@ Finalists Driver::choose_finalists() {
     // re-timing, or an interrupted one), was never checked on the others:
     // it cannot be a variant.
     std::set<std::string> retimed;
-    for (const auto& e : f.retime)
-      if (!e["failed_recheck"].get<bool>() && !e["median_ms"].is_null()) retimed.insert(e["label"].get<std::string>());
+    for (const run::RetimeEntry& e : f.retime)
+      if (!e.failed_recheck && e.median_ms) retimed.insert(e.label);
     for (size_t i = 0; i < ranked.size(); ++i)
       if (!retimed.count(ranked[i]->label) && timed_cases_key(*ranked[i]) != all_cases) failed[i] = true;
     if (f.winner && failed[static_cast<size_t>(std::find(ranked.begin(), ranked.end(), f.winner) - ranked.begin())]) {
@@ -321,35 +372,8 @@ Finalists Driver::choose_finalists() {
   }
   attach_dispatch_model(tree, samples, pool, ranked, occupancy, case_of);
   for (size_t i : pool) f.variants.push_back(ranked[i]);
-  nlohmann::json chosen = nlohmann::json::object(), latency = nlohmann::json::object();
-  std::vector<double> single, special, weights;  // weights: spec::Case::weight
-  for (size_t c = 0; c < perf_cases.size(); ++c) {
-    const std::string& name = perf_cases[c];
-    const int v = tree.select(samples[c].sizes);
-    const double ms = samples[c].ms[static_cast<size_t>(v)];
-    const spec::Case* sc = case_of[name];
-    chosen[name] = {{"variant", v}, {"median_ms", ms}, {"single_median_ms", case_ms[w][name]},
-                    {"sizes", sc ? nlohmann::json(sc->sizes) : nlohmann::json::object()}};
-    nlohmann::json row = nlohmann::json::array();
-    for (double x : samples[c].ms) row.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
-    latency[name] = row;
-    single.push_back(case_ms[w][name]);
-    special.push_back(ms);
-    weights.push_back(sc ? sc->weight : 1.0);
-  }
-  nlohmann::json vs = nlohmann::json::array();
-  for (size_t v = 0; v < f.variants.size(); ++v)
-    vs.push_back({{"variant", v}, {"index", f.variants[v]->index}, {"label", f.variants[v]->label},
-                  {"params", f.variants[v]->params}, {"file", "variants/v" + std::to_string(v) + ".cu"}});
-  bool finite = true;
-  for (double x : single) finite = finite && std::isfinite(x) && x > 0;
-  for (double x : special) finite = finite && std::isfinite(x) && x > 0;
-  f.specialization = {{"threshold", o_.specialize_threshold}, {"variants", vs}, {"cases", chosen},
-                      {"latency_ms", latency}, {"dispatch", tree.to_json()}};
-  if (finite) {
-    f.specialization["single_geomean_ms"] = model::geomean(single, weights);
-    f.specialization["geomean_ms"] = model::geomean(special, weights);
-  }
+  f.specialization = specialization_record(perf_cases, tree, samples, case_of, case_ms[w], f.variants,
+                                           o_.specialize_threshold);
   return f;
 }
 

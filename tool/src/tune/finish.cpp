@@ -23,96 +23,95 @@ std::vector<std::string> launch_lines(const spec::Candidate& c, const spec::Spec
 
 }  // namespace
 
-nlohmann::json PipelineStats::to_json() const {
+run::TunerStats PipelineStats::record() const {
   std::vector<double> sorted = compile_ms;
   std::sort(sorted.begin(), sorted.end());
-  return {{"candidates_per_minute", search_minutes > 0 ? evaluated / search_minutes : 0.0},
-          {"gpu_measured_fraction", search_minutes > 0 ? gpu_measured_ms / (search_minutes * 60000.0) : 0.0},
-          {"compile_ms_median", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]},
-          {"compile_cache_hit_rate", compiles ? static_cast<double>(cache_hits) / compiles : 0.0},
-          {"compile_threads", threads},
-          // Compiles finished before the GPU loop asked for them, and the time
-          // it waited for the others: the overlap of compilation with evaluation.
-          {"compiles_ready_when_needed", compiles_ready},
-          {"withdrawn_before_evaluation", withdrawn},
-          {"compile_wait_ms", compile_wait_ms},
-          // Worker wall time checking and in the timed loops, summed.
-          {"worker_check_ms", check_ms},
-          {"worker_timing_ms", timing_ms},
-          // GPU idle time caused by the loop: host time from a result arriving
-          // to the start of the next request (waiting for its compile
-          // included), summed.
-          {"host_gap_ms", host_gap_ms},
-          // Per candidate sent to the worker, the wall time from the start of
-          // its request to its result minus worker_check_ms and
-          // worker_timing_ms, summed: preparing and sending the request, module
-          // load, the result's transfer, worker restarts and timeouts, and any
-          // bookkeeping of the previous candidate that outlasted the GPU work.
-          {"worker_other_ms", worker_other_ms},
-          // Per worker: its share of the candidates and of the wall time
-          // (measured_fraction: time in measured launches over the search's
-          // wall time), and why it was dropped, if it was.
-          {"devices", [&] {
-             nlohmann::json a = nlohmann::json::array();
-             for (const Device& d : devices) {
-               nlohmann::json j = {{"device", d.device},
-                                   {"name", d.name},
-                                   {"evaluated", d.evaluated},
-                                   {"measured_fraction", search_minutes > 0 ? d.measured_ms / (search_minutes * 60000.0) : 0.0},
-                                   {"busy_fraction", search_minutes > 0 ? d.busy_ms / (search_minutes * 60000.0) : 0.0}};
-               if (!d.uuid.empty()) j["uuid"] = d.uuid;
-               if (!d.dropped.empty()) j["dropped"] = d.dropped;
-               a.push_back(std::move(j));
-             }
-             return a;
-           }()}};
+  run::TunerStats t;
+  t.candidates_per_minute = search_minutes > 0 ? evaluated / search_minutes : 0.0;
+  t.gpu_measured_fraction = search_minutes > 0 ? gpu_measured_ms / (search_minutes * 60000.0) : 0.0;
+  t.compile_ms_median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+  t.compile_cache_hit_rate = compiles ? static_cast<double>(cache_hits) / compiles : 0.0;
+  t.compile_threads = threads;
+  // Compiles finished before the GPU loop asked for them, and the time it
+  // waited for the others: the overlap of compilation with evaluation.
+  t.compiles_ready_when_needed = compiles_ready;
+  t.withdrawn_before_evaluation = withdrawn;
+  t.compile_wait_ms = compile_wait_ms;
+  // Worker wall time checking and in the timed loops, summed.
+  t.worker_check_ms = check_ms;
+  t.worker_timing_ms = timing_ms;
+  // GPU idle time caused by the loop: host time from a result arriving to
+  // the start of the next request (waiting for its compile included), summed.
+  t.host_gap_ms = host_gap_ms;
+  // Per candidate sent to the worker, the wall time from the start of its
+  // request to its result minus worker_check_ms and worker_timing_ms, summed:
+  // preparing and sending the request, module load, the result's transfer,
+  // worker restarts and timeouts, and any bookkeeping of the previous
+  // candidate that outlasted the GPU work.
+  t.worker_other_ms = worker_other_ms;
+  // Per worker: its share of the candidates and of the wall time
+  // (measured_fraction: time in measured launches over the search's wall
+  // time), and why it was dropped, if it was.
+  for (const Device& d : devices) {
+    run::TunerStats::Device td;
+    td.device = d.device;
+    td.name = d.name;
+    td.evaluated = d.evaluated;
+    td.measured_fraction = search_minutes > 0 ? d.measured_ms / (search_minutes * 60000.0) : 0.0;
+    td.busy_fraction = search_minutes > 0 ? d.busy_ms / (search_minutes * 60000.0) : 0.0;
+    td.uuid = d.uuid;
+    td.dropped = d.dropped;
+    t.devices.push_back(std::move(td));
+  }
+  return t;
 }
 
 int Driver::finish(const Finalists& f) {
   const model::Attempt* winner = f.winner;
-  nlohmann::json extra = {
-      {"budget", proposer_.budget_json(budget())},
-      {"budget_used", {{"evaluations", stats_.evaluated}, {"search_minutes", stats_.search_minutes}}},
-      {"stop", stop_->status()},
-      {"tuner", stats_.to_json()},
-      {"retime", f.retime},
-      // Where the run's wall time went, in minutes: set-up, the initial
-      // kernel, the reference and the baseline ("setup"), the search, and the
-      // finalists' re-timing with the variants.
-      {"time_split",
-       {{"setup_minutes", std::max(minutes_elapsed() - stats_.search_minutes - f.minutes, 0.0)},
-        {"search_minutes", stats_.search_minutes},
-        {"retime_minutes", f.minutes},
-        {"total_minutes", minutes_elapsed()}}}};
-  if (reference_geomean_) extra["reference_geomean_ms"] = *reference_geomean_;
-  if (initial_geomean_) extra["initial_geomean_ms"] = *initial_geomean_;
-  if (cublas_geomean_) extra["cublas_geomean_ms"] = *cublas_geomean_;
-  if (compile_only()) extra["compile_only"] = {{"arch", arch_}, {"reason", no_device_}};
+  run::Summary summary = store_->summary();
+  summary.budget = proposer_.budget_json(o_.budget);
+  summary.budget_used = run::BudgetUsed{stats_.evaluated, stats_.search_minutes, {}, {}, {}};
+  summary.stop = stop_->status();
+  summary.tuner = stats_.record();
+  summary.retime = f.retime;
+  // Where the run's wall time went, in minutes: set-up, the initial kernel,
+  // the reference and the baseline ("setup"), the search, and the finalists'
+  // re-timing with the variants.
+  summary.time_split = run::TimeSplit{std::max(minutes_elapsed() - stats_.search_minutes - f.minutes, 0.0),
+                                      stats_.search_minutes, f.minutes, minutes_elapsed()};
+  if (reference_geomean_) summary.reference_geomean_ms = *reference_geomean_;
+  if (initial_geomean_) summary.initial_geomean_ms = *initial_geomean_;
+  if (cublas_geomean_) summary.cublas_geomean_ms = *cublas_geomean_;
+  if (compile_only()) summary.compile_only = run::Summary::CompileOnly{arch_, no_device_};
   const int sig = util::interrupt_signal();
   const std::string resume_command = "kopt optimize --resume " + store_->dir().string();
-  if (sig) extra["interrupted"] = {{"signal", util::signal_name(sig)}, {"resume", resume_command}};
+  if (sig) summary.interrupted = run::Summary::Interrupted{util::signal_name(sig), resume_command};
   if (winner && winner->result.geomean_ms) {
     // Shape classes: the search timed the winner on its class alone; its
     // geomean over every performance case comes from the re-timing.
     const double g = f.winner_all_cases_ms.value_or(*winner->result.geomean_ms);
-    nlohmann::json fb = {{"index", winner->index}, {"label", winner->label}, {"params", winner->params},
-                         {"geomean_ms", g}};
-    if (f.winner_all_cases_ms) fb["search_geomean_ms"] = *winner->result.geomean_ms;
-    if (reference_geomean_) fb["speedup_vs_reference"] = *reference_geomean_ / g;
-    if (initial_geomean_) fb["speedup_vs_initial"] = *initial_geomean_ / g;
-    if (cublas_geomean_) fb["ratio_to_cublas"] = *cublas_geomean_ / g;
-    extra["final_best"] = fb;
+    run::FinalBest fb;
+    fb.index = winner->index;
+    fb.label = winner->label;
+    fb.params = winner->params;
+    fb.geomean_ms = g;
+    if (f.winner_all_cases_ms) fb.search_geomean_ms = *winner->result.geomean_ms;
+    if (reference_geomean_) fb.speedup_vs_reference = *reference_geomean_ / g;
+    if (initial_geomean_) fb.speedup_vs_initial = *initial_geomean_ / g;
+    if (cublas_geomean_) fb.ratio_to_cublas = *cublas_geomean_ / g;
+    summary.final_best = fb;
   }
-  nlohmann::json specialization = f.specialization;
-  if (!specialization.is_null()) {
-    if (cublas_geomean_ && specialization.contains("geomean_ms")) {
-      specialization["ratio_to_cublas"] = *cublas_geomean_ / specialization["geomean_ms"].get<double>();
-      specialization["single_ratio_to_cublas"] = *cublas_geomean_ / specialization["single_geomean_ms"].get<double>();
+  if (f.specialization) {
+    run::Specialization sp = *f.specialization;
+    if (cublas_geomean_ && sp.geomean_ms) {
+      sp.ratio_to_cublas = *cublas_geomean_ / *sp.geomean_ms;
+      sp.single_ratio_to_cublas = *cublas_geomean_ / *sp.single_geomean_ms;
     }
-    extra["specialization"] = specialization;
+    summary.specialization = std::move(sp);
   }
-  extra.update(proposer_.summary());
-  store_->write_summary(extra);
+  // The proposer's own keys win over the driver's (the agent's budget_used and stop).
+  summary.merge(proposer_.summary(), "the proposer's summary");
+  store_->write_summary(summary);
   if (winner) {
     const spec::Candidate wc = candidate_of(*winner);
     store_->write_best(*winner, wc.entry, launch_lines(wc, spec_));
@@ -156,11 +155,10 @@ int Driver::finish(const Finalists& f) {
 
 int Driver::compile_only_listing() {
   ThreadPool pool(compile_threads(o_.compile_threads));
-  // At most two compiles a thread in flight, and the minutes budget holds:
-  // a large evals budget on a large space must not queue candidates without end.
+  // At most two compiles a thread in flight, and the budget holds (each
+  // proposal counts as an evaluation; nothing is timed, so no patience): a
+  // large evals budget on a large space must not queue candidates without end.
   std::deque<std::pair<spec::Candidate, std::future<cuda::CompileResult>>> jobs;
-  const int64_t limit = o_.max_evaluations;
-  int64_t proposed = 0;
   int ok = 0, failed = 0, hits = 0;
   nlohmann::json out = nlohmann::json::array();
   auto collect_oldest = [&] {
@@ -173,13 +171,12 @@ int Driver::compile_only_listing() {
     if (!o_.quiet) std::cerr << "  " << c.label << ": " << (r.ok ? "compiled" : "compile_error " + r.error_name) << "\n";
     jobs.pop_front();
   };
-  while ((limit <= 0 || proposed < limit) && !util::interrupted()) {
-    if (o_.max_minutes > 0 && minutes_elapsed() >= o_.max_minutes) break;
+  while (!stop_fulfilled() && !util::interrupted()) {
     propose::Proposal p = proposer_.propose();
     if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
-    auto fut = pool.submit([ev = ev_, c = p.candidate] { return ev->compile(c); });
+    auto fut = pool.submit([r = runner_.get(), c = p.candidate] { return r->compile(c); });
+    count_evaluation({p.candidate.params, false, 0});
     jobs.emplace_back(std::move(p.candidate), std::move(fut));
-    ++proposed;
     while (jobs.size() >= 2 * pool.size()) collect_oldest();
   }
   while (!jobs.empty()) collect_oldest();
@@ -207,8 +204,15 @@ int Driver::interrupted_before_start() const {
 
 int Driver::run(std::filesystem::path* run_dir, const std::filesystem::path& drafted) {
   if (util::interrupted()) return interrupted_before_start();
-  stop_ = search::any_of(proposer_.stop_conditions(budget()));
-  if (compile_only() && !proposer_.finish_policy().compile_only_run_folder) return compile_only_listing();
+  const bool listing = compile_only() && !proposer_.finish_policy().compile_only_run_folder;
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_ = make_stop(listing);
+  }
+  if (listing) {
+    proposer_.start(*this);  // no run folder: the service's history is empty
+    return compile_only_listing();
+  }
   open_store(run_dir);
   if (!drafted.empty()) {
     adopt_draft(drafted);

@@ -220,13 +220,15 @@ void write_raw_atomic(const std::filesystem::path& path, const char* data, size_
       path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() & 0xffffff);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw EnvironmentError("kopt.io.002",
-                           "cannot create '" + tmp.string() + "': " + std::strerror(errno));
+    throw EnvironmentError("kopt.io.002", "cannot write '" + display(path) + "': cannot create a file in '" +
+                                              display(path.has_parent_path() ? path.parent_path() : ".") +
+                                              "' (" + std::strerror(errno) + ")");
   }
   if (const int e = write_all(fd, data, size)) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    throw EnvironmentError("kopt.io.002", "cannot write '" + tmp.string() + "': " + std::strerror(e));
+    throw EnvironmentError("kopt.io.002", "cannot write '" + display(path) + "' (through '" + display(tmp) +
+                                              "', now removed): " + std::strerror(e));
   }
   ::fsync(fd);
   ::close(fd);

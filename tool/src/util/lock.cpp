@@ -22,6 +22,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
+#include "util/json.h"
 #include "util/url.h"
 #include "util/text.h"
 
@@ -194,7 +195,7 @@ std::optional<FileLock> FileLock::try_lock(const stdfs::path& lock_file, const s
       const LockHolder me = LockHolder::self(what);
       const nlohmann::json j = {{"pid", me.pid}, {"host", me.host}, {"command", me.command},
                                 {"since", me.since}, {"what", me.what}};
-      fs::write_file_atomic(holder_file(lock_file), j.dump(2) + "\n");  // on failure `l` lets go
+      fs::write_file_atomic(holder_file(lock_file), dump_json(j, 2) + "\n");  // on failure `l` lets go
       return l;
     }
     ::close(fd);

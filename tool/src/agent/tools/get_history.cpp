@@ -19,7 +19,7 @@ json run(Session& s, const json&) {
   const size_t from = h.size() > 60 ? h.size() - 60 : 0;
   for (size_t i = from; i < h.size(); ++i) {
     const auto& a = h[i];
-    json j = {{"attempt", a.index}, {"kind", a.kind}, {"label", a.label}, {"verdict", model::verdict_name(a.result.verdict)}};
+    json j = {{"attempt", a.index}, {"kind", model::attempt_kind_name(a.kind)}, {"label", a.label}, {"verdict", model::verdict_name(a.result.verdict)}};
     if (!a.result.detail.empty() && a.result.verdict != model::Verdict::ok) j["detail"] = clip(a.result.detail, 160);
     if (a.result.geomean_ms) j["geomean_ms"] = *a.result.geomean_ms;
     if (a.result.speedup) j["speedup_vs_reference"] = *a.result.speedup;

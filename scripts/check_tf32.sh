@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (about 5 minutes on an H100/H200) to check and measure the split-TF32
+# SGEMM kind (templates/sgemm/sgemm_tf32.cu, spec templates/sgemm/sgemm_tf32.json): correctness of
+# representative configurations on every correctness case, their accuracy beside cuBLAS FP32's as
+# the harness records it, and their speed and accuracy beside cuBLAS FP32 and cuBLAS FAST_TF32.
+#
+# Usage (from the repository root):
+#   bash scripts/check_tf32.sh [evaluate] [accuracy] [bench]     (default: all three)
+#     evaluate  `kopt evaluate` of the configurations of scripts/tf32_configs.py on every
+#               correctness case of sgemm_tf32.json, two adversarial accuracy cases (wide exponent
+#               range; every element at the TF32 rounding tie) and six DeepBench/flagship shapes
+#               (5 + 30 launches): verdict, median per shape, the worst relative error per config
+#     accuracy  `kopt optimize` on sgemm_tf32.json with the adversarial cases (budget
+#               $ACC_BUDGET, default evals=6,minutes=2: the five seeds and one more): the run folder
+#               holds the cuBLAS FP32 baseline's max and RMS relative error on every case beside
+#               every candidate's (CaseResult rel_error_max / rel_error_rms); prints, per case,
+#               cuBLAS's and the worst accepted candidate's, and their ratio (contract: <= 2)
+#     bench     bench/sgemm_bench --precision --all-variants on the synthetic generated pair of the
+#               configurations: the five flagship shapes, 4096^3, 8192^3 and DeepBench shapes; per
+#               shape every variant, cuBLAS FP32 (pedantic) and cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32:
+#               TFLOP/s, fraction of the FP32 / TF32 / split-TF32 ceilings, ratio to cuBLAS FP32,
+#               max and RMS error against an FP64 oracle on every element
+# The SM clock is sampled read-only (nvidia-smi --query-gpu ... -lms 500) during the whole call.
+# Environment: OUT (default ./gpu-out; everything goes to $OUT/tf32/), BENCH_ITERS (default 30),
+#   ACC_BUDGET, JOBS (default nproc).
+# Exit status: 0 when every configuration passed every check (cuBLAS FAST_TF32 is expected to
+# fail the FP32 bound: it is measured, not checked).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+ROOT="$PWD"
+OUT="${OUT:-$ROOT/gpu-out}"
+T_OUT="$OUT/tf32"
+mkdir -p "$T_OUT"
+export PATH="/usr/local/cuda/bin:$PATH"
+JOBS="${JOBS:-$(nproc)}"
+ACC_BUDGET="${ACC_BUDGET:-evals=6,minutes=2}"
+STAGES=()
+for a in "$@"; do
+  case $a in
+    evaluate|accuracy|bench) STAGES+=("$a") ;;
+    *) echo "check_tf32.sh: unknown argument '$a' (stages: evaluate, accuracy, bench)" >&2; exit 2 ;;
+  esac
+done
+[[ ${#STAGES[@]} -eq 0 ]] && STAGES=(evaluate accuracy bench)
+has() { [[ " ${STAGES[*]} " == *" $1 "* ]]; }
+BUILD="$ROOT/build-gpu"
+BB="$ROOT/build-bench-tf32"
+K="$BUILD/tool/kopt"
+status=0
+T0=$(date +%s)
+since() { echo "$(( $(date +%s) - T0 )) s"; }
+
+{
+  echo "== machine"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu --format=csv 2>&1
+  nvcc --version | tail -1; date -u
+} 2>&1 | tee "$T_OUT/machine.txt"
+# Read-only: the SM clock, power and throttle reasons every 500 ms while this script runs.
+reasons=,clocks_throttle_reasons.active
+nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader >/dev/null 2>&1 || reasons=
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,temperature.gpu$reasons \
+  --format=csv,noheader -lms 500 >"$T_OUT/clocks.csv" 2>/dev/null &
+SAMPLER=$!
+finish() {
+  kill "$SAMPLER" 2>/dev/null
+  rm -f "$T_OUT"/adv_*.npy  # 16 MB of inputs that scripts/tf32_configs.py writes again on demand
+  tar -C "$OUT" -czf "$OUT/tf32.tgz" tf32 2>/dev/null
+}
+trap finish EXIT
+
+echo "== configurations (scripts/tf32_configs.py)"
+python3 scripts/tf32_configs.py "$T_OUT" || exit 2
+cat "$T_OUT/configs.txt"
+
+echo "== build ($(since)): kopt and bench/ in parallel"
+(
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=ON -DKOPT_UNIT_TESTS=OFF \
+    >"$T_OUT/configure.log" 2>&1 &&
+    cmake --build "$BUILD" --target kopt -j "$JOBS" >"$T_OUT/build.log" 2>&1
+) &
+KOPT_BUILD=$!
+BENCH_BUILD=
+if has bench; then
+  (
+    cmake -S bench -B "$BB" -DKOPT_GENERATED_DIR="$T_OUT/gen" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$T_OUT/bench.configure.log" 2>&1 &&
+      cmake --build "$BB" -j "$JOBS" >"$T_OUT/bench.build.log" 2>&1
+  ) &
+  BENCH_BUILD=$!
+fi
+if ! wait "$KOPT_BUILD"; then
+  echo "kopt build FAILED"; tail -30 "$T_OUT/configure.log"; grep -E -A3 "error" "$T_OUT/build.log" | head -40; exit 1
+fi
+echo "kopt built ($(since))"
+
+if has evaluate; then
+  echo "== kopt evaluate ($(since)): every configuration on every case of $T_OUT/tf32_kinds.json"
+  "$K" evaluate --spec "$T_OUT/tf32_kinds.json" --kernel "$T_OUT"/cfg_*.cu --no-reference-timing \
+    --cache-dir "$BUILD/kcache" --json "$T_OUT/evaluate.json" >"$T_OUT/evaluate.stdout" 2>"$T_OUT/evaluate.err"
+  rc=$?
+  echo "kopt evaluate exit $rc ($(since))"
+  [[ $rc -ne 0 ]] && status=1
+  tail -3 "$T_OUT/evaluate.err"
+  python3 scripts/tf32_report.py evaluate "$T_OUT/evaluate.json" "$T_OUT/configs.txt" >"$T_OUT/evaluate.txt" || status=1
+fi
+
+if has accuracy; then
+  echo "== kopt optimize ($(since)) on sgemm_tf32.json + adversarial cases, budget $ACC_BUDGET: cuBLAS's errors beside the candidates'"
+  rm -rf "$T_OUT/results"
+  "$K" optimize --spec "$T_OUT/accuracy.json" --budget "$ACC_BUDGET" --no-specialize --results-dir "$T_OUT/results" \
+    --cache-dir "$BUILD/kcache" >"$T_OUT/optimize.summary.json" 2>"$T_OUT/optimize.err"
+  rc=$?
+  echo "kopt optimize exit $rc ($(since))"
+  tail -4 "$T_OUT/optimize.err"
+  RUN="$(ls -d "$T_OUT"/results/run-* 2>/dev/null | head -1)"
+  if [[ -n $RUN ]]; then
+    python3 scripts/tf32_report.py accuracy "$RUN" >"$T_OUT/accuracy.txt" || status=1
+  else
+    echo "no run folder"; status=1
+  fi
+fi
+
+if has bench; then
+  echo "== bench ($(since)): every configuration, cuBLAS FP32 and cuBLAS FAST_TF32, errors against FP64"
+  if ! wait "$BENCH_BUILD"; then
+    echo "bench build FAILED"; grep -E -B2 -A6 "error" "$T_OUT/bench.build.log" | head -60; exit 1
+  fi
+  grep -E "Compiling entry|Used [0-9]+ registers|spill" "$T_OUT/bench.build.log" | sed 's/^ptxas info *: //' >"$T_OUT/bench.ptxas.txt"
+  DB=(512x1500x2048 1024x3000x2560 7680x1500x2560 35x700x2048 3072x1500x1024 5124x700x2048 512x3000x1536 6144x4x2048)
+  args=()
+  for s in 4096x2048x1024 2048x4096x3072 8192x1024x4096 1024x8192x512 3000x1000x2000 4096x4096x4096 \
+           8192x8192x8192 "${DB[@]}"; do args+=(--shape "$s"); done
+  "$BB/sgemm_bench" --no-default-shapes "${args[@]}" --all-variants --precision --iters "${BENCH_ITERS:-30}" --warmup 5 \
+    --label "check_tf32" --json "$T_OUT/bench.json" >"$T_OUT/bench.txt" 2>"$T_OUT/bench.err"
+  rc=$?
+  echo "sgemm_bench exit $rc ($(since))"
+  [[ $rc -ne 0 ]] && status=1
+  tail -3 "$T_OUT/bench.err"
+fi
+
+# ---- the compact summary, last ------------------------------------------------------------------
+kill "$SAMPLER" 2>/dev/null
+echo
+echo "================================ summary ($(since)) ================================"
+head -2 "$T_OUT/machine.txt" | tail -1
+python3 scripts/tf32_report.py clocks "$T_OUT/clocks.csv"
+grep -h "registers\|spill" "$T_OUT/bench.ptxas.txt" 2>/dev/null | grep -E "[1-9][0-9]* bytes spill" | head -3
+[[ -f $T_OUT/evaluate.txt ]] && cat "$T_OUT/evaluate.txt"
+[[ -f $T_OUT/accuracy.txt ]] && cat "$T_OUT/accuracy.txt"
+if [[ -f $T_OUT/bench.txt ]]; then
+  sed -n '/^variants (cudaFuncGetAttributes/,/^  (dynamic B/p' "$T_OUT/bench.txt"
+  sed -n '/^precision:/,/contract: <= 2)$/p' "$T_OUT/bench.txt"
+  sed -n '/^variants on every shape/,/^  dispatched more than/p' "$T_OUT/bench.txt"
+  grep -E "^sgemm_bench: (all|FAILED)" "$T_OUT/bench.txt"
+fi
+echo "full logs: $T_OUT (and $OUT/tf32.tgz); exit $status"
+exit $status
