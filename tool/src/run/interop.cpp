@@ -132,6 +132,15 @@ void take_value(WarmStartEntry& e, const std::string& name, const json& v) {
     e.unusable = not_integer(name, v);
 }
 
+/// Adds member `key` of `obj` to `cost` (ms) when it is a time (a finite
+/// number >= 0). Costs only inform a replay: a warm start does not need them,
+/// so one that cannot be a time is left out rather than refused.
+void add_cost(std::optional<double>& cost, const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) return;
+  cost = cost.value_or(0) + it->get<double>();
+}
+
 /// A schema_version, when present, must be a string of major version 1.
 void check_version(const JsonAt& root, const std::string& format) {
   std::optional<JsonAt> v = root.find("schema_version");
@@ -161,7 +170,16 @@ WarmStartEntry t4_entry(const JsonAt& r, std::string& objective) {
   e.path = r.path();
   const JsonAt cfg = r.at("configuration");
   cfg.expect_object();
-  for (const auto& [name, v] : cfg.value().items()) take_value(e, name, v);
+  for (const auto& [name, v] : cfg.value().items()) {
+    take_value(e, name, v);
+    e.values[name] = v;
+  }
+  if (std::optional<JsonAt> times = r.find("times"); times && times->value().is_object()) {
+    std::optional<double> cost;
+    for (const char* k : {"compilation", "compilation_time", "validation", "benchmark"})
+      add_cost(cost, times->value(), k);
+    e.cost_ms = cost;
+  }
 
   const JsonAt inv = r.at("invalidity");
   const std::string invalidity = inv.string();
@@ -246,6 +264,13 @@ void read_cache(const JsonAt& root, WarmStart& w) {
   if (std::optional<JsonAt> d = root.find("device_name"); d && d->value().is_string()) w.device = d->string();
   if (std::optional<JsonAt> k = root.find("kernel_name"); k && k->value().is_string()) w.kernel = k->string();
   if (std::optional<JsonAt> o = root.find("objective"); o && o->value().is_string()) w.objective = o->string();
+  const std::optional<JsonAt> lists = root.find("tune_params");
+  for (const std::string& k : keys) {
+    std::vector<json> values;
+    if (lists && lists->value().is_object() && lists->value().contains(k) && lists->value()[k].is_array())
+      values = lists->value()[k].get<std::vector<json>>();
+    w.tune_params.emplace_back(k, std::move(values));
+  }
 
   const JsonAt cache = root.at("cache");
   cache.expect_object();
@@ -258,17 +283,22 @@ void read_cache(const JsonAt& root, WarmStart& w) {
     for (size_t i = 0; i < keys.size(); ++i) {
       if (value.contains(keys[i])) {
         take_value(e, keys[i], value[keys[i]]);
+        e.values[keys[i]] = value[keys[i]];
       } else if (parts.size() == keys.size()) {
         if (std::optional<int64_t> v = integer_text(parts[i]))
           e.config[keys[i]] = *v;
         else if (e.unusable.empty())
           e.unusable = not_integer(keys[i], json(parts[i]));
+        e.values[keys[i]] = e.config.count(keys[i]) ? json(e.config[keys[i]]) : json(parts[i]);
       } else {
         ent.fail("has no \"" + json_shown(keys[i]) + "\" and its key has " + std::to_string(parts.size()) +
                      " value(s) for the " + std::to_string(keys.size()) + " of $.tune_params_keys",
                  "kopt.interop.002");
       }
     }
+    std::optional<double> cost;
+    for (const char* k : {"compile_time", "verification_time", "benchmark_time"}) add_cost(cost, value, k);
+    e.cost_ms = cost;
     const JsonAt t = ent.at("time");
     if (t.value().is_string()) {
       // Kernel Tuner's failed configurations; any other string is no time.

@@ -35,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -71,6 +72,15 @@ struct WarmStartEntry {
   std::optional<double> time_ms;           // the recorded time, when valid and known
   std::string failed;                      // recorded as not valid: how ("compile", "CompilationFailedConfig")
   std::string unusable;                    // cannot be one of ours: why ("block_size_x=0.5 is not an integer")
+  /// Every parameter's value as the file records it (integers or not): a
+  /// replay (run/recorded.h) takes the values that are no integers by position.
+  std::map<std::string, nlohmann::json> values;
+  /// What evaluating it cost, ms, where the file says: T4 times.compilation
+  /// (Kernel Tuner's name) or times.compilation_time (kopt's) + validation +
+  /// benchmark; cache compile_time + verification_time + benchmark_time, what
+  /// Kernel Tuner's simulation mode charges (runners/simulation.py). Missing
+  /// terms count 0; nullopt when all three are missing.
+  std::optional<double> cost_ms;
 };
 
 /// A warm-start file, read.
@@ -84,6 +94,9 @@ struct WarmStart {
   /// Valid entries with a recorded time first, fastest first; then the other
   /// valid ones, then the failed and unusable ones, each group in file order.
   std::vector<WarmStartEntry> entries;
+  /// Kernel Tuner cache: $.tune_params_keys, each with the values its
+  /// $.tune_params lists (none where the file has no such list). Empty for T4.
+  std::vector<std::pair<std::string, std::vector<nlohmann::json>>> tune_params;
 };
 
 /// Reads T4 results or a Kernel Tuner cache file (told apart by their keys).
