@@ -10,6 +10,7 @@ SearchProposer::SearchProposer(SearchProposerOptions options) : o_(std::move(opt
 
 void SearchProposer::prepare(const spec::Bindings& device_constants) {
   space_ = std::make_unique<search::Space>(o_.params, o_.constraints, device_constants);
+  if (o_.only) *space_ = space_->restricted_to(o_.only, "not a recorded configuration");
   // Counted by a depth-first search with pruning: exactly where the space can
   // be enumerated, within a bounded effort beyond (nullopt: too many to count).
   const uint64_t size = space_->cartesian_size();

@@ -36,6 +36,9 @@ struct SearchProposerOptions {
   std::string strategy;       // empty: search::default_strategy(valid size)
   uint64_t seed = 1;
   int64_t max_proposals = 0;  // 0: until the strategy has nothing left
+  /// Only the configurations this accepts are part of the space (a replay's
+  /// recorded ones: Space::restricted_to); empty: every valid one.
+  std::function<bool(const search::Config&)> only;
   std::string label_prefix;   // labels are prefix + config_key ("BM=64,BN=128")
   /// A configuration this returns a reason for is observed as failed without
   /// being evaluated (the hybrid agent's launch check).

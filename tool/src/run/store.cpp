@@ -500,7 +500,26 @@ void RunStore::sync_history() {
   for (size_t i = history_.size(); i < disk.size(); ++i) history_.push_back(std::move(disk[i]));
 }
 
+RunStore RunStore::in_memory(const json& spec_json, RunInfo info) {
+  RunStore s;
+  s.memory_ = true;
+  if (info.spec_hash.empty()) info.spec_hash = hash_spec(spec_json);
+  info.tool_version = KOPT_VERSION;
+  if (info.created.empty()) info.created = now_iso8601_utc();
+  s.info_ = std::move(info);
+  s.spec_json_ = spec_json;
+  return s;
+}
+
 void RunStore::record(Attempt attempt) {
+  if (memory_) {
+    if (attempt.index == 0) attempt.index = next_index();
+    if (attempt.index != next_index())
+      throw std::invalid_argument("RunStore::record: attempt index " + std::to_string(attempt.index) +
+                                  " is not the next index " + std::to_string(next_index()));
+    history_.push_back(std::move(attempt));
+    return;
+  }
   // Never trust the in-memory history alone: a folder that history.json on
   // disk names is recorded, whoever recorded it.
   sync_history();
@@ -636,7 +655,10 @@ Summary RunStore::summary(const json& extra) const {
   return s;
 }
 
-void RunStore::write_summary(const Summary& s) const { run::write_summary(dir_ / kSummaryJson, s); }
+void RunStore::write_summary(const Summary& s) const {
+  if (memory_) throw std::logic_error("RunStore::write_summary: a run kept in memory has no folder");
+  run::write_summary(dir_ / kSummaryJson, s);
+}
 
 void RunStore::write_summary(const json& extra) const { write_summary(summary(extra)); }
 
@@ -663,6 +685,7 @@ void RunStore::write_best(const std::string& entry, const std::vector<std::strin
 
 void RunStore::write_best(const Attempt& attempt, const std::string& entry,
                           const std::vector<std::string>& launch_lines, const std::filesystem::path& file) const {
+  if (memory_) throw std::logic_error("RunStore::write_best: a run kept in memory has no folder");
   const Attempt* b = &attempt;
   const Summary sum = summary();
   using spec::one_line;

@@ -101,6 +101,11 @@ class RunStore {
   /// EnvironmentError(kopt.run.9xx).
   static RunStore create(const std::filesystem::path& results_dir, const nlohmann::json& spec_json,
                          const nlohmann::json& device_json, RunInfo info);
+  /// A run kept in memory, with no folder (a replay's run: tune::OptimizeOptions::in_memory):
+  /// record() keeps the attempts in history() and writes nothing; dir() is empty,
+  /// and nothing may be written (write_summary, write_best throw std::logic_error).
+  static RunStore in_memory(const nlohmann::json& spec_json, RunInfo info);
+  bool in_memory() const { return memory_; }
 
   /// Opens an existing run to resume it. Throws UsageError(kopt.run.901) when
   /// `dir` is not a run folder (names what is missing), kopt.run.902 when its
@@ -218,6 +223,7 @@ class RunStore {
     }
   };
   FileId history_id_;
+  bool memory_ = false;  // in_memory(): no folder, nothing written
 };
 
 }  // namespace kopt::run

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +86,14 @@ struct OptimizeOptions {
   /// own runner here; the search loop, the budget and the finalists are the
   /// same.
   std::function<std::unique_ptr<Runner>(const spec::Spec&)> runner;
+  /// The parameter search's space holds only the configurations this
+  /// accepts, beside the spec's constraints (a replay's: the recorded ones;
+  /// Space::restricted_to). Empty: every valid configuration.
+  std::function<bool(const std::map<std::string, int64_t>&)> space_filter;
+  /// The run is kept in memory (a replay's runs, replay/replay.h): no run
+  /// folder, nothing on stdout; the search, the budget and the finalists are
+  /// the same. Not with `resume`.
+  bool in_memory = false;
   bool quiet = false;
   agent::AgentOptions agent;             // --strategy agent|hybrid: the LLM agent's options (agent/agent.h)
 };

@@ -111,6 +111,10 @@ int Driver::finish(const Finalists& f) {
   }
   // The proposer's own keys win over the driver's (the agent's budget_used and stop).
   summary.merge(proposer_.summary(), "the proposer's summary");
+  if (o_.in_memory) {  // a replay's run: nothing to write (its runner saw every evaluation)
+    if (sig) return util::interrupt_exit_code(sig);
+    return winner ? 0 : 1;
+  }
   store_->write_summary(summary);
   if (winner) {
     const spec::Candidate wc = candidate_of(*winner);

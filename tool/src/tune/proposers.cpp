@@ -133,6 +133,7 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   so.constraints = s.tuning.constraints;
   so.strategy = o.strategy;
   so.seed = o.seed;
+  so.only = o.space_filter;
   if (!o.warm_start.empty()) add_warm_start(o, so);
   add_spec_seeds(s, o, so);
   // Shape classes: the performance cases grouped by size, one search each.

@@ -240,6 +240,13 @@ void Driver::open_store(std::filesystem::path* run_dir) {
                                            "changed since the run began, so this is another workload: restore "
                                            "the file, or start a new run with --spec");
     }
+  } else if (o_.in_memory) {
+    run::RunInfo info;
+    info.strategy = proposer_.name();
+    info.seed = o_.seed;
+    info.budget = proposer_.budget_json(o_.budget);
+    store_ = run::RunStore::in_memory(spec::to_json(spec_), info);
+    return;
   } else {
     run::RunInfo info;
     info.spec_hash = run::spec_fingerprint(spec_);
