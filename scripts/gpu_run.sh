@@ -9,7 +9,7 @@
 # covers it on the GPU).
 #
 # Usage (from the repository root):
-#   bash scripts/gpu_run.sh [test] [optimize] [bench] [sweep] [templates] [example] [suite] [capture] [agent] [kinds] [tf32]
+#   bash scripts/gpu_run.sh [test] [optimize] [bench] [spaces] [templates] [example] [suite] [capture] [agent] [kinds] [tf32]
 #   tf32: the split-TF32 SGEMM kind (templates/sgemm/sgemm_tf32.cu): kopt evaluate, the harness's accuracy
 #   beside cuBLAS, and bench/ --precision beside cuBLAS FP32 and FAST_TF32 (scripts/check_tf32.sh; about 5 min)
 #   classes: kopt optimize on templates/sgemm/application_shapes.json (18 shapes, 8 shape classes,
@@ -29,7 +29,10 @@
 #   launchers: the plain run, --devices 0 and --worker-launcher "bash -c" compared (docs/multi-gpu.md);
 #   LAUNCH_BUDGET (env), default evals=40
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
-#   SWEEP_MINUTES (env): the time budget of the sweep stage (default 6)
+#   spaces: scripts/record_spaces.sh: tuning spaces recorded for kopt replay (docs/search.md,
+#   "Recording a space"), SPACES_MINUTES (default 4) a workload per call, resumed by the next call
+#   until each holds SPACES_TARGET (default 1200) configurations; SPACES_WORKLOADS (default: the six
+#   of the script); the T4 records come back in $OUT/spaces
 #   CAPTURE_BUDGET (env): optimize_sgemm's budget in the capture stage (default evals=16,minutes=1.5)
 #   EXAMPLE_ARGS (env): extra -D options of the example stage's configure, e.g. "-DKOPT_EXAMPLE_BUDGET=evals=60"
 #     (the example tunes on templates/sgemm/application_shapes.json with evals=1000,minutes=5 by default)
@@ -40,7 +43,9 @@ OUT="${OUT:-$ROOT/gpu-out}"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 STAGES="${*:-test optimize bench example}"
-SWEEP_MINUTES="${SWEEP_MINUTES:-6}"
+SPACES_MINUTES="${SPACES_MINUTES:-4}"
+SPACES_TARGET="${SPACES_TARGET:-1200}"
+SPACES_WORKLOADS="${SPACES_WORKLOADS:-}"
 CAPTURE_BUDGET="${CAPTURE_BUDGET:-evals=16,minutes=1.5}"
 OPT_BUDGET="${OPT_BUDGET:-evals=40,minutes=4}"
 CLASSES_BUDGET="${CLASSES_BUDGET:-evals=1000,minutes=6}"
@@ -136,25 +141,14 @@ if [[ " $STAGES " == *" bench "* ]]; then
   fi
 fi
 
-if [[ " $STAGES " == *" sweep "* ]]; then
-  echo "== sweep: every valid SGEMM configuration, quick timing ($SWEEP_MINUTES min budget), for the search replay"
-  python3 - <<'PY'
-import json
-s = json.load(open("templates/sgemm/sgemm.json"))
-s["name"] = s.get("name", "sgemm") + "-sweep"
-s["timing"] = dict(s.get("timing", {}), warmup=3, iterations=15)
-s["checks"] = dict(s.get("checks", {}), trials=1, repeats=1)
-s.pop("baseline", None)
-json.dump(s, open("templates/sgemm/sgemm_sweep.json", "w"), indent=1)
-PY
-  rm -rf "$ROOT/results-sweep"
-  "$K" optimize --spec templates/sgemm/sgemm_sweep.json --strategy exhaustive --budget "minutes=$SWEEP_MINUTES" \
-       --results-dir "$ROOT/results-sweep" --cache-dir "$BUILD/kcache" --retime-rounds 0 --no-specialize \
-       >"$LOGS/sweep.summary.json" 2>"$LOGS/sweep.err"
-  echo "sweep exit $?"; tail -3 "$LOGS/sweep.err"
-  SW="$(ls -d "$ROOT"/results-sweep/run-* 2>/dev/null | head -1)"
-  [ -n "$SW" ] && python3 scripts/record_sweep.py "$SW" --out "$OUT/sgemm_h200_sweep.json" && ls -la "$OUT/sgemm_h200_sweep.json"
-  [ -n "$SW" ] && mkdir -p "$LOGS/sweep" && cp "$SW"/*.json "$LOGS/sweep/"
+if [[ " $STAGES " == *" spaces "* ]]; then
+  echo "== spaces: recorded tuning spaces for kopt replay ($SPACES_MINUTES min a workload; resumable)"
+  # The run folders stay in build-gpu/spaces between calls; the records come back in $OUT/spaces.
+  bash scripts/record_spaces.sh --kopt "$K" --work "$BUILD/spaces" --out "$OUT/spaces" \
+       --minutes "$SPACES_MINUTES" --target "$SPACES_TARGET" --cache-dir "$BUILD/kcache" $SPACES_WORKLOADS \
+       2>&1 | tee "$LOGS/spaces.log"
+  "$K" replay --strategy default,random --seeds 3 "$OUT"/spaces/*.t4.json >>"$LOGS/spaces.log" 2>&1
+  tail -40 "$LOGS/spaces.log"
 fi
 
 if [[ " $STAGES " == *" agent "* ]]; then

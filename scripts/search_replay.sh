@@ -1,27 +1,25 @@
 #!/usr/bin/env bash
-# Prints the search-replay tables (what docs/performance.md quotes):
-# every strategy replayed against the synthetic SGEMM sweep and against each
-# recorded sweep in tests/data/search/ (see tests/unit/test_search_replay.cpp).
+# Prints the search-replay tables (what docs/performance.md and docs/search.md
+# quote): `kopt replay --strategy all` on every recorded space in
+# tests/data/spaces/ and on the synthetic SGEMM space of the unit tests
+# (written by kopt_synthetic_spaces). No GPU needed.
 #
-#   scripts/search_replay.sh [BUILD_DIR]      (default: build)
+#   scripts/search_replay.sh [BUILD_DIR] [kopt replay options...]   (default: build)
 #
-# SEEDS=N changes the number of seeds (default 16, as in CI). The JSON
-# reports (search_replay_<record>.json) and the synthetic record
-# (synthetic_sweep.json) are left in $OUT (default: a temporary folder).
+# SEEDS=N changes the number of seeds (default 16, as in CI). The JSON report
+# (replay.json) and the synthetic space's cache are left in $OUT (default: a
+# temporary folder).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
+[ $# -gt 0 ] && shift
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-cmake --build "$build" --target kopt_unit_tests -j "${JOBS:-2}" >/dev/null
-bin=$(find "$build" -name kopt_unit_tests -type f -perm -u+x | head -n 1)
-[ -n "$bin" ] || { echo "search_replay: no kopt_unit_tests under $build" >&2; exit 2; }
-KOPT_REPLAY_OUT_DIR=$out KOPT_REPLAY_SEEDS=${SEEDS:-16} "$bin" \
-  --gtest_filter='SearchReplayTest.SyntheticSgemmSweep:SearchReplayTest.RecordedSweeps' >"$out/log.txt" 2>&1 ||
-  { cat "$out/log.txt" >&2; exit 1; }
-# The tables: from each "Replay of" line to the end of its table.
-awk '/^Replay of/ {on = 1; seen = 0}
-     on && seen && !/^\|/ {on = 0; print ""}
-     on {print; if (/^\|/) seen = 1}' \
-  "$out/log.txt"
-echo "(JSON reports in $out)"
+cmake --build "$build" --target kopt kopt_synthetic_spaces -j "${JOBS:-2}" >/dev/null
+kopt="$build/tool/kopt"
+synthetic="$build/tests/kopt_synthetic_spaces"
+[ -x "$kopt" ] && [ -x "$synthetic" ] || { echo "search_replay: no kopt or kopt_synthetic_spaces under $build" >&2; exit 2; }
+"$synthetic" "$out" sgemm-synthetic 2>/dev/null
+"$kopt" replay --strategy all --seeds "${SEEDS:-16}" --json "$out/replay.json" "$@" \
+  "$out/sgemm-synthetic.json" "$root"/tests/data/spaces/*.json
+echo "(JSON report in $out/replay.json)"

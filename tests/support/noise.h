@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace kopt::search::replay::noise {
+namespace kopt::test::noise {
 
 /// splitmix64.
 inline uint64_t mix(uint64_t x) {
@@ -37,4 +37,4 @@ inline double normal(uint64_t h) {
   return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
-}  // namespace kopt::search::replay::noise
+}  // namespace kopt::test::noise

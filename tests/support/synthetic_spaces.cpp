@@ -9,12 +9,18 @@
 #include <numeric>
 #include <random>
 
+#include "search/space.h"
 #include "util/error.h"
 
 #include "support/noise.h"
 
-namespace kopt::search::replay {
+namespace kopt::test {
 namespace {
+
+using search::Config;
+using search::config_key;
+using Outcome = run::RecordedOutcome;
+using RecordedSpace = run::RecordedSpace;
 
 using noise::hash_of;
 using noise::normal;
@@ -400,4 +406,4 @@ std::vector<std::pair<std::string, uint64_t>> holdout_spaces() {
           {"dedisp", 11}, {"random", 11}, {"random", 12}, {"random", 13}, {"random", 14}};
 }
 
-}  // namespace kopt::search::replay
+}  // namespace kopt::test

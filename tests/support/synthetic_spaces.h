@@ -28,23 +28,25 @@
 //             failures, sometimes a plateau.
 //
 // Every entry has an evaluation cost (compile time plus 32 timed runs, as
-// Kernel Tuner records), so the spaces are timed.
+// Kernel Tuner records), so the spaces are timed. `kopt_synthetic_spaces`
+// (tests/support/synthetic_main.cpp) writes them as Kernel Tuner cache files
+// for `kopt replay`.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "support/replay_space.h"
+#include "run/recorded.h"
 
-namespace kopt::search::replay {
+namespace kopt::test {
 
 /// The families, in the order above.
 std::vector<std::string> synthetic_families();
 
 /// The space of `family` with `seed` (label "<family>-<seed>"). Throws
 /// UsageError(kopt.replay.120) for an unknown family.
-RecordedSpace synthetic_space(const std::string& family, uint64_t seed);
+run::RecordedSpace synthetic_space(const std::string& family, uint64_t seed);
 
 /// The development set: the spaces the default strategy was developed on
 /// ("conv-1" ... ; docs/search.md lists them with their measures).
@@ -53,4 +55,4 @@ std::vector<std::pair<std::string, uint64_t>> development_spaces();
 /// check that what was learnt on the development set carries over.
 std::vector<std::pair<std::string, uint64_t>> holdout_spaces();
 
-}  // namespace kopt::search::replay
+}  // namespace kopt::test
