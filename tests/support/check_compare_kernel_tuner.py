@@ -3,7 +3,8 @@
 
 On a small Kernel Tuner cache file written here, the script measures runs saved
 as --save-runs writes them (--load-runs: no Kernel Tuner needed) beside kopt's
-strategies replayed by kopt_search_replay, and prints one table with both.
+strategies replayed by `kopt replay`, and prints the space's table with both and
+the summary over the spaces.
 
     check_compare_kernel_tuner.py SOURCE_DIR BUILD_DIR
 """
@@ -32,7 +33,7 @@ def main() -> int:
                                                                   [[1.0, 1.0], [2.0, 1.0]]]}]
         (tmp / "runs.json").write_text(json.dumps(runs))
         cmd = [sys.executable, str(source / "scripts" / "compare_kernel_tuner.py"), str(tmp / "small.json"),
-               "--load-runs", str(tmp / "runs.json"), "--seeds", "3", "--kopt-strategies", "random,portfolio",
+               "--load-runs", str(tmp / "runs.json"), "--seeds", "3", "--kopt-strategies", "default,random,portfolio",
                "--build", str(build), "--json", str(tmp / "out.json")]
         p = subprocess.run(cmd, capture_output=True, text=True)
         out = p.stdout + p.stderr
@@ -41,13 +42,16 @@ def main() -> int:
             print(f"FAIL: exit {p.returncode}")
             return 1
         for want in ("small: 64 configurations, 8 failed; optimum 1", "| random |", "| portfolio |",
-                     "| KT fake | 2.0 | 2.0 | 2 | 2 |"):
+                     "| KT fake | 2.0 | 2.0 | 2 | 2 |",
+                     # the summary: the default (exhaustive: 64 configurations), the outside runs as Kernel Tuner's best
+                     "| small | 64 (8; 1, 1) | default (exhaustive): 1.0 / 1.0 / 1.000 | fake: 2.0 / 2.0 / 0.976 | ",
+                     "| KT fake | - | - | "):
             if want not in out:
                 print(f"FAIL: {want!r} not in the output")
                 return 1
         doc = json.loads((tmp / "out.json").read_text())
         names = [r["strategy"] for r in doc[0]["results"]]
-        if names != ["random", "portfolio", "KT fake"]:
+        if names != ["default (exhaustive)", "random", "portfolio", "KT fake"]:
             print(f"FAIL: strategies {names}")
             return 1
     print("ok")
