@@ -30,7 +30,8 @@
 #   LAUNCH_BUDGET (env), default evals=40
 #   OPT_BUDGET (env): the optimize budget (default evals=40,minutes=4)
 #   spaces: scripts/record_spaces.sh: tuning spaces recorded for kopt replay (docs/search.md,
-#   "Recording a space"), SPACES_MINUTES (default 4) a workload per call, resumed by the next call
+#   "Replaying a recorded space"), SPACES_MINUTES (default 1.2: six workloads fit a 10-minute call) a
+#   workload per call, resumed by the next call
 #   until each holds SPACES_TARGET (default 1200) configurations; SPACES_WORKLOADS (default: the six
 #   of the script); the T4 records come back in $OUT/spaces
 #   CAPTURE_BUDGET (env): optimize_sgemm's budget in the capture stage (default evals=16,minutes=1.5)
@@ -43,7 +44,7 @@ OUT="${OUT:-$ROOT/gpu-out}"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 STAGES="${*:-test optimize bench example}"
-SPACES_MINUTES="${SPACES_MINUTES:-4}"
+SPACES_MINUTES="${SPACES_MINUTES:-1.2}"
 SPACES_TARGET="${SPACES_TARGET:-1200}"
 SPACES_WORKLOADS="${SPACES_WORKLOADS:-}"
 CAPTURE_BUDGET="${CAPTURE_BUDGET:-evals=16,minutes=1.5}"
@@ -145,10 +146,8 @@ if [[ " $STAGES " == *" spaces "* ]]; then
   echo "== spaces: recorded tuning spaces for kopt replay ($SPACES_MINUTES min a workload; resumable)"
   # The run folders stay in build-gpu/spaces between calls; the records come back in $OUT/spaces.
   bash scripts/record_spaces.sh --kopt "$K" --work "$BUILD/spaces" --out "$OUT/spaces" \
-       --minutes "$SPACES_MINUTES" --target "$SPACES_TARGET" --cache-dir "$BUILD/kcache" $SPACES_WORKLOADS \
+       --minutes "$SPACES_MINUTES" --target "$SPACES_TARGET" $SPACES_WORKLOADS \
        2>&1 | tee "$LOGS/spaces.log"
-  "$K" replay --strategy default,random --seeds 3 "$OUT"/spaces/*.t4.json >>"$LOGS/spaces.log" 2>&1
-  tail -40 "$LOGS/spaces.log"
 fi
 
 if [[ " $STAGES " == *" agent "* ]]; then

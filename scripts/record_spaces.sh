@@ -21,6 +21,8 @@
 #   --out     where the T4 records go (default tests/data/spaces)
 #   --minutes per workload and call (default 4)
 #   --target  evaluations a record should hold (default 1200; the whole space if smaller)
+#   --cache-dir the NVRTC cache (default WORK/kcache, the records' own: a configuration compiled
+#             before, in another cache, would record no compile time in its cost)
 #
 # On the GPU machine: bash scripts/gpu_run.sh spaces (SPACES_MINUTES, SPACES_TARGET,
 # SPACES_WORKLOADS), whose run folders stay in build-gpu/spaces between calls.
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     --minutes) MINUTES="$2"; shift 2 ;;
     --target) TARGET="$2"; shift 2 ;;
     --cache-dir) CACHE_DIR="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     -*) echo "record_spaces: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
   esac
@@ -93,7 +95,7 @@ for w in "${WORKLOADS[@]}"; do
   run="$(ls -d "$results"/run-* 2>/dev/null | head -1)"
   common=(--strategy random --seed 1 --budget "evals=$TARGET,minutes=$MINUTES" --shape-classes off
           --retime-rounds 0 --no-specialize --quiet)
-  [ -n "$CACHE_DIR" ] && common+=(--cache-dir "$CACHE_DIR")
+  common+=(--cache-dir "${CACHE_DIR:-$WORK/kcache}")
   # Testing: extra kopt optimize arguments (the CTest runs it over the fake worker).
   [ -n "${KOPT_RECORD_ARGS:-}" ] && read -r -a extra <<<"$KOPT_RECORD_ARGS" && common+=("${extra[@]}")
   echo "== $name: $( [ -n "$run" ] && echo "resuming $run" || echo "a new run in $results") ($MINUTES min)"
