@@ -830,7 +830,7 @@ add(
     cli("optimize_option_typo", optimize("--budgte", "40"), "unknown option '--budgte' \\(did you mean '--budget'\\?\\)",
         note="named as typed, with the closest option (CLI11 alone lists the extras backwards)"),
     cli("optimize_subcommand_typo", [K, "optimze", "--spec", "{spec}"], "'optimze' \\(did you mean 'optimize'\\?\\)"),
-    cli("unknown_subcommand_help", [K, "replay", "--help"], "unknown subcommand 'replay'",
+    cli("unknown_subcommand_help", [K, "frobnicate", "--help"], "unknown subcommand 'frobnicate'",
         note="not the general help with exit 0"),
     cli("optimize_worker_launcher_folder", optimize("--worker-launcher", "{dir}"), "--worker-launcher.*folder"),
     cli("evaluate_json_proc", evaluate("--json", "/proc/kopt-bad-input.json"), "--json /proc",
