@@ -15,6 +15,7 @@
 #include "tune/driver.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/interrupt.h"
 #include "util/json.h"
 
 namespace kopt::replay {
@@ -189,6 +190,7 @@ score::Trace Replay::run(const std::string& strategy, uint64_t seed, const model
   if (size() < cartesian_size())
     o.space_filter = [table](const std::map<std::string, int64_t>& c) { return table->find(c) != nullptr; };
   const int code = tune::optimize(o);
+  util::throw_if_interrupted();  // Ctrl-C: the replay stops (exit 130), not just this run
   if (code != 0 && code != 1)  // 1: nothing passed in this run's evaluations
     throw EnvironmentError("kopt.replay.108", "the replayed run of " + (strategy.empty() ? "default" : strategy) +
                                                   " (seed " + std::to_string(seed) + ") ended with exit code " +

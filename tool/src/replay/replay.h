@@ -99,7 +99,8 @@ class Replay {
   /// One run of `strategy` ("default" or empty: default_strategy()) with
   /// `seed`: its search's evaluations in order. Throws what `kopt optimize`
   /// throws for the options (kopt.search.801 for an unknown strategy,
-  /// kopt.opt.005 for a zero budget).
+  /// kopt.opt.005 for a zero budget), util::Interrupted after SIGINT/SIGTERM,
+  /// and EnvironmentError(kopt.replay.108) for a run that ends otherwise.
   search::score::Trace run(const std::string& strategy, uint64_t seed, const model::Budget& budget,
                            int compile_threads = 1) const;
   /// Runs seeds 1..o.seeds and measures them.
