@@ -65,6 +65,20 @@ struct PipelineStats {
   run::TunerStats record() const;
 };
 
+/// The ranked finalists and what is known of each, in rank order: the
+/// per-case medians (over re-timing rounds, else the search's own), whether
+/// it failed a re-check, and the least blocks per SM of its timed launches
+/// (INT_MAX when none was reported).
+struct FinalistTable {
+  std::vector<std::string> perf_cases;
+  std::vector<const model::Attempt*> ranked;
+  std::vector<std::map<std::string, double>> case_ms;
+  std::vector<bool> failed;
+  std::vector<int> occupancy;
+  /// Shape classes: some finalist was timed on its class's cases alone.
+  bool classed = false;
+};
+
 /// The finalists' outcome: the winner, the re-timing and the shape variants.
 struct Finalists {
   const model::Attempt* winner = nullptr;
@@ -128,6 +142,13 @@ class Driver final : public propose::EvaluationService {
   std::string progress_line(const model::Attempt& a, double search_minutes, bool several) const;
   // finalists.cpp
   Finalists choose_finalists();
+  /// Re-times the table's finalists interleaved (`rounds` rounds, within the
+  /// minutes budget), updating its per-case medians, occupancy and failures;
+  /// fills f.retime and picks f.winner by the re-timed median geomean.
+  void retime_finalists(FinalistTable& t, int rounds, Finalists& f);
+  /// Shape specialisation: the variants (the winner, then each case's
+  /// fastest finalist beyond the threshold) and the dispatch tree over them.
+  void specialize_finalists(const FinalistTable& t, Finalists& f) const;
   /// Derives the dispatch tree's cost model (model/dispatch.h) where the
   /// template's launch has block_work and every variant's occupancy was
   /// measured; fills the samples' launches. Leaves the tree alone otherwise.
