@@ -475,6 +475,15 @@ __device__ __forceinline__ void compute_tile(const float* sa, const float* sb, i
   }
 }
 
+__device__ __forceinline__ void zero(float (&x)[kMI][kNI][4]) {
+#pragma unroll
+  for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[mi][ni][i] = 0.f;
+}
+
 // acc += part; part = 0 (ACC2: the outer level of the two-level sums).
 __device__ __forceinline__ void fold(float (&acc)[kMI][kNI][4], float (&part)[kMI][kNI][4]) {
 #pragma unroll
@@ -512,12 +521,7 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
   c.nvec = (N & 3) == 0;
 
   float acc[kMI][kNI][4];
-#pragma unroll
-  for (int mi = 0; mi < kMI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < kNI; ++ni)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.f;
+  zero(acc);
 
   const int KT_all = K / BK + (K % BK != 0);  // k-tiles of K
 #if SPLITK > 1
@@ -540,12 +544,7 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
 #if ACC2
   // Two-level sums: the k-tiles' FADDs go into part, folded into acc every `inner` k-tiles.
   float part[kMI][kNI][4];
-#pragma unroll
-  for (int mi = 0; mi < kMI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < kNI; ++ni)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) part[mi][ni][i] = 0.f;
+  zero(part);
   const int inner = L::inner_tiles(KT);
   int left = inner;
 #endif
