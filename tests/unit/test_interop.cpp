@@ -352,7 +352,7 @@ std::vector<std::string> drive(SearchProposer& p, size_t limit = 100) {
 }
 
 TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
-  for (const std::string& strategy : {"exhaustive", "random", "anneal", "genetic", "surrogate"}) {
+  for (const std::string& strategy : {"exhaustive", "random", "anneal", "genetic", "surrogate", "portfolio"}) {
     SCOPED_TRACE(strategy);
     SearchProposerOptions o = small_space(strategy);
     o.seeds = {seed({{"A", 8}, {"B", 2}}, "$.r[0]"),
