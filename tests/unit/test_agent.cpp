@@ -27,6 +27,7 @@
 #include "agent/http.h"
 #include "agent/llm.h"
 #include "eval/ncu.h"
+#include "support/files.h"
 #include "tune/driver.h"
 #include "run/store.h"
 #include "spec/spec.h"
@@ -40,6 +41,7 @@ namespace {
 
 namespace stdfs = std::filesystem;
 using kopt::test::LoopbackServer;
+using kopt::test::read_json;
 using kopt::test::TempDir;
 using FakeServer = kopt::test::FakeLlmServer;
 using kopt::agent::ChatRequest;
@@ -53,8 +55,6 @@ using nlohmann::json;
 
 const std::string kSentinel = "sk-AGENT-SENTINEL-5b9e0c7d13";
 const std::string kData = std::string(KOPT_TEST_DATA_DIR) + "/agent/";
-
-json read_json(const stdfs::path& p) { return json::parse(kopt::fs::read_file(p)); }
 
 
 // ---------------------------------------------------------------------------

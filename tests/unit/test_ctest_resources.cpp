@@ -19,6 +19,7 @@
 #include "model/ctest_resources.h"
 #include "spec/inputs.h"
 #include "spec/spec.h"
+#include "support/files.h"
 #include "temp_dir.h"
 #include "util/error.h"
 
@@ -27,6 +28,7 @@ namespace {
 namespace fsys = std::filesystem;
 using kopt::model::ctest_gpu_from_environment;
 using kopt::model::ctest_resource_spec;
+using kopt::test::slurp;
 
 const std::string kChecker = std::string(KOPT_SOURCE_DIR) + "/tests/cmake/check_resource_spec.cmake";
 
@@ -44,13 +46,6 @@ ShellRun shell(const std::string& cmd) {
   const int st = ::pclose(p);
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
-}
-
-std::string slurp(const fsys::path& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 /// Runs the resource spec checker (tests/cmake/check_resource_spec.cmake) on `text`.

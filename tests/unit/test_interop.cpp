@@ -19,6 +19,7 @@
 #include "run/interop.h"
 #include "run/store.h"
 #include "spec_error.h"
+#include "support/files.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -28,6 +29,7 @@ namespace {
 namespace fsys = std::filesystem;
 using kopt::model::Attempt;
 using kopt::model::Verdict;
+using kopt::test::read_json;
 using kopt::test::TempDir;
 using kopt::test::spec_error;
 using nlohmann::json;
@@ -38,8 +40,6 @@ void write(const fsys::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary);
   out << text;
 }
-
-json read_json(const fsys::path& p) { return json::parse(kopt::fs::read_file(p)); }
 
 /// The SpecError `f` throws: its id and message (fails the test when none).
 // ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/evaluator_pool.h"
+#include "support/files.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -26,6 +27,7 @@
 namespace {
 
 namespace fsys = std::filesystem;
+using kopt::test::read_json;
 using kopt::test::TempDir;
 using nlohmann::json;
 
@@ -137,7 +139,6 @@ class MultiGpuRun : public ::testing::Test {
     EXPECT_EQ(runs.size(), 1u);
     return runs.empty() ? fsys::path() : runs[0];
   }
-  static json read_json(const fsys::path& p) { return json::parse(kopt::fs::read_file(p)); }
   static std::vector<json> candidates(const fsys::path& run) {
     std::vector<json> out;
     const json history = read_json(run / "history.json");

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/files.h"
 #include "temp_dir.h"
 #include "model/dispatch.h"
 #include "util/fs.h"
@@ -26,6 +27,7 @@
 namespace {
 
 namespace fsys = std::filesystem;
+using kopt::test::read_json;
 using kopt::test::TempDir;
 using nlohmann::json;
 
@@ -40,11 +42,6 @@ std::string optimize_cmd(const TempDir& d, const std::string& extra) {
 int run(const std::string& cmd) {
   const int status = std::system((cmd + " >/dev/null 2>&1").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-json read_json(const fsys::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
 }
 
 /// The options every run of a test shares, without --spec (for --resume RUN alone).
