@@ -20,6 +20,7 @@
 #include "agent/llm.h"
 #include "agent/llm_wire.h"
 #include "support/fake_llm_server.h"
+#include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -382,22 +383,14 @@ TEST(LlmWire, UsageAddsUp) {
 
 namespace {
 
+/// A .env file holding `text`, in a folder of its own removed at the end.
 class TempDotenv {
  public:
-  explicit TempDotenv(const std::string& text) {
-    std::string tmpl = (stdfs::temp_directory_path() / "kopt-dotenv-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    dir_ = tmpl;
-    std::ofstream(path()) << text;
-  }
-  ~TempDotenv() {
-    std::error_code ec;
-    stdfs::remove_all(dir_, ec);
-  }
+  explicit TempDotenv(const std::string& text) { std::ofstream(path()) << text; }
   std::string path() const { return (dir_ / ".env").string(); }
 
  private:
-  stdfs::path dir_;
+  kopt::test::TempDir dir_{"kopt-dotenv"};
 };
 
 using Env = std::map<std::string, std::string>;
