@@ -20,6 +20,7 @@
 #include "run/store.h"
 #include "spec_error.h"
 #include "support/files.h"
+#include "support/run_fixture.h"
 #include "support/shell.h"
 #include "temp_dir.h"
 #include "util/error.h"
@@ -48,47 +49,28 @@ void write(const fsys::path& p, const std::string& text) {
 // ---------------------------------------------------------------------------
 // Export
 
+/// A synthetic attempt (kopt::test::synthetic_attempt: three launches a
+/// performance case) labelled by its configuration, then a correctness case "1x1".
 Attempt attempt(const std::string& kind, std::map<std::string, int64_t> params, Verdict v,
-                const std::vector<std::pair<std::string, double>>& cases = {}) {
-  Attempt a;
-  a.kind = kopt::model::parse_attempt_kind(kind).value();
-  a.params = params;
-  a.label = kopt::search::config_key(params);
+                const kopt::test::CaseMedians& cases = {}) {
+  Attempt a = kopt::test::synthetic_attempt(kind, kopt::search::config_key(params), params, v, cases);
   a.source = "// kernel\n";
-  a.result.verdict = v;
   a.result.compile_ms = 321.5;
   a.result.check_ms = 12.25;
   a.result.timing_ms = 40.5;
   if (v != Verdict::ok) a.result.detail = "why";
-  std::vector<double> medians;
-  for (const auto& [name, ms] : cases) {
-    kopt::model::CaseResult c;
-    c.name = name;
-    c.role = "performance";
-    c.passed = v == Verdict::ok;
-    if (v == Verdict::ok) {
-      c.latency = kopt::model::latency_stats({ms * 0.99, ms, ms * 1.01});
-      c.latency->raw_ms = {ms * 0.99, ms, ms * 1.01};
-      medians.push_back(c.latency->median_ms);
-    }
-    a.result.cases.push_back(c);
-  }
   kopt::model::CaseResult small;
   small.name = "1x1";
   small.role = "correctness";
   small.passed = v == Verdict::ok;
   a.result.cases.push_back(small);
-  if (v == Verdict::ok && !medians.empty()) a.result.geomean_ms = kopt::model::geomean(medians);
   return a;
 }
 
 fsys::path make_run(const TempDir& d, const std::vector<Attempt>& attempts) {
-  kopt::run::RunInfo info;
-  info.strategy = "random";
-  auto store = kopt::run::RunStore::create(d / "results", json{{"format_version", 1}, {"name", "t"}},
-                                           json{{"name", "Fake GPU"}}, info);
-  for (const Attempt& a : attempts) store.record(a);
-  return store.dir();
+  return kopt::test::make_run(d / "results", attempts, json{{"format_version", 1}, {"name", "t"}},
+                              json{{"name", "Fake GPU"}})
+      .dir();
 }
 
 TEST(InteropExport, MapsEveryVerdictAndLeavesOutWhatIsNoConfiguration) {
