@@ -28,9 +28,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cuda/nvrtc.h"
 #include "tune/driver_impl.h"
+#include "tune/proposers.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/text.h"
 #include "util/thread_pool.h"
 
 namespace kopt::tune {
@@ -187,6 +190,7 @@ class Pipeline {
 
 void Driver::run_pipeline() {
   stats_.threads = compile_threads(o_.compile_threads);
+  if (!is_agent(o_)) stats_.filtered = filtered_before_compile(spec_, device_constants(), o_.quiet);
   const bool several = pool_ && pool_->size() > 1;
   for (size_t i = 0; pool_ && i < pool_->size(); ++i) {
     PipelineStats::Device d;
@@ -324,6 +328,9 @@ void Driver::run_pipeline() {
       if (reference_geomean_) line << ")";
     }
     line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
+    if (a.result.verdict == model::Verdict::compile_error)  // why, in one line
+      line << " (" << clip(a.result.detail.empty() ? cuda::first_error_line(a.result.compile_log) : a.result.detail, 200)
+           << ")";
     if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
     if (several && a.result.device) line << " on device " << *a.result.device;
     line << " | " << fmt(stats_.evaluated / std::max(mins, 1e-9), 3) << "/min";
