@@ -144,6 +144,7 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "NVRTC threads (default: hardware threads - 1); more than 4x the hardware threads is lowered to "
                  "that, with a warning")
       ->check(check::whole(1, 1000000));
+  env_.add_compile_timeout(sub);
   env_.add_cache_dir(sub);
   env_.add_quiet(sub);
 }
@@ -316,6 +317,8 @@ int OptimizeCommand::run() {
   o_.arch = env_.arch;
   o_.quiet = env_.quiet;
   o_.cache_dir = env_.cache_path();
+  o_.compile_timeout_s = env_.compile_timeout_s;
+  o_.compile_argv = env_.compile_argv();
   o_.worker_argv = env_.worker_argv(worker_command_);
   apply_devices();
   o_.agent.kopt_exe = self_exe();
