@@ -49,7 +49,7 @@ std::string defines_prelude(const spec::Spec& s) {
       for (const auto& [k, x] : v) one += (one.empty() ? "" : " ") + k + "=" + std::to_string(x);
       out += (seen.size() == 1 ? " " : "; ") + one;
     }
-    out += "); launch_header's tuned_for() checks the sizes.\n";
+    out += "); the launch header's tuned_for() says whether sizes are among them.\n";
   }
   return out + "\n";
 }
