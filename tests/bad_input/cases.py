@@ -214,6 +214,12 @@ def spec(name, mutate, first, exit=2, cmd=None, files=None, **kw):
     return Case("spec." + name, cmd or evaluate(), exit=exit, first=first, setup=setup, **kw)
 
 
+def per_case_define_in_constraint(doc, ctx):
+    """A define that depends on the case's size, named by a constraint."""
+    doc["defines"] = {"W": "N"}
+    doc["tuning"]["constraints"].append("BS <= W")
+
+
 def append_scalar(entry):
     def m(doc, ctx):
         doc["signature"].append(entry)
@@ -411,7 +417,21 @@ add(
     spec("entry_empty", setp(["initial", "entry"], ""), P("initial.entry")),
     spec("compile_options_string", setp(["initial", "compile_options"], "-O3"), P("initial.compile_options")),
     spec("defines_float", setp(["initial", "defines"], {"X": 1.5}), P("initial.defines.X")),
-    spec("define_is_param", setp(["initial", "defines"], {"BS": 64}), P("initial.defines")),
+    # The initial kernel may name a tuning parameter (its configuration); the template may not.
+    spec("define_is_param", setp(["template", "defines"], {"BS": 64}), P("template.defines.BS")),
+    spec("spec_define_is_param", setp(["defines"], {"BS": 64}), P("defines.BS")),
+    spec("spec_define_cycle", setp(["defines"], {"A": "B + 1", "B": "A"}), P("defines.A") + ".*cycle"),
+    spec("spec_define_unknown_name", setp(["defines"], {"A": "Q * 2"}), P("defines.A") + ".*'Q'"),
+    spec("spec_define_size_other_value", setp(["defines"], {"N": 4}), P("defines.N")),
+    spec("spec_define_in_constraint_per_case", per_case_define_in_constraint, P("tuning.constraints[1]") + ".*define 'W'"),
+    spec("constant_over_64k", append_scalar({"name": "c_table", "type": "float", "role": "constant", "count": "N * 8"}),
+         P("signature[3].count") + ".*65536"),
+    # A launch in a kernel's kopt: lines: its errors name the .cu file and line.
+    spec("annotation_grid_unknown_name", source("initial", "bad_grid.cu"), P("initial") + ".*bad_grid\\.cu:2: kopt:grid",
+         files={"bad_grid.cu": "// kopt:entry tiny_naive\n// kopt:grid ceil_div(N, TILE), 1, 1\n// kopt:block 64, 1, 1\n"
+                               "extern \"C\" __global__ void tiny_naive(const float* x, float* y, int N) {}\n"}),
+    spec("annotation_grid_syntax", source("initial", "bad_grid.cu"), "bad_grid\\.cu:2: kopt:grid",
+         files={"bad_grid.cu": "// kopt:entry tiny_naive\n// kopt:grid ceil_div(N, 64 +), 1, 1\n"}),
     spec("kernel_unknown_key", setp(["initial", "sources"], "x.cu"), P("initial.sources")),
     spec("baseline_kind_unknown", setp(["baseline"], {"kind": "mkl"}), P("baseline.kind")),
     spec("launch_grid_four", setp(["launch", "grid"], [1, 1, 1, 1]), P("launch.grid")),

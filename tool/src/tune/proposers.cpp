@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "agent/agent.h"
 #include "model/shape_classes.h"
@@ -9,6 +10,7 @@
 #include "propose/search_proposer.h"
 #include "run/interop.h"
 #include "run/store.h"
+#include "search/device_constants.h"
 #include "search/strategy.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -131,6 +133,9 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   so.base = template_candidate(s);
   so.params = s.tuning.params;
   so.constraints = s.tuning.constraints;
+  // Configurations the device cannot run (or ptxas refuses) are left out of
+  // the space before anything is compiled (search/device_constants.h).
+  for (const spec::Expr& e : template_limit_constraints(s, so.base)) so.constraints.push_back(e);
   so.strategy = o.strategy;
   so.seed = o.seed;
   if (!o.warm_start.empty()) add_warm_start(o, so);
@@ -186,6 +191,30 @@ propose::ProposerPtr make_agent(const OptimizeOptions& o, const spec::Spec*) {
 }
 
 }  // namespace
+
+std::vector<spec::Expr> template_limit_constraints(const spec::Spec& s, const spec::Candidate& base) {
+  if (!base.launch) return {};
+  std::set<std::string> names;
+  for (const spec::TuningParam& p : s.tuning.params) names.insert(p.name);
+  for (const auto& [name, v] : s.constant_defines()) names.insert(name);
+  return search::launch_limit_constraints(*base.launch, names);
+}
+
+std::optional<run::TunerStats::Filtered> filtered_before_compile(const spec::Spec& s, const spec::Bindings& constants,
+                                                                 bool quiet) {
+  if (!s.template_kernel || s.tuning.params.empty()) return std::nullopt;
+  std::vector<spec::Expr> constraints = s.tuning.constraints;
+  for (const spec::Expr& e : template_limit_constraints(s, template_candidate(s))) constraints.push_back(e);
+  const std::optional<search::LimitFilter> f = search::count_limit_filtered(s.tuning.params, constraints, constants);
+  if (!f || f->limits.empty()) return std::nullopt;
+  if (!quiet && f->filtered > 0) {
+    std::cerr << "kopt: " << f->filtered << " configuration" << (f->filtered == 1 ? "" : "s")
+              << " left out before compiling, over the device's limits (";
+    for (size_t i = 0; i < f->limits.size(); ++i) std::cerr << (i ? "; " : "") << f->limits[i];
+    std::cerr << "); " << f->space << " remain\n";
+  }
+  return run::TunerStats::Filtered{static_cast<int64_t>(f->filtered), static_cast<int64_t>(f->space), f->limits};
+}
 
 bool is_agent(const OptimizeOptions& o) {
   return o.strategy == "agent" || o.strategy == "hybrid" || (o.spec.empty() && !o.description.empty());

@@ -2,10 +2,13 @@
 // one folder (implementing propose::Proposer) and one entry in proposers.cpp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+
 #include "propose/proposer.h"
+#include "run/summary.h"
 #include "tune/driver.h"
 
 namespace kopt::tune {
@@ -23,6 +26,20 @@ propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::S
 
 /// True when the options ask for the agent (or hybrid) proposer.
 bool is_agent(const OptimizeOptions& options);
+
+/// The device-limit constraints the template's launch (`base`, the template
+/// candidate) implies (search::launch_limit_constraints): the parameter
+/// search adds them to the spec's constraints.
+std::vector<spec::Expr> template_limit_constraints(const spec::Spec& spec, const spec::Candidate& base);
+
+/// How many configurations of the template's space the device limits leave
+/// out before compiling (search::count_limit_filtered with `constants`, the
+/// template's launch limits included), said on stderr unless `quiet`
+/// ("kopt: 180 configurations left out before compiling, over the device's
+/// limits (...); 234 remain"). nullopt without a template, without any
+/// device-limit constraint, or when the space is too large to count.
+std::optional<run::TunerStats::Filtered> filtered_before_compile(const spec::Spec& spec,
+                                                                 const spec::Bindings& constants, bool quiet);
 
 /// Every name --strategy takes (the search strategies and the agent proposers).
 std::vector<std::string> proposer_names();

@@ -143,6 +143,8 @@ eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
   eval::EvaluatorOptions eo;  // the worker: each of o.workers (eval::on_worker)
   eo.cache_dir = o.cache_dir;
   eo.arch = o.arch;
+  eo.compile_argv = o.compile_argv;
+  eo.compile_timeout_s = o.compile_timeout_s;
   eo.time = true;
   eo.time_reference = false;
   return eo;
@@ -175,7 +177,7 @@ void Driver::open_device() {
 }
 
 spec::Bindings Driver::device_constants() const {
-  return search::device_constants(device_ ? &*device_ : nullptr);
+  return search::constraint_constants(spec_, device_ ? &*device_ : nullptr, arch_);
 }
 
 double Driver::minutes_elapsed() const { return std::chrono::duration<double>(now() - t_start_).count() / 60.0; }
@@ -263,7 +265,8 @@ model::Result Driver::compile_only_result(const cuda::CompileResult& cr) const {
   model::Result r;
   r.verdict = cr.ok ? model::Verdict::compiled : model::Verdict::compile_error;
   r.detail = cr.ok ? "compiled for " + arch_ + "; not checked or timed (no GPU)"
-                   : !cr.detail.empty() ? cr.detail : "compilation failed (" + cr.error_name + ")";
+                   : !cr.detail.empty() ? cr.detail
+                                        : "compilation failed (" + cr.error_name + "): " + cuda::first_error_line(cr.log);
   r.error_name = cr.ok ? "" : cr.error_name;
   r.compile_log = cr.log;
   r.compile_ms = cr.compile_ms;
