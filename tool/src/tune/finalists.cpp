@@ -250,7 +250,8 @@ Finalists Driver::choose_finalists() {
     // left holds another round as long as the last one.
     double last_round_min = 0;
     for (int round = 0; round < rounds && !util::interrupted(); ++round) {
-      if (round > 0 && o_.max_minutes > 0 && minutes_elapsed() + last_round_min > o_.max_minutes) {
+      const std::optional<double> minutes_left = budget_left().minutes;
+      if (round > 0 && minutes_left && last_round_min > *minutes_left) {
         if (!o_.quiet)
           std::cerr << "kopt: re-timing stopped after " << round << " of " << rounds
                     << " rounds: the minutes budget is spent\n";
@@ -261,7 +262,7 @@ Finalists Driver::choose_finalists() {
         if (failed[i]) continue;
         model::Result r;
         try {
-          r = ev_->evaluate(retime_candidate(*ranked[i]), false);
+          r = runner_->evaluate(retime_candidate(*ranked[i]), false);
         } catch (const util::Interrupted&) {
           break;  // interrupted() holds: the re-timing is dropped below
         }
@@ -300,7 +301,7 @@ Finalists Driver::choose_finalists() {
           else e.cases_median_ms[name] = std::nullopt;
         }
         e.failed_recheck = failed[i];
-        if (ev_->device_ordinal() >= 0) e.device = ev_->device_ordinal();
+        if (runner_->primary() < runner_->size()) e.device = runner_->slot(runner_->primary()).device;
         f.retime.push_back(std::move(e));
         if (!failed[i] && !g[i].empty() && median < best_median) {
           best_median = median;
