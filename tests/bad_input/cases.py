@@ -1140,6 +1140,32 @@ def history_grew(ctx, res):
 
 add(rf("resume_without_spec", lambda ctx: None, None, cmd=resume(spec=None), exit=0, unchanged=False,
        check=history_grew, note="--resume RUN alone takes the spec from the run folder"))
+# A warm start whose configurations the run has already evaluated: the resumed
+# session tries none of them again and does not say it tries them first.
+def warm_start_of_recorded(ctx):
+    h = json.loads((ctx.run / "history.json").read_text())
+    configs = [a["params"] for a in h["attempts"] if a.get("kind") == "candidate" and a.get("params")]
+    results = [{"configuration": c, "invalidity": "correct",
+                "measurements": [{"name": "time", "value": 1.0 + i, "unit": "ms"}]} for i, c in enumerate(configs)]
+    ctx.write("w.json", json.dumps({"schema_version": "1.0.0", "results": results}))
+
+
+def recorded_seeds_not_again(ctx, res):
+    h = json.loads((ctx.run / "history.json").read_text())
+    keys = [json.dumps(a["params"], sort_keys=True) for a in h["attempts"]
+            if a.get("kind") == "candidate" and a.get("params")]
+    fails = ["a configuration evaluated twice: %s" % k for k in sorted(set(keys)) if keys.count(k) > 1]
+    if re.search(r"[1-9][0-9]* of [0-9]+ configuration\(s\) are in the space and are evaluated first", res.stderr_text):
+        fails.append("stderr says recorded configurations are evaluated first: %s" % short_text(res.stderr_text))
+    return fails
+
+
+add(rf("resume_warm_start_already_recorded", warm_start_of_recorded, None,
+       cmd=[a for a in resume("--warm-start", "{dir}/w.json") if a != "--quiet"], exit=0, unchanged=False,
+       stderr=r"w\.json \(T4 results, 3 entries\): 0 of 3 configuration\(s\) are in the space and are evaluated "
+              r"first(.|\n)*3 not used, already recorded in this run",
+       check=recorded_seeds_not_again,
+       note="a warm start the run has already evaluated: nothing is said to come first, nothing is evaluated twice"))
 add(rf("export_output_proc", lambda ctx: None, "--output /proc",
        cmd=[K, "export", "--format", "t4", "-o", "/proc/kopt-bad-input.json", "{run}"],
        note="refused before the export, not after it with a temporary file's name"))

@@ -281,7 +281,9 @@ int generate(const GenerateOptions& options) {
                 << " does not exist (yet): using the spec's cases; the build tunes again once it appears\n";
     }
   }
-  const spec::Spec s = tune::load_spec_with_overrides(o.optimize);
+  tune::OptimizeOptions load = o.optimize;
+  load.quiet = true;  // where the cases come from is said once, by the tuning run that loads the spec again
+  const spec::Spec s = tune::load_spec_with_overrides(load);
   const std::string hash = run::spec_fingerprint(s);
   // With --input-cases (a capture), the fingerprint of the spec with its own
   // cases too: a cache entry tuned on the spec's cases or on an earlier

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 #include "agent/agent.h"
 #include "model/shape_classes.h"
@@ -122,7 +123,7 @@ void check_resumed_grouping(const OptimizeOptions& o, const std::vector<model::S
 }
 
 /// The parameter search over the spec's template.
-propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) {
+propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s, std::string* plan) {
   if (!s.template_kernel)
     throw UsageError("kopt.opt.003", s.path.string() +
                                          ": no template to search: add \"template\" to the spec or pass --template FILE");
@@ -160,10 +161,13 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   co.points = std::move(points);
   co.screen_factor = o.screen_factor;
   if (!o.quiet) {
-    std::cerr << "kopt: " << co.classes.size() << " shape classes, searched in this order:\n";
+    std::ostringstream out;
+    out << "kopt: " << co.classes.size() << " shape classes, searched in this order:\n";
     for (size_t k = 0; k < co.classes.size(); ++k)
-      std::cerr << "kopt:   c" << k + 1 << " (" << co.classes[k].members.size() << " case"
-                << (co.classes[k].members.size() == 1 ? "" : "s") << "): " << co.classes[k].name << "\n";
+      out << "kopt:   c" << k + 1 << " (" << co.classes[k].members.size() << " case"
+          << (co.classes[k].members.size() == 1 ? "" : "s") << "): " << co.classes[k].name << "\n";
+    if (plan) *plan = out.str();
+    else std::cerr << out.str();
   }
   return std::make_unique<propose::ClassSearchProposer>(std::move(co));
 }
@@ -220,9 +224,9 @@ bool is_agent(const OptimizeOptions& o) {
   return o.strategy == "agent" || o.strategy == "hybrid" || (o.spec.empty() && !o.description.empty());
 }
 
-propose::ProposerPtr make_proposer(const OptimizeOptions& o, const spec::Spec* s) {
+propose::ProposerPtr make_proposer(const OptimizeOptions& o, const spec::Spec* s, std::string* plan) {
   if (is_agent(o)) return make_agent(o, s);
-  return make_search(o, *s);
+  return make_search(o, *s, plan);
 }
 
 std::vector<std::string> proposer_names() {

@@ -22,7 +22,11 @@ namespace kopt::tune {
 /// agent needs a limit on its model turns (kopt.agent.103). With --resume,
 /// a grouping of shape classes other than the run's is kopt.opt.007.
 /// `spec` is null for a run from a description alone (the agent drafts it).
-propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::Spec* spec);
+/// What the proposer will do (the shape classes in their search order) goes
+/// to `plan` when given, for the caller to say once a GPU is open (a run
+/// without one searches nothing), else to stderr; nothing with --quiet.
+propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::Spec* spec,
+                                   std::string* plan = nullptr);
 
 /// True when the options ask for the agent (or hybrid) proposer.
 bool is_agent(const OptimizeOptions& options);

@@ -45,14 +45,16 @@ spec::Spec spec_with_capture(nlohmann::json doc, const OptimizeOptions& o, const
   spec::CaptureUse use;
   doc["cases"] = spec::cases_with_capture(base, doc["cases"], capture, where, &use);
   if (!o.quiet) {
-    std::cerr << "kopt: " << where << ": " << use.taken << " captured shape" << (use.taken == 1 ? "" : "s")
+    // A capture file may be written by hand (templates/sgemm/application_shapes.json):
+    // its shapes are the application's, not necessarily captured.
+    std::cerr << "kopt: application shapes from " << where << ": " << use.taken << " shape" << (use.taken == 1 ? "" : "s")
               << " of kernel '" << clip(capture.kernel) << "' as performance case" << (use.taken == 1 ? "" : "s")
               << ", weighted by their "
               << use.launches_taken << " launches";
     if (use.replaced) std::cerr << ", in place of the spec's " << use.replaced << " performance case" << (use.replaced == 1 ? "" : "s");
     std::cerr << "; the spec's " << use.correctness << " correctness case" << (use.correctness == 1 ? "" : "s") << " kept\n";
     if (use.taken < use.shapes)
-      std::cerr << "kopt: " << where << ": the capture holds " << use.shapes << " distinct shapes; only the "
+      std::cerr << "kopt: application shapes from " << where << ": " << use.shapes << " distinct shapes; only the "
                 << use.taken << " most frequent are tuned on (" << fmt(100.0 * static_cast<double>(use.launches_taken) /
                                                                      static_cast<double>(use.launches), 3)
                 << "% of the " << use.launches << " launches)\n";
