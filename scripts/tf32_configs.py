@@ -5,6 +5,10 @@ files for `kopt evaluate`, a spec for them with adversarial accuracy cases, and 
 generated pair for bench/.
 
     python3 scripts/tf32_configs.py OUT_DIR
+    python3 scripts/tf32_configs.py --wgmma OUT_DIR    the seeds of sgemm_tf32_wgmma.json instead:
+                                                       cfg_NN.cu, configs.txt, tf32_wgmma_kinds.json
+                                                       (every correctness case, the adversarial ones,
+                                                       two flagship shapes), adv_*.npy, gen/
 
 Writes into OUT_DIR (the formats of scripts/sgemm_kinds.py):
   tf32_kinds.json    sgemm_tf32.json with every correctness case, the adversarial cases below and a
@@ -105,10 +109,40 @@ def adversarial_cases(out):
     return cases
 
 
+# Performance cases of the wgmma configurations' spec (kopt evaluate, --wgmma): two flagship shapes.
+WGMMA_PERF_SHAPES = [(4096, 2048, 1024), (3000, 1000, 2000)]
+
+
+def write_wgmma(out):
+    """The seeds of sgemm_tf32_wgmma.json as kernel files and a spec with every correctness case, the
+    adversarial cases and two flagship shapes (kopt evaluate in check_tf32.sh's wgmma stage)."""
+    spec = json.load(open(os.path.join(sgemm_kinds.TEMPLATE_DIR, "sgemm_tf32_wgmma.json")))
+    names = sorted(spec["tuning"]["params"])
+    configs = []
+    for seed in spec["tuning"]["seeds"]:
+        cfg = sgemm_kinds.full_config(seed, names)
+        label = "wgmma %dx%d k%d kstep%d layout%d" % (64 * cfg["WGM"], cfg["WN"] * cfg["WGN"], cfg["BK"], cfg["KSTEP"],
+                                                      cfg["LAYOUT"])
+        configs.append((label, cfg))
+    os.makedirs(out, exist_ok=True)
+    adv = adversarial_cases(out)
+    select = ["// Placeholder rule (not measured): variant 0 everywhere.",
+              "inline int select_variant(long long M, long long N, long long K) {",
+              "  (void)M; (void)N; (void)K;", "  return 0;", "}"]
+    sgemm_kinds.write_inputs(out, spec, "tf32_wgmma_kinds.json", configs, WGMMA_PERF_SHAPES, select,
+                             "tf32_configs.py --wgmma", extra_cases=adv)
+    print("tf32_configs --wgmma: %d configurations (the spec's seeds) -> %s" % (len(configs), out))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
+    ap.add_argument("--wgmma", action="store_true",
+                    help="write the seeds of sgemm_tf32_wgmma.json instead (kernel files, spec, configs.txt)")
     args = ap.parse_args()
+    if args.wgmma:
+        return write_wgmma(args.out)
     spec = json.load(open(os.path.join(sgemm_kinds.TEMPLATE_DIR, "sgemm_tf32.json")))
     names = sorted(spec["tuning"]["params"])
     configs = [(l, sgemm_kinds.full_config(p, names)) for l, p in CONFIGS]
