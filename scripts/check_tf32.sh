@@ -203,7 +203,7 @@ echo "kopt built ($(since))"
 if has wgmma && [[ ${WG_EVALUATE:-1} != 0 ]]; then
   echo "== wgmma ($(since)): kopt evaluate of the seeds of sgemm_tf32_wgmma.json (NVRTC, the harness)"
   python3 scripts/tf32_configs.py --wgmma "$WG/eval" >/dev/null || status=1
-  timeout 300 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
+  timeout 240 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
     --no-reference-timing --cache-dir "$BUILD/kcache" --json "$WG/evaluate.json" >"$WG/evaluate.stdout" \
     2>"$WG/evaluate.err"
   rc=$?

@@ -23,8 +23,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
 #include "spec/kernel_file.h"
 #include "spec/launch.h"
+#include "temp_dir.h"
 #include "template_spec.h"
 #include "tf32_model.h"
 
@@ -584,6 +588,21 @@ TEST(NvrtcSgemmTf32Wgmma, SeedsCompileForSm90aWithTheFilesOptionsAndOtherTargets
     EXPECT_FALSE(bad.ok) << arch;
     EXPECT_NE(bad.log.find("compile for sm_90a"), std::string::npos) << arch << ": " << bad.log;
   }
+}
+
+// The tool's own path, with no GPU: `kopt optimize --arch sm_90` compiles template candidates of the
+// spec (the seeds first) through NVRTC with the file's options line; they compile only for sm_90a
+// (the file refuses other targets), so "compiled" means the options came through.
+TEST(NvrtcSgemmTf32Wgmma, KoptOptimizeCompilesTheSpecsCandidatesForSm90a) {
+  kopt::test::TempDir dir("kopt-wgmma");
+  const kopt::test::CliRun r =
+      kopt::test::run_kopt("optimize --spec " + kDir + "sgemm_tf32_wgmma.json --arch sm_90 --budget evals=2 " +
+                           "--cache-dir " + (dir.path() / "cache").string() + " --results-dir " +
+                           (dir.path() / "results").string());
+  ASSERT_EQ(r.code, 77) << r.err;  // compile-only: no GPU here
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("compiled"), 2) << r.out;
+  EXPECT_EQ(j.at("failed"), 0) << r.out;
 }
 
 }  // namespace
