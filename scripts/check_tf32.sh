@@ -130,7 +130,7 @@ if nvcc -O3 "${peak_arch[@]}" -o "$T_OUT/tf32_peak" bench/tf32_peak.cu >"$T_OUT/
 else
   echo "tf32_peak did not build:"; tail -5 "$T_OUT/tf32_peak.build.log"
 fi
-# The wgmma stage first (it needs kopt only at its end): see wgmma_stage below.
+# The wgmma stage's variants run first, while kopt builds (its kopt evaluate part follows the build).
 wgmma_variants() {
   echo "== wgmma ($(since)): bench/tf32_wgmma_check.cu, each variant in its own process"
   if ! wait "$WG_BUILD"; then
