@@ -64,7 +64,7 @@ static int g_variant = -1;
 using Kernel = void (*)(const float*, const float*, float*, int, int, int);
 struct Variant {
   const char* label;
-  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb;
+  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf;
   Kernel kernel;
 };
 
@@ -173,6 +173,24 @@ namespace v8 {
 #include "../templates/sgemm/sgemm_tf32_wgmma.cu"
 }
 #undef sgemm_tf32_wgmma
+#undef WN
+#define WN 64
+#undef DBUF  // the first inclusion defined it (0)
+#define DBUF 1
+#define sgemm_tf32_wgmma wg_v9
+namespace v9 {
+#include "../templates/sgemm/sgemm_tf32_wgmma.cu"
+}
+#undef sgemm_tf32_wgmma
+#undef WGM
+#undef WGN
+#define WGM 1
+#define WGN 2
+#define sgemm_tf32_wgmma wg_v10
+namespace v10 {
+#include "../templates/sgemm/sgemm_tf32_wgmma.cu"
+}
+#undef sgemm_tf32_wgmma
 #undef WGM
 #undef WGN
 #undef WN
@@ -182,17 +200,20 @@ namespace v8 {
 #undef LAYOUT
 #undef SWZ
 #undef MINB
+#undef DBUF
 
 const Variant kVariants[] = {
-    {"128x128 k32 swz128 kstep1", 2, 1, 128, 32, 3, 1, 1, 8, 1, v0::wg_v0},
-    {"128x128 k32 swz128 kstep2", 2, 1, 128, 32, 3, 2, 1, 8, 1, v1::wg_v1},
-    {"128x128 k32 interleaved", 2, 1, 128, 32, 3, 1, 0, 8, 1, v2::wg_v2},
-    {"64x256 k16 swz64 4st", 1, 2, 128, 16, 4, 1, 1, 8, 1, v3::wg_v3},
-    {"128x128 k16 swz64 4st", 2, 1, 128, 16, 4, 1, 1, 8, 1, v4::wg_v4},
-    {"128x64 k32", 2, 1, 64, 32, 3, 1, 1, 8, 1, v5::wg_v5},
-    {"64x64 k32 2/SM", 1, 1, 64, 32, 3, 1, 1, 1, 2, v6::wg_v6},
-    {"128x128 4 wg n64 2st", 2, 2, 64, 32, 2, 1, 1, 8, 1, v7::wg_v7},
-    {"128x96 k32", 2, 1, 96, 32, 3, 1, 1, 8, 1, v8::wg_v8},
+    {"128x128 k32 swz128 kstep1", 2, 1, 128, 32, 3, 1, 1, 8, 1, 0, v0::wg_v0},
+    {"128x128 k32 swz128 kstep2", 2, 1, 128, 32, 3, 2, 1, 8, 1, 0, v1::wg_v1},
+    {"128x128 k32 interleaved", 2, 1, 128, 32, 3, 1, 0, 8, 1, 0, v2::wg_v2},
+    {"64x256 k16 swz64 4st", 1, 2, 128, 16, 4, 1, 1, 8, 1, 0, v3::wg_v3},
+    {"128x128 k16 swz64 4st", 2, 1, 128, 16, 4, 1, 1, 8, 1, 0, v4::wg_v4},
+    {"128x64 k32", 2, 1, 64, 32, 3, 1, 1, 8, 1, 0, v5::wg_v5},
+    {"64x64 k32 2/SM", 1, 1, 64, 32, 3, 1, 1, 1, 2, 0, v6::wg_v6},
+    {"128x128 4 wg n64 2st", 2, 2, 64, 32, 2, 1, 1, 8, 1, 0, v7::wg_v7},
+    {"128x96 k32", 2, 1, 96, 32, 3, 1, 1, 8, 1, 0, v8::wg_v8},
+    {"128x64 k32 dbuf", 2, 1, 64, 32, 3, 1, 1, 8, 1, 1, v9::wg_v9},
+    {"64x128 k32 dbuf", 1, 2, 64, 32, 3, 1, 1, 8, 1, 1, v10::wg_v10},
 };
 constexpr int kNumVariants = static_cast<int>(sizeof kVariants / sizeof kVariants[0]);
 
@@ -438,8 +459,8 @@ int main(int argc, char** argv) {
   if (list) {
     for (int v = 0; v < kNumVariants; ++v) {
       const Variant& x = kVariants[v];
-      std::printf("%d %s WGM=%d,WGN=%d,WN=%d,BK=%d,STAGES=%d,KSTEP=%d,LAYOUT=%d,SWZ=%d,MINB=%d\n", v, x.label, x.wgm,
-                  x.wgn, x.wn, x.bk, x.stages, x.kstep, x.layout, x.swz, x.minb);
+      std::printf("%d %s WGM=%d,WGN=%d,WN=%d,BK=%d,STAGES=%d,KSTEP=%d,LAYOUT=%d,SWZ=%d,MINB=%d,DBUF=%d\n", v, x.label,
+                  x.wgm, x.wgn, x.wn, x.bk, x.stages, x.kstep, x.layout, x.swz, x.minb, x.dbuf);
     }
     return 0;
   }
@@ -461,8 +482,9 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaFuncGetAttributes(&fa, v.kernel));
   int per_sm = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, 128 * v.wgm * v.wgn, smem_of(v)));
-  std::printf("variant v%d: %s (WGM=%d WGN=%d WN=%d BK=%d STAGES=%d KSTEP=%d LAYOUT=%d SWZ=%d MINB=%d) on %s\n",
-              g_variant, v.label, v.wgm, v.wgn, v.wn, v.bk, v.stages, v.kstep, v.layout, v.swz, v.minb, prop.name);
+  std::printf("variant v%d: %s (WGM=%d WGN=%d WN=%d BK=%d STAGES=%d KSTEP=%d LAYOUT=%d SWZ=%d MINB=%d DBUF=%d) on %s\n",
+              g_variant, v.label, v.wgm, v.wgn, v.wn, v.bk, v.stages, v.kstep, v.layout, v.swz, v.minb, v.dbuf,
+              prop.name);
   std::printf("  %d registers, %zu bytes local (spills), %zu bytes dynamic shared memory, %d block(s) per SM\n",
               fa.numRegs, static_cast<size_t>(fa.localSizeBytes), smem_of(v), per_sm);
 

@@ -60,6 +60,11 @@
 //   SWZ         rasterization: 1 maps block (x, y) to output tile (row y, column x); SWZ > 1 walks
 //               groups of SWZ tile rows column by column (Triton's GROUP_M), for L2 reuse.
 //   MINB        min blocks per SM of __launch_bounds__.
+//   DBUF        0: one chain accumulator, each chain waited for before the next is issued; 1: two,
+//               alternating, so that chain q+1 is issued before chain q is waited for (wgmma.wait_group
+//               1; all waited for at the end of a k-tile, before the barrier that frees its buffer):
+//               a warpgroup keeps the tensor cores fed by itself, for WN / 2 more registers. The sums
+//               are the same, in the same order.
 // Threads per block: 128 * WGM * WGN. Grid: x = ceil_div(N, BN), y = ceil_div(M, BM).
 //
 // ==== Shared memory (dynamic; bytes = (4 + STAGES) * (BM + BN) * BK * 4 + 1024) =====================
@@ -151,6 +156,9 @@
 #endif
 #ifndef MINB
 #define MINB 1
+#endif
+#ifndef DBUF
+#define DBUF 0
 #endif
 
 // A device pass for a target without wgmma: NVRTC stops with an error; nvcc compiles a kernel that
@@ -316,7 +324,7 @@ static_assert(KSTEP == 1 || KSTEP == 2 || KSTEP == 4, "KSTEP: 1, 2 or 4");
 static_assert(BK % (8 * KSTEP) == 0, "a k-tile is a whole number of chains");
 static_assert(STAGES >= 2 && STAGES <= 6, "STAGES in 2..6");
 static_assert(LAYOUT == 0 || LAYOUT == 1, "LAYOUT 0 or 1");
-static_assert(SWZ >= 1 && MINB >= 1, "SWZ, MINB >= 1");
+static_assert(SWZ >= 1 && MINB >= 1 && (DBUF == 0 || DBUF == 1), "SWZ, MINB >= 1; DBUF 0 or 1");
 static_assert((L::kBM * L::kChunks) % L::kThreads == 0 && (L::kBN * L::kChunks) % L::kThreads == 0 &&
                   L::kItemsB >= 1 && L::kItemsA >= 1,
               "the chunks of A and B divide among the threads");
@@ -353,7 +361,10 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 // accumulator) before the wgmma that write it. commit / wait: the wgmma groups.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 // Keeps the compiler from moving reads of the chain accumulator across the wgmma fence and wait
 // (it does not know that the wgmma writes those registers asynchronously).
 __device__ __forceinline__ void fence_regs(float (&d)[kAcc]) {
@@ -566,11 +577,43 @@ __device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int next_stag
     constexpr int first = kQ * kItemsPerChain;
     constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
     if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
-    wgmma_wait0();
+    wgmma_wait<0>();
     fence_regs(d);
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) part[i] += d[i];
     tile_chains<kQ + 1>(c, buf, next_stage, split_next, wm, wn, d, part);
+  }
+}
+
+// DBUF = 1: chain kQ into accumulator kQ % 2 (d0 or d1), this thread's share of the split, then
+// the wait for chain kQ - 1 only (wgmma.wait_group 1) and its adds; after the last chain, the wait
+// for it (all of the k-tile's wgmma complete before the barrier).
+template <int kQ>
+__device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int next_stage, bool split_next, int wm, int wn,
+                                             float (&d0)[kAcc], float (&d1)[kAcc], float (&part)[kAcc]) {
+  if constexpr (kQ < kChains) {
+    float(&d)[kAcc] = kQ % 2 == 0 ? d0 : d1;
+    fence_regs(d);
+    wgmma_fence();
+    chain<kQ>(c, buf, wm, wn, d);
+    wgmma_commit();
+    constexpr int first = kQ * kItemsPerChain;
+    constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
+    if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
+    if constexpr (kQ > 0) {
+      float(&prev)[kAcc] = kQ % 2 == 0 ? d1 : d0;
+      wgmma_wait<1>();
+      fence_regs(prev);
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) part[i] += prev[i];
+    }
+    tile_chains2<kQ + 1>(c, buf, next_stage, split_next, wm, wn, d0, d1, part);
+  } else {
+    float(&last)[kAcc] = (kChains - 1) % 2 == 0 ? d0 : d1;
+    wgmma_wait<0>();
+    fence_regs(last);
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) part[i] += last[i];
   }
 }
 
@@ -629,6 +672,10 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
   __syncthreads();
 
   float acc[kAcc], part[kAcc], d[kAcc];
+#if DBUF
+  float d1[kAcc];
+  zero(d1);
+#endif
   zero(acc);
   zero(part);
   zero(d);
@@ -639,7 +686,11 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
     if (t + STAGES < KT) load_raw(c, t + STAGES, stage);
     cp_commit();
     const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
+#if DBUF
+    tile_chains2<0>(c, t & 1, next_stage, t + 1 < KT, wm, wn, d, d1, part);
+#else
     tile_chains<0>(c, t & 1, next_stage, t + 1 < KT, wm, wn, d, part);
+#endif
     cp_wait<STAGES - 2>();
     fence_proxy_async();
     __syncthreads();
