@@ -20,7 +20,8 @@
 #     wgmma     the sm_90a kernel (templates/sgemm/sgemm_tf32_wgmma.cu; not in the default: run
 #               `bash scripts/check_tf32.sh wgmma`, about 4-5 minutes): bench/tf32_wgmma_check.cu built
 #               with nvcc for sm_90a (registers, spills, HGMMA count in the SASS), then each of its
-#               variants in a process of its own under a timeout (WG_TIMEOUT, default 150 s): an
+#               variants in a process of its own under a timeout (WG_TIMEOUT, default 90 s; the
+#               variants left when WG_DEADLINE, default 300 s, has passed are reported skipped): an
 #               exact-integer probe (with a one-hot decode of what each output read when it is
 #               wrong), every element of every case against an FP64 oracle with the harness's
 #               tolerance, max and RMS error beside cuBLAS FP32's, speed on the flagship shapes beside
@@ -152,13 +153,19 @@ wgmma_variants() {
   fi
   "$WG/tf32_wgmma_check" --list >"$WG/variants.txt" 2>&1
   : >"$WG/summaries.txt"
+  local deadline=$(( $(date +%s) + ${WG_DEADLINE:-300} ))
   while read -r v rest; do
     [[ $v =~ ^[0-9]+$ ]] || continue
-    timeout "${WG_TIMEOUT:-150}" "$WG/tf32_wgmma_check" --variant "$v" --iters "${WG_ITERS:-20}" </dev/null \
+    if (( $(date +%s) >= deadline )); then
+      echo "SUMMARY v$v correct=NO skipped=\"the variants' time (WG_DEADLINE ${WG_DEADLINE:-300} s) ran out\" label=\"$rest\"" \
+        | tee -a "$WG/summaries.txt"
+      continue
+    fi
+    timeout "${WG_TIMEOUT:-90}" "$WG/tf32_wgmma_check" --variant "$v" --iters "${WG_ITERS:-20}" </dev/null \
       >"$WG/v$v.txt" 2>&1
     rc=$?
     if ! grep -q "^SUMMARY v$v " "$WG/v$v.txt"; then
-      why="exit $rc"; [[ $rc -eq 124 ]] && why="timeout after ${WG_TIMEOUT:-150} s (a hang?)"
+      why="exit $rc"; [[ $rc -eq 124 ]] && why="timeout after ${WG_TIMEOUT:-90} s (a hang?)"
       echo "SUMMARY v$v correct=NO crashed=\"$why\" label=\"$rest\"" >>"$WG/v$v.txt"
     fi
     grep "^SUMMARY v$v " "$WG/v$v.txt" | tail -1 | tee -a "$WG/summaries.txt"
