@@ -21,7 +21,7 @@
 #               `bash scripts/check_tf32.sh wgmma`, about 4-5 minutes): bench/tf32_wgmma_check.cu built
 #               with nvcc for sm_90a (registers, spills, HGMMA count in the SASS), then each of its
 #               variants in a process of its own under a timeout (WG_TIMEOUT, default 90 s; the
-#               variants left when WG_DEADLINE, default 300 s, has passed are reported skipped): an
+#               variants left when WG_DEADLINE, default 210 s, has passed are reported skipped): an
 #               exact-integer probe (with a one-hot decode of what each output read when it is
 #               wrong), every element of every case against an FP64 oracle with the harness's
 #               tolerance, max and RMS error beside cuBLAS FP32's, speed on the flagship shapes beside
@@ -153,11 +153,11 @@ wgmma_variants() {
   fi
   "$WG/tf32_wgmma_check" --list >"$WG/variants.txt" 2>&1
   : >"$WG/summaries.txt"
-  local deadline=$(( $(date +%s) + ${WG_DEADLINE:-300} ))
+  local deadline=$(( $(date +%s) + ${WG_DEADLINE:-210} ))
   while read -r v rest; do
     [[ $v =~ ^[0-9]+$ ]] || continue
     if (( $(date +%s) >= deadline )); then
-      echo "SUMMARY v$v correct=NO skipped=\"the variants' time (WG_DEADLINE ${WG_DEADLINE:-300} s) ran out\" label=\"$rest\"" \
+      echo "SUMMARY v$v correct=NO skipped=\"the variants' time (WG_DEADLINE ${WG_DEADLINE:-210} s) ran out\" label=\"$rest\"" \
         | tee -a "$WG/summaries.txt"
       continue
     fi
@@ -210,7 +210,7 @@ echo "kopt built ($(since))"
 if has wgmma && [[ ${WG_EVALUATE:-1} != 0 ]]; then
   echo "== wgmma ($(since)): kopt evaluate of the seeds of sgemm_tf32_wgmma.json (NVRTC, the harness)"
   python3 scripts/tf32_configs.py --wgmma "$WG/eval" >/dev/null || status=1
-  timeout 240 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
+  timeout 150 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
     --no-reference-timing --cache-dir "$BUILD/kcache" --json "$WG/evaluate.json" >"$WG/evaluate.stdout" \
     2>"$WG/evaluate.err"
   rc=$?
