@@ -2,7 +2,8 @@
 // H100/H200, one variant per process (a variant that faults or hangs cannot take the others down:
 // scripts/check_tf32.sh runs each under a timeout and summarizes).
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90a -o tf32_wgmma_check bench/tf32_wgmma_check.cu -lcublas
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o tf32_wgmma_check bench/tf32_wgmma_check.cu -lcublas
+//   (sm_90a code only: nvcc -arch=sm_90a would add compute_90 PTX, where the kernel is a trap)
 //   tf32_wgmma_check --list                 the variants, one per line
 //   tf32_wgmma_check --variant V [--iters N] [--quick]
 //

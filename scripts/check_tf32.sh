@@ -114,7 +114,8 @@ WG_BUILD=
 if has wgmma; then
   mkdir -p "$WG"
   (
-    nvcc -O3 -std=c++17 -arch=sm_90a -Xptxas -v -o "$WG/tf32_wgmma_check" bench/tf32_wgmma_check.cu -lcublas \
+    nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o "$WG/tf32_wgmma_check" \
+      bench/tf32_wgmma_check.cu -lcublas \
       >"$WG/build.log" 2>&1
   ) &
   WG_BUILD=$!

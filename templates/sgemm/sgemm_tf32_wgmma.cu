@@ -12,8 +12,9 @@
 // wgmma.mma_async exists for sm_90a only (the "a" features of the H100/H200), so the file compiles
 // for that target alone: the options line above makes kopt's NVRTC compile it for sm_90a whatever
 // the device's plain architecture (a later --gpu-architecture replaces the earlier -arch); an nvcc
-// build needs -arch=sm_90a (CMake: CUDA_ARCHITECTURES 90a). NVRTC refuses any other target with an
-// #error; the sm_80 build uses sgemm_tf32.cu.
+// build needs sm_90a code: -gencode arch=compute_90a,code=sm_90a, or CMake's CUDA_ARCHITECTURES 90a
+// (nvcc 13's -arch=sm_90a also writes compute_90 PTX, in which the kernel is a trap: see below).
+// NVRTC refuses any other target with an #error; the sm_80 build uses sgemm_tf32.cu.
 //
 // ==== The arithmetic ==============================================================================
 //
