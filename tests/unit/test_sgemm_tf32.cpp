@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "cuda/nvrtc.h"
-#include "search/device_constants.h"
 #include "search/space.h"
 #include "spec/launch.h"
 #include "spec/spec.h"
-#include "util/fs.h"
+#include "template_spec.h"
+#include "tf32_model.h"
 
 // The template's host-visible part: struct tf32x3::Layout (the kernel itself is compiled only by
 // a CUDA compiler). Its parameter macros are dropped right after.
@@ -48,47 +48,9 @@
 
 namespace {
 
+using namespace kopt::test::tf32;  // bits_of, tf32_rn, split, tc_add, ErrStats, draw, ...
+
 // ---- TF32 arithmetic ---------------------------------------------------------------------------
-
-uint32_t bits_of(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float float_of(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
-// cvt.rna.tf32.f32 (PTX ISA, cvt: ".rna: round to nearest, ties away from zero"; .tf32 keeps the
-// 10 high mantissa bits and zeroes the 13 low ones). On the sign-magnitude bits, adding half a
-// TF32 ulp (bit 12) and truncating rounds the magnitude to nearest with ties up, i.e. away from
-// zero; a carry out of the mantissa moves to the next binade (or to Inf past the largest float).
-float tf32_rna(float x) {
-  const uint32_t u = bits_of(x);
-  if ((u & 0x7F800000u) == 0x7F800000u) return x;  // Inf, NaN
-  return float_of((u + 0x1000u) & 0xFFFFE000u);
-}
-
-// cvt.rn.tf32.f32 (the kernel's CVT = 1 and 2 on sm_90): round to nearest, ties to even, on the same
-// 13 low bits. Below half a TF32 ulp down, above up, at the tie towards the even TF32 neighbour.
-float tf32_rn(float x) {
-  const uint32_t u = bits_of(x);
-  if ((u & 0x7F800000u) == 0x7F800000u) return x;  // Inf, NaN
-  const uint32_t odd = (u >> 13) & 1u;
-  return float_of((u + 0xFFFu + odd) & 0xFFFFE000u);  // + 0x1000, but a tie only rounds up from odd
-}
-
-struct Split {
-  float hi, lo;
-};
-// The kernel's split for each CVT: 0 both halves with the integer rounding (ties away), 1 hi with
-// cvt.rn and lo with the integer rounding, 2 both with cvt.rn.
-Split split(float x, int cvt = 0) {
-  const float hi = cvt >= 1 ? tf32_rn(x) : tf32_rna(x);
-  return {hi, cvt == 2 ? tf32_rn(x - hi) : tf32_rna(x - hi)};
-}
 
 TEST(Tf32Split, RoundsToNearestWithTiesAwayFromZero) {
   // 1 + 2^-11 is half a TF32 ulp above 1 (ulp 2^-10): a tie, away from zero.
@@ -150,35 +112,6 @@ TEST(Tf32Split, KeepsAllButAtMostOneBitOfEveryFloat) {
 
 // ---- the tensor core's adder, and the dot products -----------------------------------------------
 
-// One tensor-core accumulation step: c + p[0] + ... + p[n-1] with the products exact (TF32 x TF32
-// has 22 significant bits), every addend aligned to the largest magnitude and truncated below
-// 2^-(23 + guard) of it, the exact sum of those rounded toward zero to FP32. This is the behaviour
-// Fasi, Higham, Mikaitis and Pranesh measured ("Numerical behavior of NVIDIA tensor cores", PeerJ
-// CS 2021) and Ootomo and Yokota exploit; guard = 0 is the most pessimistic version of it.
-float tc_add(float c, const double* p, int n, int guard) {
-  double mx = std::fabs(static_cast<double>(c));
-  for (int i = 0; i < n; ++i) mx = std::max(mx, std::fabs(p[i]));
-  if (mx == 0) return c;
-  int e = 0;
-  std::frexp(mx, &e);  // mx in [2^(e-1), 2^e)
-  const double q = std::ldexp(1.0, e - 1 - 23 - guard);
-  double s = std::trunc(static_cast<double>(c) / q) * q;
-  for (int i = 0; i < n; ++i) s += std::trunc(p[i] / q) * q;  // exact: all multiples of q, < 2^(e+3)
-  float f = static_cast<float>(s);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(s)) f = std::nextafter(f, 0.0f);  // toward zero
-  return f;
-}
-// One m16n8k8 TF32 mma for one output element: a[slot], b[slot] over the 8 k slots, as two
-// accumulation steps of four (the A100's order for TF32).
-float tc_mma(float c, const float* a, const float* b, int guard) {
-  for (int h = 0; h < 2; ++h) {
-    double p[4];
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<double>(a[4 * h + i]) * b[4 * h + i];
-    c = tc_add(c, p, 4, guard);
-  }
-  return c;
-}
-
 // The dot product of the kernel, one output element: per k step of 8, t = lo*hi, hi*lo, hi*hi in
 // three mma from a zero accumulator (k slot s is k = 2s, slot s + 4 is 2s + 1), then acc += t in
 // FP32. `flush_k`: the k summed in the tensor core before each FP32 add (the kernel: 8; a multiple
@@ -236,51 +169,6 @@ float dot_1xtf32(const std::vector<float>& a, const std::vector<float>& b, int g
   }
   return t;
 }
-float dot_fp32(const std::vector<float>& a, const std::vector<float>& b) {
-  float c = 0;
-  for (size_t k = 0; k < a.size(); ++k) c = std::fma(a[k], b[k], c);
-  return c;
-}
-
-// Relative error as the harness reports it: |c - ref| / sqrt(sum_k (a_k b_k)^2) (a cancelling
-// sum never divides by a tiny |ref|); max and RMS over samples.
-struct ErrStats {
-  double max = 0, sumsq = 0;
-  long n = 0;
-  void add(double e) {
-    max = std::max(max, e);
-    sumsq += e * e;
-    ++n;
-  }
-  double rms() const { return n ? std::sqrt(sumsq / static_cast<double>(n)) : 0; }
-};
-
-enum class Dist { uniform, wide_exponent, positive, split_hard };
-const char* dist_name(Dist d) {
-  switch (d) {
-    case Dist::uniform: return "uniform(-1,1)";
-    case Dist::wide_exponent: return "uniform(-1,1) * 2^[-20,20]";
-    case Dist::positive: return "uniform(0,1)";
-    case Dist::split_hard: return "low 13 bits at the TF32 rounding tie";
-  }
-  return "?";
-}
-float draw(Dist d, std::mt19937_64& g) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0), u01(0.0, 1.0);
-  switch (d) {
-    case Dist::uniform: return static_cast<float>(u(g));
-    case Dist::wide_exponent: return static_cast<float>(std::ldexp(u(g), static_cast<int>(g() % 41) - 20));
-    case Dist::positive: return static_cast<float>(u01(g));
-    case Dist::split_hard: {
-      // Random high mantissa bits, the 13 low ones 0x1000 +- 0..3 (x - hi is at its largest and
-      // needs 12-13 bits: the split loses its last bit), random sign, exponent 2^-3..2^0.
-      const uint32_t m = static_cast<uint32_t>(g() & 0x7FE000u) | (0x1000u ^ static_cast<uint32_t>(g() & 3u));
-      const uint32_t e = 127u - static_cast<uint32_t>(g() % 4);
-      return float_of(((g() & 1u) << 31) | (e << 23) | m);
-    }
-  }
-  return 0;
-}
 
 struct DotErrors {
   ErrStats fp32, tf32x3, tf32x3_tile32, tf32x3_no_flush, tf32x1;
@@ -296,12 +184,8 @@ DotErrors dot_errors(Dist d, int K, int trials, int guard) {
       a[k] = draw(d, g);
       b[k] = draw(d, g);
     }
-    double ref = 0, ss = 0;
-    for (int k = 0; k < K; ++k) {
-      const double p = static_cast<double>(a[k]) * b[k];
-      ref += p;
-      ss += p * p;
-    }
+    double ss = 0;
+    const double ref = fp64_dot(a, b, ss);
     const double scale = std::sqrt(ss);
     r.fp32.add(std::fabs(dot_fp32(a, b) - ref) / scale);
     r.tf32x3.add(std::fabs(dot_3xtf32(a, b, guard) - ref) / scale);
@@ -374,14 +258,12 @@ TEST(Tf32ErrorModel, TwoLevelSumsKeepDeepKWithinTwiceATreeReduction) {
         ErrStats tree, one, two[3];
         std::vector<float> a(static_cast<size_t>(K)), b(static_cast<size_t>(K));
         for (int trial = 0; trial < 3; ++trial) {
-          double ref = 0, ss = 0;
           for (int k = 0; k < K; ++k) {
             a[k] = draw(d, g);
             b[k] = draw(d, g);
-            const double p = static_cast<double>(a[k]) * b[k];
-            ref += p;
-            ss += p * p;
           }
+          double ss = 0;
+          const double ref = fp64_dot(a, b, ss);
           const double scale = std::sqrt(ss);
           tree.add(std::fabs(dot_fp32_split(a, b, 128) - ref) / scale);
           one.add(std::fabs(dot_3xtf32(a, b, guard) - ref) / scale);
@@ -423,12 +305,8 @@ TEST(Tf32ErrorModel, TheToleranceAcceptsSplitTf32WithFmasAndRejectsSinglePassTf3
         a[k] = draw(Dist::uniform, g);
         b[k] = draw(Dist::uniform, g);
       }
-      double ref = 0, ss = 0;
-      for (int k = 0; k < K; ++k) {
-        const double p = static_cast<double>(a[k]) * b[k];
-        ref += p;
-        ss += p * p;
-      }
+      double ss = 0;
+      const double ref = fp64_dot(a, b, ss);
       const float ref_f = static_cast<float>(ref);
       const double u = std::ldexp(1.0, -24);
       const double bound = 8.0 * std::sqrt(static_cast<double>(K)) * u * std::sqrt(ss) + u * std::fabs(ref_f);
@@ -762,21 +640,14 @@ TEST(Tf32Kernel, EmulatedOnTheOddCorrectnessShapesPassesTheSpecTolerance) {
 
 // ---- the spec and NVRTC ------------------------------------------------------------------------------
 
-const std::string kDir = std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/";
+const std::string kDir = kopt::test::sgemm_template_dir();
 
 TEST(SpecSgemmTf32, SeedsAreValidAndLaunchesFitTheDeviceOnEveryCase) {
   const kopt::spec::Spec spec = kopt::spec::load_spec(kDir + "sgemm_tf32.json");
-  const kopt::search::Space space(spec.tuning.params, spec.tuning.constraints,
-                                  kopt::search::device_constants(nullptr));
-  const std::vector<kopt::search::Config> valid = space.enumerate_valid();
+  const std::vector<kopt::search::Config> valid = kopt::test::valid_space_with_seeds(spec);
   EXPECT_GT(valid.size(), 500u);
-  std::set<std::string> keys;
-  for (const auto& c : valid) keys.insert(kopt::search::config_key(c));
-  ASSERT_FALSE(spec.tuning.seeds.empty());
-  for (const auto& s : spec.tuning.seeds) {
-    const kopt::search::Config c(s.begin(), s.end());
-    EXPECT_TRUE(keys.count(kopt::search::config_key(c))) << kopt::search::config_key(c);
-  }
+  for (const auto& c : valid)  // two-level sums only: one level broke the 2x contract on deep K
+    ASSERT_EQ(c.at("ACC2"), 1) << kopt::search::config_key(c);
   const kopt::spec::Launch& launch = spec.template_kernel->launch.value();
   size_t i = 0;
   for (const auto& c : valid) {
@@ -795,22 +666,14 @@ TEST(SpecSgemmTf32, SeedsAreValidAndLaunchesFitTheDeviceOnEveryCase) {
 }
 
 kopt::cuda::CompileResult compile_tf32(const std::map<std::string, int64_t>& defines, const std::string& arch) {
-  kopt::cuda::Compiler c;
-  kopt::cuda::CompileRequest r;
-  r.source = kopt::fs::read_file(kDir + "sgemm_tf32.cu");
-  r.source_name = "sgemm_tf32.cu";
-  r.entry = "sgemm_tf32";
-  r.arch = arch;
-  r.defines = defines;
-  return c.compile(r);
+  return kopt::test::compile_sgemm_template("sgemm_tf32.cu", "sgemm_tf32", defines, arch);
 }
 
 TEST(NvrtcSgemmTf32, SeedsCompileForSm90AndTheSingleBlockOnesForSm80) {
   const kopt::spec::Spec spec = kopt::spec::load_spec(kDir + "sgemm_tf32.json");
   for (const auto& seed : spec.tuning.seeds) {
     const std::map<std::string, int64_t> d(seed.begin(), seed.end());
-    std::string key;
-    for (const auto& [k, v] : d) key += k + "=" + std::to_string(v) + " ";
+    const std::string key = kopt::test::config_text(d);
     for (const std::string arch : {"sm_90", "sm_80"}) {
       if (arch == "sm_80" && d.at("SPLITK") > 1) continue;  // clusters are sm_90
       const kopt::cuda::CompileResult res = compile_tf32(d, arch);
