@@ -5,14 +5,15 @@
 #
 #   scripts/install_deps.sh          what the main job (scripts/quickstart.sh)
 #                                    uses: the compiler, CMake, Ninja and the
-#                                    libraries kopt is built with (52 packages,
-#                                    85 MB, on a minimal Debian 12)
+#                                    libraries kopt is built with (72 packages,
+#                                    91 MB to download, where only Debian 12's
+#                                    required packages are installed)
 #   scripts/install_deps.sh --tests  also what the test command
 #                                    (scripts/build_and_test.sh) uses:
 #                                    GoogleTest, cpp-httplib, Chromium (the
 #                                    report's screenshot test), python3 with
-#                                    jsonschema and venv, curl (141 packages,
-#                                    72 MB more)
+#                                    jsonschema and venv, curl (194 packages,
+#                                    211 MB more)
 #
 # The local LLM server of the agent's real-server test is not installed here:
 # scripts/build_and_test.sh installs it (scripts/install_llm_server.sh).

@@ -209,7 +209,9 @@ void OptimizeCommand::apply_resume_defaults() {
   // A summary written by a session (it names the strategy) says whether the
   // run has shape classes (no "shape_classes": a run without them).
   const bool last_session = last && !last->strategy.empty();
-  std::optional<double> screen_factor = last ? last->screen_factor : std::nullopt;
+  // (A pointer to the value taken, not a copy of it: GCC's -Wmaybe-uninitialized
+  // misreads a local std::optional<double> here.)
+  const double* screen_factor = last && last->screen_factor ? &*last->screen_factor : nullptr;
   // Shape classes: the same grouping as the last session, so each class goes
   // on where it stopped; a session killed before its first summary: run.json's options.
   if (!last_session) {
@@ -219,7 +221,7 @@ void OptimizeCommand::apply_resume_defaults() {
       taken.push_back("shape classes " + shape_classes_);
     }
     if (screen_factor_opt_->count() == 0 && info.screen_factor)
-      screen_factor = info.screen_factor;  // checked below as the summary's would be
+      screen_factor = &*info.screen_factor;  // checked below as the summary's would be
   }
   if (shape_classes_opt_->count() == 0 && last_session) {
     if (last->shape_classes && !last->shape_classes->empty() && last->shape_classes->size() <= 64) {
