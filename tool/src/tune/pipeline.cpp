@@ -330,6 +330,7 @@ void Driver::run_pipeline() {
     if (o_.max_evaluations > 0 && stats_.evaluated > 0)
       line << " | ETA " << fmt(mins / stats_.evaluated * (o_.max_evaluations - stats_.evaluated), 2) << " min";
     line << " | " << stop_->status();
+    if (device_ && device_->simulated) line << " | " << model::kSimulatedNote;
     progress.line(line.str());
     if (!failure) pipe.refill();
   }
