@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (about 5 minutes on an H100/H200) to check and measure the split-TF32
+# One call on the GPU machine (about 5 minutes on an H100/H200; 12 configurations) to check and measure the split-TF32
 # SGEMM kind (templates/sgemm/sgemm_tf32.cu, spec templates/sgemm/sgemm_tf32.json): correctness of
 # representative configurations on every correctness case, their accuracy beside cuBLAS FP32's as
 # the harness records it, and their speed and accuracy beside cuBLAS FP32 and cuBLAS FAST_TF32.
@@ -9,7 +9,9 @@
 #     evaluate  `kopt evaluate` of the configurations of scripts/tf32_configs.py on every
 #               correctness case of sgemm_tf32.json, two adversarial accuracy cases (wide exponent
 #               range; every element at the TF32 rounding tie) and six DeepBench/flagship shapes
-#               (5 + 30 launches): verdict, median per shape, the worst relative error per config
+#               (5 + 30 launches): verdict, median per shape, the worst relative error per config;
+#               with the accuracy stage's cuBLAS baseline, each configuration's worst error ratio
+#               to cuBLAS FP32 over the cases with K >= 64 (contract.txt: the 2x contract per config)
 #     accuracy  `kopt optimize` on sgemm_tf32.json with the adversarial cases (budget
 #               $ACC_BUDGET, default evals=6,minutes=2: the five seeds and one more): the run folder
 #               holds the cuBLAS FP32 baseline's max and RMS relative error on every case beside
@@ -19,8 +21,13 @@
 #               configurations: the five flagship shapes, 4096^3, 8192^3 and DeepBench shapes; per
 #               shape every variant, cuBLAS FP32 (pedantic) and cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32:
 #               TFLOP/s, fraction of the FP32 / TF32 / split-TF32 ceilings, ratio to cuBLAS FP32,
-#               max and RMS error against an FP64 oracle on every element
-# The SM clock is sampled read-only (nvidia-smi --query-gpu ... -lms 500) during the whole call.
+#               max and RMS error against an FP64 oracle on every element; bench_summary.txt: per
+#               shape the fastest variant's effective TFLOP/s, its fraction of the split-TF32
+#               ceiling (494.7 / 3 = 164.9 TFLOP/s: NVIDIA's dense TF32 figure for the H100 SXM and
+#               the H200, and at the card's maximum clock), its ratio to cuBLAS FP32, the flagship
+#               geomean against the 1.6x bar
+# The SM clock is sampled read-only (nvidia-smi --query-gpu ... -lms 500) during the whole call, and
+# bench/tf32_peak.cu measures what FFMA, mma.sync TF32 and wgmma TF32 reach on this card (peak.txt).
 # Environment: OUT (default ./gpu-out; everything goes to $OUT/tf32/), BENCH_ITERS (default 30),
 #   ACC_BUDGET, JOBS (default nproc).
 # Exit status: 0 when every configuration passed every check (cuBLAS FAST_TF32 is expected to
@@ -88,6 +95,18 @@ if has bench; then
   ) &
   BENCH_BUILD=$!
 fi
+# The instruction ceilings of this card (bench/tf32_peak.cu: FFMA, mma.sync TF32 and, on sm_90,
+# wgmma TF32, with no memory traffic), while the builds run on the CPU.
+cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')"
+peak_arch=(-arch=sm_80)
+[[ $cc == 90 ]] && peak_arch=(-arch=sm_90a -DKOPT_TF32_PEAK_WGMMA)
+[[ -n $cc && $cc != 90 ]] && peak_arch=(-arch=sm_"$cc")
+if nvcc -O3 "${peak_arch[@]}" -o "$T_OUT/tf32_peak" bench/tf32_peak.cu >"$T_OUT/tf32_peak.build.log" 2>&1; then
+  "$T_OUT/tf32_peak" >"$T_OUT/peak.txt" 2>&1 || echo "tf32_peak failed (see $T_OUT/peak.txt)"
+  cat "$T_OUT/peak.txt"
+else
+  echo "tf32_peak did not build:"; tail -5 "$T_OUT/tf32_peak.build.log"
+fi
 if ! wait "$KOPT_BUILD"; then
   echo "kopt build FAILED"; tail -30 "$T_OUT/configure.log"; grep -E -A3 "error" "$T_OUT/build.log" | head -40; exit 1
 fi
@@ -144,14 +163,22 @@ echo
 echo "================================ summary ($(since)) ================================"
 head -2 "$T_OUT/machine.txt" | tail -1
 python3 scripts/tf32_report.py clocks "$T_OUT/clocks.csv"
+[[ -f $T_OUT/peak.txt ]] && cat "$T_OUT/peak.txt"
 grep -h "registers\|spill" "$T_OUT/bench.ptxas.txt" 2>/dev/null | grep -E "[1-9][0-9]* bytes spill" | head -3
 [[ -f $T_OUT/evaluate.txt ]] && cat "$T_OUT/evaluate.txt"
 [[ -f $T_OUT/accuracy.txt ]] && cat "$T_OUT/accuracy.txt"
+RUN="$(ls -d "$T_OUT"/results/run-* 2>/dev/null | head -1)"
+if [[ -f $T_OUT/evaluate.json && -n $RUN ]]; then
+  python3 scripts/tf32_report.py contract "$T_OUT/evaluate.json" "$RUN" "$T_OUT/configs.txt" | tee "$T_OUT/contract.txt"
+fi
 if [[ -f $T_OUT/bench.txt ]]; then
   sed -n '/^variants (cudaFuncGetAttributes/,/^  (dynamic B/p' "$T_OUT/bench.txt"
   sed -n '/^precision:/,/contract: <= 2)$/p' "$T_OUT/bench.txt"
   sed -n '/^variants on every shape/,/^  dispatched more than/p' "$T_OUT/bench.txt"
   grep -E "^sgemm_bench: (all|FAILED)" "$T_OUT/bench.txt"
+fi
+if [[ -f $T_OUT/bench.json ]]; then
+  python3 scripts/tf32_report.py bench "$T_OUT/bench.json" | tee "$T_OUT/bench_summary.txt"
 fi
 echo "full logs: $T_OUT (and $OUT/tf32.tgz); exit $status"
 exit $status

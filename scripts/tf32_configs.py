@@ -37,15 +37,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sgemm_kinds  # noqa: E402  (write_inputs, check, full_config, pick; TEMPLATE_DIR)
 
-P = dict(SPLITK=1, SWZ=1, MINB=1)
-# (label, parameters): sgemm_tf32.json's five seeds and a 4-stage BK = 16 tile without swizzle.
+P = dict(SPLITK=1, SWZ=8, MINB=1, CVT=2, ACC2=0)
+# (label, parameters): at most 12 (one GPU call). Large shapes: 8-warp 128x128 blocks of 64 x 32 or
+# 32 x 64 warp tiles (no spill; 64 x 64 warp tiles spill with the per-step FP32 adds), the three CVT
+# roundings side by side, ACC2's cost; mid shapes: 4-warp blocks, two per SM; deep K with few
+# outputs: cluster split-K with the two-level sums.
 CONFIGS = [
-    ("tf32 128x128x32 8 warps", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, SWZ=8)),
-    ("tf32 128x64x16 4 warps", dict(P, BM=128, BN=64, BK=16, WM=64, WN=32, STAGES=4, SWZ=8, MINB=2)),
-    ("tf32 64x64x32 4 warps", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, MINB=2)),
-    ("tf32 64x64 split 4", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, SPLITK=4, MINB=2)),
-    ("tf32 64x32 split 8", dict(P, BM=64, BN=32, BK=32, WM=32, WN=16, STAGES=4, SPLITK=8, MINB=2)),
-    ("tf32 128x128x16 4 stages", dict(P, BM=128, BN=128, BK=16, WM=64, WN=32, STAGES=4)),
+    ("tf32 128x128x32 w64x32 cvt2", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3)),
+    ("tf32 128x128x32 w64x32 cvt1", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, CVT=1)),
+    ("tf32 128x128x32 w64x32 cvt0", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, CVT=0)),
+    ("tf32 128x128x32 w32x64 4st", dict(P, BM=128, BN=128, BK=32, WM=32, WN=64, STAGES=4)),
+    ("tf32 128x128x16 w64x32 4st", dict(P, BM=128, BN=128, BK=16, WM=64, WN=32, STAGES=4)),
+    ("tf32 256x64x32 w64x32", dict(P, BM=256, BN=64, BK=32, WM=64, WN=32, STAGES=3)),
+    ("tf32 128x128x32 w64x32 acc2", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, ACC2=1)),
+    ("tf32 128x64x16 4 warps 2/SM", dict(P, BM=128, BN=64, BK=16, WM=64, WN=32, STAGES=4, MINB=2)),
+    ("tf32 64x64x32 acc2 2/SM", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, SWZ=1, MINB=2, ACC2=1)),
+    ("tf32 64x128x32 w32x64 acc2", dict(P, BM=64, BN=128, BK=32, WM=32, WN=64, STAGES=4, ACC2=1)),
+    ("tf32 64x64 split 4 acc2", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, SPLITK=4, SWZ=1, MINB=2,
+                                     ACC2=1)),
+    ("tf32 64x32 split 8 acc2", dict(P, BM=64, BN=32, BK=32, WM=32, WN=16, STAGES=4, SPLITK=8, SWZ=1, MINB=2,
+                                     ACC2=1)),
 ]
 
 # Performance cases of tf32_kinds.json (kopt evaluate): flagship and DeepBench shapes by class.

@@ -1033,6 +1033,11 @@ def from_outside(ctx):
 
 HIST = "history\\.json"
 add(
+    # A resume that would group the performance cases otherwise than the run
+    # did (the run: 2 cases, no classes) would credit results timed on other
+    # cases: refused, naming the option and the run's value.
+    rf("shape_classes_other_grouping", lambda ctx: None, "--shape-classes 2: the run .* without shape classes",
+       cmd=resume("--shape-classes", "2")),
     rf("history_garbage", w("history.json", "{ garbage"), HIST),
     rf("history_empty", w("history.json", ""), HIST),
     rf("history_truncated", lambda ctx: (ctx.run / "history.json").write_bytes(
@@ -1341,6 +1346,19 @@ add(
          first="(?i)thread|--compile-threads|worker|fork", nproc=5, unchanged=False),
     Case("resource.compile_threads_cannot_start_8", optimize("--compile-threads", "6"), exit={0, 2, 3},
          first="(?i)thread|--compile-threads|worker|fork", nproc=8, unchanged=False),
+    # --devices with more workers than the process limit allows threads: one
+    # thread per device used to unwind the pool's constructor while the threads
+    # already started waited on its condition variable (deadlock, SIGTERM
+    # ignored). Now a clean error naming --devices (or the workers that could
+    # not start), whatever the limit.
+    Case("resource.devices_1024_threads_200", optimize("--devices", ",".join(str(i) for i in range(1024))),
+         exit={0, 2, 3}, first="(?i)--devices|thread|worker|fork", nproc=200, unchanged=False, timeout=60),
+    Case("resource.devices_256_threads_100", optimize("--devices", ",".join(str(i) for i in range(256))),
+         exit={0, 2, 3}, first="(?i)--devices|thread|worker|fork", nproc=100, unchanged=False, timeout=60),
+    # More devices than a plan may have: refused before any work.
+    Case("resource.devices_1025_entries", optimize("--worker-launcher", "env", "--devices",
+                                                   ",".join("0" for _ in range(1025))),
+         first="--devices"),
     Case("resource.retime_rounds_vs_minutes", optimize("--retime-rounds", "100000000", "--top", "3",
                                                        budget="evals=4,minutes=0.1"),
          exit={0, 2}, first="--retime-rounds", unchanged=False, timeout=30,

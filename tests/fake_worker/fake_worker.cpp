@@ -32,6 +32,8 @@
 // KOPT_FAKE_EVAL_LOG=FILE: each evaluation appends "<begin_ns> <end_ns>\n"
 // (CLOCK_REALTIME) to FILE, so that tests can check measuring windows.
 // KOPT_FAKE_BASELINE_MS=MS: the cuBLAS baseline's latency on every case (else 1 ms).
+// KOPT_FAKE_DEVICE_COUNT=N: the hello says the machine has N devices (else it
+// says nothing of the count, as a worker that cannot count them).
 // KOPT_FAKE_DIE_AFTER=N: the worker exits (code 1, no reply) on receiving its
 // (N+1)-th evaluate request, as when the link to a remote worker drops.
 // Options:
@@ -326,11 +328,11 @@ int main(int argc, char** argv) {
                   {"ok", false},
                   {"pid", getpid()},
                   {"error", "no CUDA device found: fake worker started with --no-device"}});
-      else
-        send(json{{"reply", "hello"},
-                  {"ok", true},
-                  {"pid", getpid()},
-                  {"device", fake_device()}});
+      else {
+        json hello{{"reply", "hello"}, {"ok", true}, {"pid", getpid()}, {"device", fake_device()}};
+        if (const char* n = std::getenv("KOPT_FAKE_DEVICE_COUNT"); n && *n) hello["device_count"] = std::atoi(n);
+        send(hello);
+      }
     } else if (op == "evaluate") {
       evaluate(req, line.size());
     } else if (op == "shutdown") {

@@ -31,6 +31,7 @@
 #include "agent/doc_fetch.h"
 #include "agent/http.h"
 #include "agent/llm.h"
+#include "eval/ncu.h"
 #include "tune/driver.h"
 #include "run/store.h"
 #include "spec/spec.h"
@@ -111,6 +112,15 @@ struct Script {
   void add(Step s) { steps.push_back(std::move(s)); }
 };
 
+/// `n` turns, each evaluating another variant of the repaired kernel.
+void add_evaluations(Script& s, int n) {
+  for (int i = 0; i < n; ++i) {
+    json a = eval_args("repaired.cu", "vadd_repaired");
+    a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
+    s.add(reply({call("evaluate_candidate", a)}));
+  }
+}
+
 class ScriptedClient : public kopt::agent::LlmClient {
  public:
   ScriptedClient(std::shared_ptr<Script> s, LlmConfig c) : s_(std::move(s)), c_(std::move(c)) {}
@@ -143,14 +153,13 @@ kopt::tune::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
   o.arch = "sm_90";
   o.results_dir = t.path() / "results";
   o.cache_dir = t.path() / "cache";
-  o.worker_argv = {KOPT_FAKE_WORKER};
-  if (!gpu) o.worker_argv.push_back("--no-device");
+  o.workers.command = {KOPT_FAKE_WORKER};
+  if (!gpu) o.workers.command.push_back("--no-device");
   o.quiet = true;
-  o.max_evaluations = 10;
+  o.budget.evaluations = 10;
   o.agent.api_key = kSentinel;
   o.agent.dotenv = t.path() / "no.env";
   o.agent.llm_base_url = "http://127.0.0.1:9/v1";  // never contacted by the test double
-  o.agent.kopt_exe = KOPT_CLI;
   return o;
 }
 
@@ -291,21 +300,21 @@ TEST(AgentNcu, ParsesTheDetailsCsv) {
       "\"Launch Statistics\",\"Function Cache Configuration\",\"\",\"CachePreferNone\"\n"
       "\"1\",\"1234\",\"kopt\",\"127.0.0.1\",\"other\",\"1\",\"7\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\","
       "\"GPU Speed Of Light Throughput\",\"Duration\",\"usecond\",\"9\"\n";
-  const json j = kopt::agent::parse_ncu_csv(csv);
+  const json j = kopt::eval::parse_ncu_csv(csv);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j["kernel"], "vadd_vec4");
   EXPECT_DOUBLE_EQ(j["metrics"]["GPU Speed Of Light Throughput: Memory Throughput [%]"].get<double>(), 91.52);
   EXPECT_DOUBLE_EQ(j["metrics"]["GPU Speed Of Light Throughput: Duration [usecond]"].get<double>(), 1234.5);
   EXPECT_EQ(j["metrics"]["Launch Statistics: Function Cache Configuration"], "CachePreferNone");
   EXPECT_EQ(j["metrics"].size(), 3u) << "the first kernel only";
-  EXPECT_TRUE(kopt::agent::parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM\n").is_null());
+  EXPECT_TRUE(kopt::eval::parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM\n").is_null());
 }
 
 TEST(AgentNcu, ParsesRealNsightCompute2025Output) {
   // What `kopt optimize --strategy agent` got from profile_candidate on an
   // H200 (ncu with rule columns: metric rows end with a trailing comma, rule
   // rows have no metric): the kopt evaluate JSON first, then the CSV.
-  const json j = kopt::agent::parse_ncu_csv(
+  const json j = kopt::eval::parse_ncu_csv(
       kopt::fs::read_file(std::string(KOPT_TEST_DATA_DIR) + "/ncu/h200_vadd_vec4_details.txt"));
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j["kernel"], "vadd_vec4");
@@ -486,7 +495,7 @@ TEST(AgentLoop, IterationBudgetCountsModelTurns) {
   for (const char* topic : {"coalescing", "occupancy", "cp-async", "tail-handling"})
     s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
   auto o = base_options(t);
-  o.max_evaluations = 2;
+  o.budget.evaluations = 2;
   const RunOut r = run_with(o, s);
   EXPECT_EQ(s->requests.size(), 2u);
   EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
@@ -515,7 +524,7 @@ TEST(AgentLoop, TokenBudgetStopsBeforeTheNextTurn) {
   for (const char* topic : {"coalescing", "occupancy", "cp-async"})
     s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
   auto o = base_options(t);
-  o.agent.token_budget = 200;  // each reply reports 150 tokens
+  o.budget.tokens = 200;  // each reply reports 150 tokens
   const RunOut r = run_with(o, s);
   EXPECT_EQ(s->requests.size(), 2u);
   EXPECT_EQ(r.summary["agent"]["stop_reason"], "token_budget");
@@ -525,19 +534,83 @@ TEST(AgentLoop, TokenBudgetStopsBeforeTheNextTurn) {
 TEST(AgentLoop, ForcedToolChoiceStillEndsWithinBudget) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  for (int i = 0; i < 4; ++i) {
-    json a = eval_args("repaired.cu", "vadd_repaired");
-    a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
-    s->add(reply({call("evaluate_candidate", a)}));
-  }
+  add_evaluations(*s, 4);
   auto o = base_options(t);
-  o.max_evaluations = 2;
+  o.budget.evaluations = 2;
   o.agent.tool_choice = "evaluate_candidate";
   const RunOut r = run_with(o, s);
   ASSERT_EQ(s->requests.size(), 2u);
   for (const auto& rq : s->requests) EXPECT_EQ(rq.tool_choice, "evaluate_candidate");
   EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
   EXPECT_EQ(verdicts(r), (std::vector<std::string>{"compiled", "compiled", "compiled"}));
+}
+
+// The agent honours patience: the driver's stop condition counts the
+// evaluations without a faster kernel, and the conversation reads what is
+// left of it before each turn.
+TEST(AgentLoop, PatienceEndsTheLoopAfterEvaluationsWithoutImprovement) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  add_evaluations(*s, 6);
+  auto o = base_options(t, /*gpu=*/true);  // every candidate ok, 1 ms: only the first one improves
+  o.budget.patience = 2;
+  const RunOut r = run_with(o, s);
+  EXPECT_EQ(s->requests.size(), 3u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "patience") << r.summary["agent"].dump();
+  EXPECT_EQ(verdicts(r), (std::vector<std::string>{"ok", "ok", "ok", "ok"}));
+  EXPECT_EQ(r.summary["budget"]["patience"], 2);
+  // The model was told.
+  EXPECT_NE(s->requests[0].messages[0].content.find("the run stops after 2 evaluations in a row without a faster "
+                                                    "kernel"),
+            std::string::npos);
+  const json fb = json::parse(tool_results(s->requests[2]).back());
+  EXPECT_EQ(fb["budget_left"]["evaluations_without_improvement_left"], 1) << fb.dump();
+}
+
+// Model turns are an item of their own (turns=T); without it the agent may
+// take as many turns as evaluations.
+TEST(AgentLoop, ModelTurnsAndEvaluationsAreSeparateItems) {
+  {
+    TempDir t;
+    auto s = std::make_shared<Script>();
+    for (const char* topic : {"coalescing", "occupancy", "cp-async"})
+      s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
+    auto o = base_options(t);
+    o.budget.model_turns = 2;
+    const RunOut r = run_with(o, s);
+    EXPECT_EQ(s->requests.size(), 2u);
+    EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
+    EXPECT_NE(s->requests[0].messages[0].content.find("at most 2 model turns and 10 evaluations"), std::string::npos)
+        << s->requests[0].messages[0].content;
+    EXPECT_EQ(r.summary["budget"]["model_turns"], 2);
+  }
+  {
+    TempDir t;
+    auto s = std::make_shared<Script>();
+    add_evaluations(*s, 3);
+    auto o = base_options(t);
+    o.budget.evaluations = 1;
+    o.budget.model_turns = 5;
+    const RunOut r = run_with(o, s);
+    EXPECT_EQ(s->requests.size(), 1u) << "no turn once the evaluations are spent";
+    EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_evaluations");
+    EXPECT_EQ(verdicts(r), (std::vector<std::string>{"compiled", "compiled"}));
+  }
+}
+
+TEST(AgentLoop, PatienceAloneDoesNotBoundTheConversation) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  auto o = base_options(t);
+  o.budget = {};
+  o.budget.patience = 3;
+  try {
+    run_with(o, s);
+    FAIL() << "expected kopt.agent.103";
+  } catch (const kopt::UsageError& e) {
+    EXPECT_EQ(e.id(), "kopt.agent.103") << e.what();
+  }
+  EXPECT_TRUE(s->requests.empty());
 }
 
 TEST(AgentLoop, BadOptionsAreUsageErrorsBeforeAnyCall) {
@@ -550,7 +623,7 @@ TEST(AgentLoop, BadOptionsAreUsageErrorsBeforeAnyCall) {
   o.agent.tool_choice = "propose_template";  // hybrid only
   EXPECT_THROW(run_with(o, s), kopt::UsageError);
   o = base_options(t);
-  o.max_evaluations = 0;
+  o.budget.evaluations = 0;
   EXPECT_THROW(run_with(o, s), kopt::UsageError);
   o = base_options(t);
   o.spec.clear();
@@ -589,12 +662,16 @@ TEST(AgentLoop, WithAGpuCandidatesAreCheckedAndTheBestIsWritten) {
 }
 
 TEST(AgentLoop, ProfileRunsNcuOnTheCandidateAndParsesItsCsv) {
-  TempDir t;  // a stand-in ncu first in PATH: prints a real Nsight Compute 2025 CSV, keeps its arguments
+  // A stand-in ncu first in PATH: keeps its arguments, writes a real Nsight
+  // Compute 2025 CSV to its --log-file, and runs the worker command it wraps.
+  TempDir t;
   const stdfs::path bin = t.path() / "bin";
   stdfs::create_directories(bin);
-  kopt::fs::write_file_atomic(bin / "ncu", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"" + (t.path() / "ncu.args").string() +
-                                               "\"\ncat \"" + std::string(KOPT_TEST_DATA_DIR) +
-                                               "/ncu/h200_vadd_vec4_details.txt\"\n");
+  kopt::fs::write_file_atomic(
+      bin / "ncu", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"" + (t.path() / "ncu.args").string() +
+                       "\"\nlog=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    --log-file) log=$2; shift 2 ;;\n    \"" +
+                       std::string(KOPT_FAKE_WORKER) + "\") break ;;\n    *) shift ;;\n  esac\ndone\ncat \"" +
+                       std::string(KOPT_TEST_DATA_DIR) + "/ncu/h200_vadd_vec4_details.txt\" > \"$log\"\nexec \"$@\"\n");
   stdfs::permissions(bin / "ncu", stdfs::perms::owner_all);
   const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
   ::setenv("PATH", (bin.string() + ":" + old_path).c_str(), 1);
@@ -614,18 +691,26 @@ TEST(AgentLoop, ProfileRunsNcuOnTheCandidateAndParsesItsCsv) {
   const std::string args = kopt::fs::read_file(t.path() / "ncu.args");
   EXPECT_NE(args.find("--clock-control\nnone\n"), std::string::npos) << args;
   EXPECT_NE(args.find("-k\nvadd_vec4\n"), std::string::npos) << args;
-  EXPECT_NE(args.find("evaluate\n--spec\n"), std::string::npos) << args;
+  // ncu wraps the run's worker (the plan's command line), its report going to a file.
+  EXPECT_NE(args.find("--log-file\n" + (r.dir / "agent" / "profile-0001" / "ncu.txt").string() + "\n" +
+                      KOPT_FAKE_WORKER + "\n"),
+            std::string::npos)
+      << args;
+}
+
+/// propose_template's arguments: the vadd template over BS and ITEMS (5 valid configurations).
+json vadd_template_args() {
+  return {{"source", kopt::fs::read_file(kData + "template.cu")},
+          {"entry", "vadd_tmpl"},
+          {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
+          {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
+          {"constraints", {"BS * ITEMS <= 512"}}};
 }
 
 TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  s->add(reply({call("propose_template",
-                     {{"source", kopt::fs::read_file(kData + "template.cu")},
-                      {"entry", "vadd_tmpl"},
-                      {"launch", {{"grid", {"ceil_div(N, BS * ITEMS)"}}, {"block", {"BS"}}}},
-                      {"params", {{"BS", {128, 256}}, {"ITEMS", {1, 2, 4}}}},
-                      {"constraints", {"BS * ITEMS <= 512"}}})}));
+  s->add(reply({call("propose_template", vadd_template_args())}));
   s->add(text("done"));
   auto o = base_options(t);
   o.strategy = "hybrid";
@@ -642,6 +727,25 @@ TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
   EXPECT_EQ(res["valid_configurations"], 5);
   EXPECT_EQ(res["evaluated"], 4);
   EXPECT_EQ(r.summary["strategy"], "hybrid");
+}
+
+// evals=N counts every evaluation of the run, a template's configurations
+// too: the driver's stop condition ends the template's search at the limit,
+// and the conversation stops with the item as its reason.
+TEST(AgentLoop, HybridTemplateConfigurationsCountAgainstTheEvaluations) {
+  TempDir t;
+  auto s = std::make_shared<Script>();
+  s->add(reply({call("propose_template", vadd_template_args())}));
+  s->add(text("done"));
+  auto o = base_options(t);
+  o.strategy = "hybrid";
+  o.agent.template_evaluations = 4;
+  o.budget.evaluations = 2;
+  o.budget.model_turns = 10;
+  const RunOut r = run_with(o, s);
+  EXPECT_EQ(r.history["attempts"].size(), 3u) << r.history.dump();  // the initial kernel + 2 configurations
+  EXPECT_EQ(s->requests.size(), 1u);
+  EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_evaluations") << r.summary["agent"].dump();
 }
 
 // ---------------------------------------------------------------------------

@@ -22,9 +22,6 @@ class Burst final : public kopt::propose::Proposer {
  public:
   explicit Burst(int n) : n_(n) {}
   std::string name() const override { return "burst"; }
-  std::vector<std::unique_ptr<kopt::search::StopCondition>> stop_conditions(const kopt::propose::Budget&) override {
-    return {};
-  }
   void start(kopt::propose::EvaluationService&) override {}
   void observe_recorded(const kopt::model::Attempt&) override {}
   Proposal propose() override {

@@ -275,6 +275,21 @@ TEST(Cli, BudgetRejectsEveryBadItem) {
   expect_usage_error("generate --spec " + kSgemmSpec + " --name k --out-dir x --budget minutes=nan", "--budget");
 }
 
+// turns and tokens are the LLM agent's items: the search refuses them
+// rather than ignore them; they parse like every item.
+TEST(Cli, BudgetTurnsAndTokensAreTheAgentsItems) {
+  kopt::test::TempDir d;
+  const CliRun r = run(fake_optimize(d, "--budget evals=4,turns=3"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(first_line(r.err).find("[kopt.opt.008] --budget evals=4,turns=3: turns and tokens count the LLM agent's"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(d.path() / "results" / "run-001"));
+  const std::string opt = "optimize --spec " + kSgemmSpec + " --budget ";
+  for (const char* bad : {"turns=0", "turns=x", "tokens=-1", "tokens=1e3", "turns=2,turns=3"})
+    expect_usage_error(opt + bad, "--budget");
+}
+
 TEST(Cli, EmptyNamesAndUnknownChoicesAreUsageErrors) {
   const std::string eval = "evaluate --spec " + kSgemmSpec + " --arch sm_90 ";
   expect_usage_error(eval + "--entry ''", "--entry");

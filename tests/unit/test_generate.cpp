@@ -465,12 +465,12 @@ TEST(GenerateCli, ACacheThatCannotBeWrittenAfterTuningIsAWarningAndTheKernelIsWr
   std::ofstream(d / "not_a_folder") << "x";
   kopt::gen::GenerateOptions o;
   o.optimize.spec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
-  o.optimize.max_evaluations = 2;
+  o.optimize.budget.evaluations = 2;
   o.optimize.specialize = false;
   o.optimize.quiet = true;
   o.optimize.cache_dir = d / "nvrtc";
   o.optimize.arch = "sm_90";
-  o.optimize.worker_argv = {KOPT_FAKE_WORKER};
+  o.optimize.workers.command = {KOPT_FAKE_WORKER};
   o.name = "t";
   o.out_dir = d / "out";
   o.cache_file = d / "t.tuning.json";

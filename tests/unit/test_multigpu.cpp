@@ -45,7 +45,7 @@ std::string error_id(F&& f) {
 // --- worker command lines ---------------------------------------------------
 
 TEST(MultiGpuPlan, WithoutALauncherEachDeviceGetsItsWorkerCommandLine) {
-  const auto slots = kopt::eval::plan_workers({0, 1}, {"/opt/kopt", "worker", "--device", "{device}"}, {});
+  const auto slots = kopt::eval::plan_workers({{0, 1}, {"/opt/kopt", "worker", "--device", "{device}"}, {}});
   ASSERT_EQ(slots.size(), 2u);
   EXPECT_EQ(slots[0].argv, (std::vector<std::string>{"/opt/kopt", "worker", "--device", "0"}));
   EXPECT_EQ(slots[1].argv, (std::vector<std::string>{"/opt/kopt", "worker", "--device", "1"}));
@@ -58,7 +58,8 @@ TEST(MultiGpuPlan, WithoutALauncherEachDeviceGetsItsWorkerCommandLine) {
 
 TEST(MultiGpuPlan, ALauncherGoesFirstWithItsPlaceholdersReplaced) {
   const auto slots =
-      kopt::eval::plan_workers({3, 3}, {"/opt/kopt", "worker", "--device", "{device}"}, {"/usr/bin/env", "HOST=gpu-{index}"});
+      kopt::eval::plan_workers(
+          {{3, 3}, {"/opt/kopt", "worker", "--device", "{device}"}, {"/usr/bin/env", "HOST=gpu-{index}"}});
   ASSERT_EQ(slots.size(), 2u);  // a device number may repeat with a launcher: one per host
   EXPECT_EQ(slots[1].argv, (std::vector<std::string>{"/usr/bin/env", "HOST=gpu-1", "/opt/kopt", "worker", "--device", "3"}));
   EXPECT_EQ(slots[1].name, "device 3 (worker 1)");
@@ -67,20 +68,20 @@ TEST(MultiGpuPlan, ALauncherGoesFirstWithItsPlaceholdersReplaced) {
 TEST(MultiGpuPlan, AShellLauncherGetsTheWorkerCommandLineAsOneQuotedWord) {
   const std::string sh = kopt::util::find_program("sh");
   ASSERT_FALSE(sh.empty());
-  const auto slots = kopt::eval::plan_workers({1}, {"/opt/my kopt", "worker", "--device", "{device}"}, {"sh", "-c"});
+  const auto slots = kopt::eval::plan_workers({{1}, {"/opt/my kopt", "worker", "--device", "{device}"}, {"sh", "-c"}});
   EXPECT_EQ(slots[0].argv, (std::vector<std::string>{sh, "-c", "'/opt/my kopt' worker --device 1"}));
   // {worker} puts that word anywhere.
   const auto placed =
-      kopt::eval::plan_workers({0}, {"/opt/kopt", "worker"}, {"/usr/bin/timeout", "100", "{worker}", "--x"});
+      kopt::eval::plan_workers({{0}, {"/opt/kopt", "worker"}, {"/usr/bin/timeout", "100", "{worker}", "--x"}});
   EXPECT_EQ(placed[0].argv, (std::vector<std::string>{"/usr/bin/timeout", "100", "/opt/kopt worker", "--x"}));
   EXPECT_EQ(kopt::eval::shell_quote_command({"it's"}), "'it'\\''s'");
 }
 
 TEST(MultiGpuPlan, RefusesADeviceTwiceAndALauncherNotOnPath) {
-  EXPECT_EQ(error_id([] { kopt::eval::plan_workers({0, 0}, {"/opt/kopt"}, {}); }), "kopt.pool.003");
-  EXPECT_EQ(error_id([] { kopt::eval::plan_workers({0}, {"/opt/kopt"}, {"kopt-no-such-launcher"}); }),
+  EXPECT_EQ(error_id([] { kopt::eval::plan_workers({{0, 0}, {"/opt/kopt"}, {}}); }), "kopt.pool.003");
+  EXPECT_EQ(error_id([] { kopt::eval::plan_workers({{0}, {"/opt/kopt"}, {"kopt-no-such-launcher"}}); }),
             "kopt.pool.002");
-  EXPECT_EQ(error_id([] { kopt::eval::plan_workers({}, {"/opt/kopt"}, {}); }), "kopt.pool.001");
+  EXPECT_EQ(error_id([] { kopt::eval::plan_workers({{}, {"/opt/kopt"}, {}}); }), "kopt.pool.001");
 }
 
 TEST(MultiGpuPlan, SplitsALauncherLikeAShell) {
@@ -287,6 +288,24 @@ TEST_F(MultiGpuRun, ADeviceWithoutAGpuIsDroppedAtTheStart) {
   const Ran none = optimize("FAKE_LAUNCHER_NODEV=0", "--spec " + kSpec + " --budget evals=4 --devices 0" + fake() +
                                                          through_launcher(), "results2");
   EXPECT_EQ(none.code, 77) << none.err;
+}
+
+// Without a launcher the devices are this machine's: those past the count
+// the first worker reports get no thread and no worker, with one note.
+TEST_F(MultiGpuRun, DevicesPastThoseTheMachineHasAreLeftOutBeforeTheirWorkersStart) {
+  const Ran r = optimize("KOPT_FAKE_DEVICE_COUNT=2", "--spec " + kSpec + " --budget evals=4 --devices 0,1,2,3,7" +
+                                                         fake(" --device {device}"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("--devices: this machine has 2 CUDA devices (0 to 1); left out: device 2, 3, 7"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("device 2 dropped"), std::string::npos) << "one note, not a line per device: " << r.err;
+  const fsys::path run = only_run();
+  const json devs = read_json(run / "summary.json")["tuner"]["devices"];
+  ASSERT_EQ(devs.size(), 5u) << devs.dump();
+  for (size_t i = 2; i < 5; ++i)
+    EXPECT_NE(devs[i].value("dropped", "").find("no such device"), std::string::npos) << devs[i].dump();
+  for (const auto& a : candidates(run)) EXPECT_LT(a["device"].get<int>(), 2) << a.dump();
 }
 
 TEST_F(MultiGpuRun, ResumeOfAMultiDeviceRunEvaluatesOnlyWhatIsMissing) {

@@ -43,6 +43,8 @@
 #undef SPLITK
 #undef SWZ
 #undef MINB
+#undef CVT
+#undef ACC2
 
 namespace {
 
@@ -69,12 +71,23 @@ float tf32_rna(float x) {
   return float_of((u + 0x1000u) & 0xFFFFE000u);
 }
 
+// cvt.rn.tf32.f32 (the kernel's CVT = 1 and 2 on sm_90): round to nearest, ties to even, on the same
+// 13 low bits. Below half a TF32 ulp down, above up, at the tie towards the even TF32 neighbour.
+float tf32_rn(float x) {
+  const uint32_t u = bits_of(x);
+  if ((u & 0x7F800000u) == 0x7F800000u) return x;  // Inf, NaN
+  const uint32_t odd = (u >> 13) & 1u;
+  return float_of((u + 0xFFFu + odd) & 0xFFFFE000u);  // + 0x1000, but a tie only rounds up from odd
+}
+
 struct Split {
   float hi, lo;
 };
-Split split(float x) {
-  const float hi = tf32_rna(x);
-  return {hi, tf32_rna(x - hi)};
+// The kernel's split for each CVT: 0 both halves with the integer rounding (ties away), 1 hi with
+// cvt.rn and lo with the integer rounding, 2 both with cvt.rn.
+Split split(float x, int cvt = 0) {
+  const float hi = cvt >= 1 ? tf32_rn(x) : tf32_rna(x);
+  return {hi, cvt == 2 ? tf32_rn(x - hi) : tf32_rna(x - hi)};
 }
 
 TEST(Tf32Split, RoundsToNearestWithTiesAwayFromZero) {
@@ -95,29 +108,44 @@ TEST(Tf32Split, RoundsToNearestWithTiesAwayFromZero) {
   EXPECT_EQ(bits_of(tf32_rna(float_of(0x00000FFFu))), 0u);
 }
 
-// Every float of [1, 2), of [2^-100, 2^-99) and their negatives: hi and lo are TF32 numbers, x - hi
-// is exact, |x - hi| <= 2^-11 |x|-ish (half a TF32 ulp), and |x - hi - lo| <= ulp(x) = 2^-23 |x| at
-// the binade's bottom; it is zero unless the remainder needs 12 or more bits.
+TEST(Tf32Split, RoundToNearestEvenBreaksTiesTowardsTheEvenNeighbour) {
+  const float ulp = std::ldexp(1.0f, -10), half = std::ldexp(1.0f, -11);
+  EXPECT_EQ(tf32_rn(1.0f + half), 1.0f);                    // tie, 1.0 is even
+  EXPECT_EQ(tf32_rn(1.0f + ulp + half), 1.0f + 2 * ulp);    // tie, 1 + ulp is odd: up
+  EXPECT_EQ(tf32_rn(-(1.0f + ulp + half)), -(1.0f + 2 * ulp));
+  EXPECT_EQ(tf32_rn(1.0f + half + std::ldexp(1.0f, -23)), 1.0f + ulp);
+  EXPECT_EQ(tf32_rn(std::nextafter(2.0f, 0.0f)), 2.0f);
+  EXPECT_TRUE(std::isinf(tf32_rn(std::numeric_limits<float>::max())));
+}
+
+// Every float of [1, 2), of [2^-100, 2^-99) and their negatives, for each CVT of the kernel: hi and
+// lo are TF32 numbers, x - hi is exact, |x - hi| <= 2^-11 |x|-ish (half a TF32 ulp), and
+// |x - hi - lo| <= ulp(x) = 2^-23 |x| at the binade's bottom; it is zero unless the remainder needs
+// 12 or more bits.
 TEST(Tf32Split, KeepsAllButAtMostOneBitOfEveryFloat) {
-  long long inexact = 0, checked = 0;
-  for (const int e : {0, -100})
-    for (const float sign : {1.0f, -1.0f})
-      for (uint32_t m = 0; m < (1u << 23); ++m) {
-        const float x = sign * std::ldexp(float_of(0x3F800000u | m), e);
-        const Split s = split(x);
-        ++checked;
-        ASSERT_EQ(bits_of(s.hi) & 0x1FFFu, 0u) << x;
-        ASSERT_EQ(bits_of(s.lo) & 0x1FFFu, 0u) << x;
-        const double r = static_cast<double>(x) - s.hi;
-        ASSERT_EQ(static_cast<double>(x - s.hi), r) << "x - hi must be exact in FP32: " << x;
-        ASSERT_LE(std::fabs(r), std::ldexp(1.0, e - 11)) << x;
-        const double err = std::fabs(r - s.lo);
-        ASSERT_LE(err, std::ldexp(1.0, e - 23)) << x;  // one unit in the last place of x
-        inexact += err != 0;
-      }
-  // Exactly a quarter: the remainder needs 12 bits for half of the mantissas (|x - hi| of 2^11 to
-  // 2^12 units in the last place of x), and its last bit is 1 for half of those.
-  EXPECT_EQ(inexact * 4, checked);
+  for (const int cvt : {0, 1, 2}) {
+    long long inexact = 0, checked = 0;
+    for (const int e : {0, -100})
+      for (const float sign : {1.0f, -1.0f})
+        for (uint32_t m = 0; m < (1u << 23); ++m) {
+          const float x = sign * std::ldexp(float_of(0x3F800000u | m), e);
+          const Split s = split(x, cvt);
+          ++checked;
+          ASSERT_EQ(bits_of(s.hi) & 0x1FFFu, 0u) << x;
+          ASSERT_EQ(bits_of(s.lo) & 0x1FFFu, 0u) << x;
+          const double r = static_cast<double>(x) - s.hi;
+          ASSERT_EQ(static_cast<double>(x - s.hi), r) << "x - hi must be exact in FP32: " << x;
+          ASSERT_LE(std::fabs(r), std::ldexp(1.0, e - 11)) << x;
+          const double err = std::fabs(r - s.lo);
+          ASSERT_LE(err, std::ldexp(1.0, e - 23)) << x << " cvt " << cvt;  // one unit in the last place of x
+          inexact += err != 0;
+        }
+    // About a quarter (exactly, with ties away): the remainder needs 12 bits for half of the
+    // mantissas (|x - hi| of 2^11 to 2^12 units in the last place of x), and its last bit is 1 for
+    // half of those.
+    if (cvt == 0) EXPECT_EQ(inexact * 4, checked);
+    EXPECT_NEAR(static_cast<double>(inexact) / static_cast<double>(checked), 0.25, 0.01) << "cvt " << cvt;
+  }
 }
 
 // ---- the tensor core's adder, and the dot products -----------------------------------------------
@@ -155,23 +183,44 @@ float tc_mma(float c, const float* a, const float* b, int guard) {
 // three mma from a zero accumulator (k slot s is k = 2s, slot s + 4 is 2s + 1), then acc += t in
 // FP32. `flush_k`: the k summed in the tensor core before each FP32 add (the kernel: 8; a multiple
 // of 8), 0 for all of K (no FP32 add at all). Schemes the kernel does not use are kept to show why.
-float dot_3xtf32(const std::vector<float>& a, const std::vector<float>& b, int guard, size_t flush_k = 8) {
+// `cvt`: the kernel's CVT (the split's rounding). `inner`: 0 for one FP32 accumulator (ACC2 = 0),
+// else the two-level sums of ACC2 = 1 with `inner` k steps per fold (the kernel: inner_tiles(KT)
+// k-tiles of BK / 8 steps).
+float dot_3xtf32(const std::vector<float>& a, const std::vector<float>& b, int guard, size_t flush_k = 8,
+                 int cvt = 0, size_t inner = 0) {
   const size_t K = a.size();
-  float acc = 0, t = 0;
+  float acc = 0, part = 0, t = 0;
+  size_t steps = 0;
   for (size_t s0 = 0; s0 < K; s0 += 8) {
     if (flush_k && s0 % flush_k == 0) t = 0;
     float ah[8], al[8], bh[8], bl[8];
     for (int slot = 0; slot < 8; ++slot) {
       const size_t k = s0 + static_cast<size_t>(slot < 4 ? 2 * slot : 2 * (slot - 4) + 1);
-      const Split x = split(k < K ? a[k] : 0.0f), y = split(k < K ? b[k] : 0.0f);
+      const Split x = split(k < K ? a[k] : 0.0f, cvt), y = split(k < K ? b[k] : 0.0f, cvt);
       ah[slot] = x.hi; al[slot] = x.lo; bh[slot] = y.hi; bl[slot] = y.lo;
     }
     t = tc_mma(t, al, bh, guard);
     t = tc_mma(t, ah, bl, guard);
     t = tc_mma(t, ah, bh, guard);
-    if (flush_k && ((s0 + 8) % flush_k == 0 || s0 + 8 >= K)) acc += t;
+    if (flush_k && ((s0 + 8) % flush_k == 0 || s0 + 8 >= K)) {
+      if (inner == 0) {
+        acc += t;
+      } else {
+        part += t;
+        if (++steps % inner == 0) acc += part, part = 0;
+      }
+    }
   }
-  return flush_k ? acc : t;
+  return flush_k ? acc + part : t;
+}
+// A reduction of the kind cuBLAS uses where K is deep and the output small: `ways` interleaved FP32
+// partial dot products (fmaf), summed pairwise.
+float dot_fp32_split(const std::vector<float>& a, const std::vector<float>& b, size_t ways) {
+  std::vector<float> p(ways, 0.0f);
+  for (size_t k = 0; k < a.size(); ++k) p[k % ways] = std::fma(a[k], b[k], p[k % ways]);
+  for (size_t w = ways; w > 1; w = (w + 1) / 2)
+    for (size_t i = 0; i < w / 2; ++i) p[i] = p[2 * i] + p[w - 1 - i];  // pairs i and w-1-i; odd middle stays
+  return p[0];
 }
 // Single-pass TF32 in the tensor core (what cuBLAS's FAST_TF32 mode and a TF32 kernel do).
 float dot_1xtf32(const std::vector<float>& a, const std::vector<float>& b, int guard) {
@@ -307,6 +356,57 @@ TEST(Tf32ErrorModel, SummingMoreThanAStepInTheTensorCoreLosesAccuracy) {
   const DotErrors deep = dot_errors(Dist::positive, 70000, 4, 0);
   EXPECT_GT(deep.tf32x3_no_flush.max, 20.0 * deep.fp32.max);
   EXPECT_LE(deep.tf32x3.max, deep.fp32.max);
+}
+
+// Deep K with few outputs (cuBLAS reduces those in parallel, a tree): the kernel's one chain of
+// K / 8 FP32 adds then loses to a 128-way FP32 reduction by up to 5x RMS (the GPU measured 3-8x on
+// 300x1x70000 and 3x2x500000 before two-level sums). With ACC2's two levels (inner_tiles(KT) k-tiles
+// of BK = 32 per fold) the error stays within 2x of the 128-way reduction and at most half the
+// single chain's, for every CVT and in both adder models.
+TEST(Tf32ErrorModel, TwoLevelSumsKeepDeepKWithinTwiceATreeReduction) {
+  using L = tf32x3::Layout<64, 32, 32, 32, 16, 1>;
+  for (const int guard : {0, 3})
+    for (const Dist d : {Dist::uniform, Dist::positive, Dist::split_hard, Dist::wide_exponent})
+      for (const int K : {70000, 500000}) {
+        const int kt = (K + 31) / 32;
+        const size_t inner = static_cast<size_t>(L::inner_tiles(kt)) * 4;  // k steps per fold
+        std::mt19937_64 g(0x2e7e1u + static_cast<unsigned>(K) + 7u * static_cast<unsigned>(d));
+        ErrStats tree, one, two[3];
+        std::vector<float> a(static_cast<size_t>(K)), b(static_cast<size_t>(K));
+        for (int trial = 0; trial < 3; ++trial) {
+          double ref = 0, ss = 0;
+          for (int k = 0; k < K; ++k) {
+            a[k] = draw(d, g);
+            b[k] = draw(d, g);
+            const double p = static_cast<double>(a[k]) * b[k];
+            ref += p;
+            ss += p * p;
+          }
+          const double scale = std::sqrt(ss);
+          tree.add(std::fabs(dot_fp32_split(a, b, 128) - ref) / scale);
+          one.add(std::fabs(dot_3xtf32(a, b, guard) - ref) / scale);
+          for (const int cvt : {0, 1, 2}) two[cvt].add(std::fabs(dot_3xtf32(a, b, guard, 8, cvt, inner) - ref) / scale);
+        }
+        for (const int cvt : {0, 1, 2}) {
+          const std::string what = std::string(dist_name(d)) + ", K = " + std::to_string(K) + ", guard " +
+                                   std::to_string(guard) + ", cvt " + std::to_string(cvt) + ": two-level rms " +
+                                   std::to_string(two[cvt].rms()) + ", one chain " + std::to_string(one.rms()) +
+                                   ", 128-way FP32 " + std::to_string(tree.rms());
+          EXPECT_LE(two[cvt].rms(), 2.0 * tree.rms() + 4e-8) << what;
+          EXPECT_LE(two[cvt].max, 2.0 * tree.max + 8e-8) << what;
+          if (d != Dist::wide_exponent) EXPECT_LE(two[cvt].rms(), 0.5 * one.rms()) << what;
+        }
+      }
+}
+
+// The inner level's length: round(sqrt(8 KT / BK)) k-tiles, at least 1.
+TEST(Tf32ErrorModel, InnerLevelLengthIsTheRoundedSquareRoot) {
+  using L32 = tf32x3::Layout<64, 32, 32, 32, 16, 1>;
+  using L16 = tf32x3::Layout<64, 32, 16, 32, 16, 1>;
+  for (int kt = 1; kt <= 100000; kt += (kt < 1000 ? 1 : 997)) {
+    EXPECT_EQ(L32::inner_tiles(kt), std::max(1, static_cast<int>(std::lround(std::sqrt(8.0 * kt / 32))))) << kt;
+    EXPECT_EQ(L16::inner_tiles(kt), std::max(1, static_cast<int>(std::lround(std::sqrt(8.0 * kt / 16))))) << kt;
+  }
 }
 
 // The arithmetic of the hostile kernels tests/gpu/kernels/tf32_split_fma.cu (must be accepted) and
@@ -547,6 +647,7 @@ TEST(Tf32Layout, FragmentsCopiesBanksAndRasterizationOfEveryTileShape) {
   check_layout<64, 128, 16, 32, 64, 8>();
   check_layout<256, 64, 16, 64, 32, 8>();
   check_layout<128, 256, 32, 64, 32, 1>();
+  check_layout<128, 128, 32, 32, 64, 8>();
 }
 
 // ---- the whole kernel, emulated ---------------------------------------------------------------------
@@ -555,7 +656,7 @@ TEST(Tf32Layout, FragmentsCopiesBanksAndRasterizationOfEveryTileShape) {
 // cluster rank its k-tiles, the copies' predicates (element in the matrix, else 0), per k step the
 // tensor-core sum of the split products in the kernel's slot order, acc += t, the ranks' partial
 // tiles added in rank order, the guarded stores. C starts as NaN: unwritten elements stay NaN.
-template <class L, int kSplitK>
+template <class L, int kSplitK, int kAcc2 = 0, int kCvt = 0>
 std::vector<float> emulate_kernel(const std::vector<float>& A, const std::vector<float>& B, int M, int N, int K) {
   constexpr int kBM = L::kTileM, kBN = L::kTileN, kBK = L::kTileK;
   std::vector<float> C(static_cast<size_t>(M) * N, NAN);
@@ -569,7 +670,8 @@ std::vector<float> emulate_kernel(const std::vector<float>& A, const std::vector
       for (int rank = 0; rank < kSplitK; ++rank) {
         const int t0 = static_cast<int>(static_cast<long long>(kt_all) * rank / kSplitK);
         const int t1 = static_cast<int>(static_cast<long long>(kt_all) * (rank + 1) / kSplitK);
-        std::vector<float> acc(kBM * kBN, 0.0f);
+        std::vector<float> acc(kBM * kBN, 0.0f), part(kBM * kBN, 0.0f);
+        const int inner = L::inner_tiles(t1 - t0);
         for (int kt = t0; kt < t1; ++kt) {
           const int k0 = kt * kBK;
           auto a_at = [&](int m, int k) {
@@ -586,15 +688,17 @@ std::vector<float> emulate_kernel(const std::vector<float>& A, const std::vector
                 float ah[8], al[8], bh[8], bl[8];
                 for (int slot = 0; slot < 8; ++slot) {
                   const int k = s * 8 + (slot < 4 ? 2 * slot : 2 * (slot - 4) + 1);
-                  const Split x = split(a_at(m, k)), y = split(b_at(k, n));
+                  const Split x = split(a_at(m, k), kCvt), y = split(b_at(k, n), kCvt);
                   ah[slot] = x.hi; al[slot] = x.lo; bh[slot] = y.hi; bl[slot] = y.lo;
                 }
                 float t = tc_mma(0.0f, al, bh, 0);
                 t = tc_mma(t, ah, bl, 0);
                 t = tc_mma(t, ah, bh, 0);
-                acc[m * kBN + n] += t;
+                (kAcc2 ? part : acc)[m * kBN + n] += t;
               }
             }
+          if (kAcc2 && ((kt - t0 + 1) % inner == 0 || kt + 1 == t1))  // the kernel's folds, and the last
+            for (int i = 0; i < kBM * kBN; ++i) acc[i] += part[i], part[i] = 0.0f;
         }
         for (int i = 0; i < kBM * kBN; ++i) sum[i] = rank == 0 ? acc[i] : sum[i] + acc[i];
       }
@@ -605,16 +709,16 @@ std::vector<float> emulate_kernel(const std::vector<float>& A, const std::vector
   return C;
 }
 
-template <class L, int kSplitK>
+template <class L, int kSplitK, int kAcc2 = 0, int kCvt = 0>
 void check_emulated_kernel(int M, int N, int K) {
   SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " split " +
-               std::to_string(kSplitK));
+               std::to_string(kSplitK) + " acc2 " + std::to_string(kAcc2) + " cvt " + std::to_string(kCvt));
   std::mt19937_64 g(static_cast<uint64_t>(M) * 1000003u + static_cast<uint64_t>(N) * 1009u + K);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   std::vector<float> A(static_cast<size_t>(M) * K), B(static_cast<size_t>(K) * N);
   for (float& x : A) x = static_cast<float>(u(g));
   for (float& x : B) x = static_cast<float>(u(g));
-  const std::vector<float> C = emulate_kernel<L, kSplitK>(A, B, M, N, K);
+  const std::vector<float> C = emulate_kernel<L, kSplitK, kAcc2, kCvt>(A, B, M, N, K);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       double ref = 0, ss = 0;
@@ -648,6 +752,12 @@ TEST(Tf32Kernel, EmulatedOnTheOddCorrectnessShapesPassesTheSpecTolerance) {
   check_emulated_kernel<K16, 4>(64, 64, 63);
   check_emulated_kernel<K16, 2>(35, 70, 2048);
   check_emulated_kernel<Small, 4>(3, 2, 20000);
+  // Two-level sums (the fold after the last k-tile of a rank, a rank with no k-tile) and cvt.rn.
+  check_emulated_kernel<Small, 8, 1, 2>(33, 37, 5);
+  check_emulated_kernel<Small, 4, 1, 2>(3, 2, 20000);
+  check_emulated_kernel<K16, 2, 1, 1>(35, 70, 2048);
+  check_emulated_kernel<Big, 1, 0, 2>(127, 129, 65);
+  check_emulated_kernel<Big, 1, 1, 0>(257, 129, 65);
 }
 
 // ---- the spec and NVRTC ------------------------------------------------------------------------------

@@ -265,6 +265,32 @@ TEST(ShapeClassesE2E, ResumeWithoutASummaryTakesTheOptionsFromRunJson) {
   EXPECT_EQ(s["shape_classes"].size(), 2u) << s.dump(1);
 }
 
+// Results are credited to a class by its number and the cases they were
+// timed on: a resume with another grouping would credit results timed on
+// other cases, so it is refused, naming the option and the run's value, and
+// the run folder is left as it was.
+TEST(ShapeClassesE2E, ResumeWithAnotherGroupingIsRefused) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=4"), err), 0)
+      << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  const std::string history = kopt::fs::read_file(r / "history.json");
+  for (const char* other : {"--shape-classes 3", "--shape-classes off", "--shape-classes auto"}) {
+    const std::string cmd = std::string(KOPT_CLI) + " optimize --resume " + r.string() + " --arch sm_90 " + other +
+                            " --budget evals=8 --worker-command " + KOPT_FAKE_WORKER;
+    EXPECT_EQ(run(cmd, err), 2) << other;
+    const std::string e = kopt::fs::read_file(err);
+    EXPECT_NE(e.find("[kopt.opt.007] " + std::string(other) + ": the run "), std::string::npos) << e;
+    EXPECT_NE(e.find("in 2 shape classes (its --shape-classes 2)"), std::string::npos) << e;
+    EXPECT_EQ(kopt::fs::read_file(r / "history.json"), history) << other;
+  }
+  // The same grouping, given or not, goes on.
+  const std::string same = std::string(KOPT_CLI) + " optimize --resume " + r.string() +
+                           " --arch sm_90 --shape-classes 2 --budget evals=6 --worker-command " + KOPT_FAKE_WORKER;
+  EXPECT_EQ(run(same, err), 0) << kopt::fs::read_file(err);
+}
+
 TEST(ShapeClassesE2E, ScreeningStopsTimingFarSlowerCasesAfterOneProbe) {
   TempDir d;
   const fsys::path err = d.path() / "err";

@@ -4,7 +4,6 @@
 //   tools/             one file per tool, and the tool table (tools/registry.h)
 //   prompts.{h,cpp}    the system prompts and the texts they are built from
 //   candidate.{h,cpp}  candidates and launches from the tools' arguments
-//   ncu.{h,cpp}        Nsight Compute: running it, reading its CSV
 //   http.{h,cpp}       libcurl (the LLM client's POST, fetch_url's GET)
 //   llm_*.cpp          the OpenAI-compatible client (agent/llm.h)
 #include "agent/agent.h"
@@ -93,10 +92,7 @@ bool trim_for_context(std::vector<Message>& m, size_t keep_head) {
 
 
 propose::ProposerPtr make_proposer(const RunOptions& o, const AgentOptions& ao) {
-  if (o.max_evaluations < 0 || o.max_minutes < 0 || (o.max_evaluations == 0 && o.max_minutes == 0 && ao.token_budget == 0))
-    throw UsageError("kopt.agent.103", "the budget is zero: give --max-iterations N, --budget evals=N,minutes=M or --token-budget T");
   if (ao.max_repairs < 0) throw UsageError("kopt.agent.103", "--max-repairs must be 0 or more");
-  if (ao.token_budget < 0) throw UsageError("kopt.agent.103", "--token-budget must be 0 (no limit) or more");
   if (ao.llm_timeout_s < 0) throw UsageError("kopt.agent.103", "--llm-timeout must be positive");
   check_tool_choice(o, ao);
   if (!ao.doc_fetch_allow.empty() && !ao.allow_doc_fetch)

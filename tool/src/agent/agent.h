@@ -19,18 +19,26 @@
 // in <run>/agent/events.jsonl, and token usage and the stop reason in
 // summary.json under "agent".
 //
-// Budgets (any that is set ends the loop when reached):
-//   iterations  (--max-iterations N, or --budget evals=N): at most N model turns
-//               (LLM requests, not counting a retry after trimming the context)
-//               and at most N evaluate_candidate evaluations;
-//   minutes     (--budget minutes=M): wall clock, checked before every turn
-//               and every evaluation;
+// Budgets (model/budget.h; any that is set ends the loop when reached):
+//   model turns (--budget turns=T; without it as many as evals=N, so
+//               --max-iterations N allows N turns): LLM requests, not
+//               counting a retry after trimming the context;
+//   evaluations (--budget evals=N, --max-iterations N): every candidate the
+//               driver evaluates, propose_template's configurations included;
+//   minutes     (--budget minutes=M): wall clock, from the run's start;
+//   patience    (--budget patience=P): P evaluations in a row without a
+//               faster kernel;
+//   tokens      (--budget tokens=T, --token-budget T): total tokens reported
+//               by the server;
 //   repairs     (--max-repairs R): the loop stops when R + 1 candidates in a
-//               row fail (anything but ok, or compiled without a GPU);
-//   tokens      (--token-budget T): total tokens reported by the server.
-// The loop also stops when the model answers without a tool call, refuses,
-// calls one tool with identical arguments `identical_call_limit` times in a
-// row, or sends `max_truncated` truncated replies in a row.
+//               row fail (anything but ok, or compiled without a GPU).
+// The driver's stop conditions enforce evaluations, minutes and patience;
+// the conversation reads what is left of them through the evaluation service
+// before each turn and each evaluation, and stops itself at its own limits
+// (turns, tokens, repairs). The loop also stops when the model answers
+// without a tool call, refuses, calls one tool with identical arguments
+// `identical_call_limit` times in a row, or sends `max_truncated` truncated
+// replies in a row.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +53,6 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/llm.h"
-#include "agent/ncu.h"
 
 #include "propose/proposer.h"
 
@@ -53,7 +60,6 @@ namespace kopt::agent {
 
 struct AgentOptions {
   int max_repairs = 5;               // --max-repairs
-  int64_t token_budget = 0;          // --token-budget (0: no limit)
   std::string llm_model;             // --llm-model (empty: OPENAI_MODEL, else gpt-5-mini)
   std::string llm_base_url;          // --llm-base-url (empty: OPENAI_BASE_URL, else OpenAI)
   std::string llm_api;               // --llm-api auto|chat|responses (empty: KOPT_LLM_API, else auto)
@@ -68,7 +74,6 @@ struct AgentOptions {
   int template_evaluations = 8;      // configurations the search tunes per propose_template
   std::optional<int> max_output_tokens;  // per model turn (unset: the server's default)
   std::filesystem::path dotenv = ".env";
-  std::filesystem::path kopt_exe;    // for profile_candidate (default: /proc/self/exe)
 
   // Testing hooks (not on the command line).
   std::optional<std::string> api_key;  // instead of OPENAI_API_KEY
@@ -80,18 +85,15 @@ struct AgentOptions {
 };
 
 /// What the agent reads of the run's options (the driver's OptimizeOptions).
+/// The budget is not among them: the agent reads it, and what is left of
+/// it, through the evaluation service (or the drafting context).
 struct RunOptions {
   bool hybrid = false;                   // --strategy hybrid: propose_template is offered
   bool draft = false;                    // no spec: the model drafts the workload first
   std::string description;               // --description
   std::filesystem::path results_dir = "results";  // drafting stages its files beside the run folders
-  std::vector<std::string> worker_argv;  // for profile_candidate's `kopt evaluate`
-  std::filesystem::path cache_dir;       // likewise
   std::string arch;                      // --arch
-  int device = 0;                        // --device
   uint64_t seed = 1;                     // seeds the hybrid's template searches
-  int64_t max_evaluations = 0;           // model turns and evaluate_candidate evaluations (0: no limit)
-  double max_minutes = 0;                // wall clock (0: no limit)
   bool quiet = false;
 };
 
@@ -99,7 +101,8 @@ struct RunOptions {
 /// --description without --spec): the conversation runs on its own thread and
 /// hands each candidate to the run driver (propose/proposer.h). Checks the
 /// options and resolves the LLM configuration before any model call: throws
-/// UsageError (kopt.agent.103) for bad ones. The driver's exit code is kept,
+/// UsageError (kopt.agent.102-104) for bad ones (the budget is checked by the
+/// proposer registry, tune/proposers.h). The driver's exit code is kept,
 /// except 3 when the LLM API failed for good (the run folder is complete).
 propose::ProposerPtr make_proposer(const RunOptions& run, const AgentOptions& agent);
 
@@ -119,7 +122,5 @@ bool trim_for_context(std::vector<Message>& messages, size_t keep_head = 2);
 
 /// The bundled optimization notes: (topic, text), in a stable order.
 const std::vector<std::pair<std::string, std::string>>& optimization_notes();
-
-/// parse_ncu_csv(text): the CSV of `ncu --csv --page details` as JSON (agent/ncu.h).
 
 }  // namespace kopt::agent

@@ -32,8 +32,17 @@ void Bridge::ended(std::exception_ptr error) {
   cv_.notify_all();
 }
 
+void Bridge::wait_for_driver() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return asked_ || stopped_; });
+}
+
 propose::Proposal Bridge::propose() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (!asked_) {
+    asked_ = true;
+    cv_.notify_all();
+  }
   for (;;) {
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     if (stopped_) return propose::Proposal::done();

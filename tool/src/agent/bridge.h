@@ -38,6 +38,9 @@ class Bridge {
   void tune(propose::Proposer& inner);
   /// The conversation is over; `error` is rethrown from the driver's next propose().
   void ended(std::exception_ptr error = nullptr);
+  /// Waits until the driver first asks for a candidate (the initial kernel
+  /// and the baseline are recorded by then, and the GPU is idle), or stop().
+  void wait_for_driver();
 
   // --- the driver's thread (through the agent proposer)
 
@@ -57,6 +60,7 @@ class Bridge {
   bool inner_done_ = false;
   int outstanding_ = 0;                     // handed to the driver, not yet observed
   bool ended_ = false, stopped_ = false;
+  bool asked_ = false;  // the driver has called propose()
   std::exception_ptr error_;
 };
 

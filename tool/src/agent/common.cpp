@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "util/text.h"
+
 namespace kopt::agent {
 
 const char* const kGeneratedWarning =
@@ -24,12 +26,7 @@ std::string numbered(const char* prefix, int n, const char* suffix) {
   return buf;
 }
 
-std::string clip(const std::string& s, size_t max) {
-  if (s.size() <= max) return s;
-  const size_t head = max * 3 / 4, tail = max - head;
-  return s.substr(0, head) + "\n[... " + std::to_string(s.size() - head - tail) + " characters omitted ...]\n" +
-         s.substr(s.size() - tail);
-}
+std::string clip(const std::string& s, size_t max) { return clip_middle(s, max); }
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

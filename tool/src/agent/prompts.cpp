@@ -71,8 +71,8 @@ std::string describe_reference(const spec::Spec& s) {
          launch_text(l) + ":\n```cuda\n" + clip(src, 12000) + "\n```\n";
 }
 
-std::string rules_text(const std::string& arch, bool compile_only, bool hybrid, int64_t max_turns, int max_repairs,
-                       int template_evals) {
+std::string rules_text(const std::string& arch, bool compile_only, bool hybrid, const model::Budget& budget,
+                       int max_repairs, int template_evals) {
   std::ostringstream o;
   o << "How candidates are judged: evaluate_candidate compiles your complete kernel source with NVRTC (C++17, -arch="
     << arch
@@ -100,7 +100,12 @@ std::string rules_text(const std::string& arch, bool compile_only, bool hybrid, 
   o << "Work in small steps: evaluate, read the verdict and the compile log, repair failures, then make it faster "
        "(read_optimization_notes, profile_candidate, get_history help). When you have nothing better to try, reply "
        "with a short summary and no tool call: that ends the run.\nBudget: ";
-  if (max_turns > 0) o << "at most " << max_turns << " model turns and " << max_turns << " evaluations; ";
+  const int64_t turns = budget.turn_limit(), evals = budget.evaluations;
+  if (turns > 0 && evals > 0) o << "at most " << turns << " model turns and " << evals << " evaluations; ";
+  if (turns > 0 && evals == 0) o << "at most " << turns << " model turns; ";
+  if (turns == 0 && evals > 0) o << "at most " << evals << " evaluations; ";
+  if (budget.patience > 0)
+    o << "the run stops after " << budget.patience << " evaluations in a row without a faster kernel; ";
   o << "the run stops after " << (max_repairs + 1) << " failed candidates in a row.\n";
   return o.str();
 }

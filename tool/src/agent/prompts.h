@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/attempt.h"
+#include "model/budget.h"
 #include "model/device_info.h"
 #include "spec/spec.h"
 
@@ -18,9 +19,10 @@ std::string describe_workload(const spec::Spec& s);
 /// What the reference is; a reference kernel's source is quoted.
 std::string describe_reference(const spec::Spec& s);
 
-/// How candidates are judged, the launch syntax, the mode and the budget.
-std::string rules_text(const std::string& arch, bool compile_only, bool hybrid, int64_t max_turns, int max_repairs,
-                       int template_evals);
+/// How candidates are judged, the launch syntax, the mode and the budget
+/// (its model turns, evaluations and patience; the repairs allowed).
+std::string rules_text(const std::string& arch, bool compile_only, bool hybrid, const model::Budget& budget,
+                       int max_repairs, int template_evals);
 
 /// The device's properties, or what to assume without a GPU.
 std::string device_text(const std::optional<model::DeviceInfo>& device, const std::string& arch);

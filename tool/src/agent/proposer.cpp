@@ -28,16 +28,16 @@ AgentProposer::AgentProposer(const RunOptions& run, const AgentOptions& agent, s
 
 AgentProposer::~AgentProposer() { finish(); }
 
-std::vector<std::unique_ptr<search::StopCondition>> AgentProposer::stop_conditions(const propose::Budget& b) {
+std::vector<std::unique_ptr<search::StopCondition>> AgentProposer::stop_conditions() {
   std::vector<std::unique_ptr<search::StopCondition>> stops;
-  if (b.minutes > 0) stops.push_back(search::time_budget(std::chrono::duration<double>(b.minutes * 60)));
   stops.push_back(std::make_unique<ConversationStopped>(*session_));
   return stops;
 }
 
-nlohmann::json AgentProposer::budget_json(const propose::Budget& b) const {
-  return {{"evaluations", b.evaluations}, {"minutes", b.minutes}, {"max_repairs", agent_.max_repairs},
-          {"token_budget", agent_.token_budget}};
+nlohmann::json AgentProposer::budget_json(const model::Budget& b) const {
+  nlohmann::json j = b.to_json();
+  j["max_repairs"] = agent_.max_repairs;
+  return j;
 }
 
 std::optional<std::filesystem::path> AgentProposer::draft_workload(const propose::DraftContext& context) {

@@ -21,11 +21,13 @@ class AgentProposer final : public propose::Proposer {
   ~AgentProposer() override;
 
   std::string name() const override { return run_.hybrid ? "hybrid" : "agent"; }
-  /// The time budget, and the agent's own limits (model turns, evaluations,
-  /// tokens, repairs, repeated calls, truncated replies), which the
-  /// conversation checks before each turn and each evaluation.
-  std::vector<std::unique_ptr<search::StopCondition>> stop_conditions(const propose::Budget& budget) override;
-  nlohmann::json budget_json(const propose::Budget& budget) const override;
+  /// The conversation has ended: one of the agent's own limits (model
+  /// turns, tokens, repairs, repeated calls, truncated replies), the model,
+  /// or an API error. The driver adds the budget's evaluations, minutes and
+  /// patience.
+  std::vector<std::unique_ptr<search::StopCondition>> stop_conditions() override;
+  /// Budget::to_json plus "max_repairs".
+  nlohmann::json budget_json(const model::Budget& budget) const override;
   /// No re-timing (the agent's candidates are ranked as measured); without a
   /// GPU every candidate is recorded as compiled, for the model to read.
   propose::FinishPolicy finish_policy() const override { return {false, true}; }

@@ -54,10 +54,7 @@ json message_summary(const std::vector<Message>& messages, const std::vector<Too
 // Set-up and phases
 
 Session::Session(const RunOptions& o, const AgentOptions& ao, LlmClient& client)
-    : o_(o), ao_(ao), client_(client), hybrid_(o.hybrid), t0_(Clock::now()) {
-  max_turns_ = o.max_evaluations;
-  max_minutes_ = o.max_minutes;
-}
+    : o_(o), ao_(ao), client_(client), hybrid_(o.hybrid), t0_(Clock::now()) {}
 
 Session::~Session() = default;
 
@@ -95,11 +92,19 @@ void Session::attach(propose::EvaluationService& service, Bridge& bridge) {
     while (stdfs::exists(agent_dir_ / numbered("call-", calls_ + 1, ".json"))) ++calls_;
 }
 
-void Session::converse_optimize() { converse(hybrid_ ? "hybrid" : "agent"); }
+void Session::converse_optimize() {
+  // The prompt shows the initial kernel, and a profile never shares the GPU
+  // with the driver's own evaluations: the conversation starts once the
+  // driver asks for its first candidate.
+  bridge_->wait_for_driver();
+  converse(hybrid_ ? "hybrid" : "agent");
+  // The driver stopped asking (a budget item it enforces ran out while a
+  // template was tuned): the reason is the item.
+  if (stop_code_.empty()) stop_for_driver();
+}
 
 void Session::stop_for_driver() {
-  if (time_up()) return stop("time_budget", "the time budget of " + fmt(max_minutes_) + " min is spent");
-  stop("stopped", "the run stopped");
+  if (!budget_spent(false)) stop("stopped", "the run stopped");
 }
 
 bool Session::stopped() const { return stopped_ || (bridge_ && bridge_->stopped()); }
@@ -118,7 +123,7 @@ std::string Session::optimize_prompt() const {
   }
   return agent::optimize_prompt(
       spec(), cur ? &shown : nullptr, reference_geomean(), device_text(device(), arch()),
-      rules_text(arch(), compile_only(), hybrid_, max_turns_, ao_.max_repairs, ao_.template_evaluations));
+      rules_text(arch(), compile_only(), hybrid_, budget(), ao_.max_repairs, ao_.template_evaluations));
 }
 
 // ---------------------------------------------------------------------------
@@ -165,15 +170,7 @@ std::string Session::choice_for(const std::vector<ToolDef>& tools) const {
 }
 
 void Session::turn() {
-  if (max_turns_ > 0 && turns_ >= max_turns_)
-    return stop("max_iterations", "reached the limit of " + std::to_string(max_turns_) + " model turns");
-  if (ao_.token_budget > 0) {
-    const int64_t used = usage_.total_tokens > 0 ? usage_.total_tokens : usage_.input_tokens + usage_.output_tokens;
-    if (used >= ao_.token_budget)
-      return stop("token_budget", "used " + std::to_string(used) + " of the token budget of " +
-                                      std::to_string(ao_.token_budget));
-  }
-  if (time_up()) return stop("time_budget", "the time budget of " + fmt(max_minutes_) + " min is spent");
+  if (budget_spent(true)) return;
 
   ChatRequest rq;
   rq.tools = tools_;
@@ -344,14 +341,53 @@ const model::Attempt& Session::evaluate_and_record(const spec::Candidate& c) {
   return last_;
 }
 
+const model::Budget& Session::budget() const {
+  static const model::Budget none;
+  if (svc_) return svc_->budget();
+  return draft_.budget ? *draft_.budget : none;
+}
+
+model::BudgetLeft Session::driver_left() const {
+  if (svc_) return svc_->budget_left();
+  return draft_.budget_left ? draft_.budget_left() : model::BudgetLeft{};
+}
+
+int64_t Session::tokens_used() const {
+  return usage_.total_tokens > 0 ? usage_.total_tokens : usage_.input_tokens + usage_.output_tokens;
+}
+
+bool Session::budget_spent(bool before_turn) {
+  const model::Budget& b = budget();
+  if (before_turn && b.turn_limit() > 0 && turns_ >= b.turn_limit()) {
+    stop("max_iterations", "reached the limit of " + std::to_string(b.turn_limit()) + " model turns");
+    return true;
+  }
+  if (before_turn && b.tokens > 0 && tokens_used() >= b.tokens) {
+    stop("token_budget", "used " + std::to_string(tokens_used()) + " of the token budget of " +
+                             std::to_string(b.tokens));
+    return true;
+  }
+  const model::BudgetLeft left = driver_left();
+  const std::string spent = left.spent();
+  if (spent == "evaluations")
+    stop("max_evaluations", "reached the limit of " + std::to_string(b.evaluations) + " evaluations");
+  else if (spent == "minutes")
+    stop("time_budget", "the time budget of " + fmt(b.minutes) + " min is spent");
+  else if (spent == "patience")
+    stop("patience", std::to_string(b.patience) + " evaluations in a row without a faster kernel (patience " +
+                         std::to_string(b.patience) + ")");
+  return !spent.empty();
+}
+
 json Session::budget_left() const {
   json b = json::object();
-  if (max_turns_ > 0) {
-    b["model_turns"] = std::max<int64_t>(0, max_turns_ - turns_);
-    b["evaluations"] = std::max<int64_t>(0, max_turns_ - evaluations_);
-  }
-  if (max_minutes_ > 0) b["minutes"] = std::max(0.0, max_minutes_ - seconds_since(t0_) / 60.0);
-  if (ao_.token_budget > 0) b["tokens"] = std::max<int64_t>(0, ao_.token_budget - usage_.total_tokens);
+  const model::Budget& limits = budget();
+  const model::BudgetLeft left = driver_left();
+  if (limits.turn_limit() > 0) b["model_turns"] = std::max<int64_t>(0, limits.turn_limit() - turns_);
+  if (left.evaluations) b["evaluations"] = std::max<int64_t>(0, *left.evaluations);
+  if (left.minutes) b["minutes"] = std::max(0.0, *left.minutes);
+  if (left.patience) b["evaluations_without_improvement_left"] = std::max<int64_t>(0, *left.patience);
+  if (limits.tokens > 0) b["tokens"] = std::max<int64_t>(0, limits.tokens - usage_.total_tokens);
   b["failed_in_a_row"] = consecutive_failures_;
   b["repairs_left"] = std::max(0, ao_.max_repairs - std::max(0, consecutive_failures_ - 1));
   return b;
@@ -399,7 +435,7 @@ json Session::tune_template(const json& a, const std::vector<spec::TuningParam>&
   };
   propose::SearchProposer search(std::move(so));
   search.prepare(device_constants());
-  if (!time_up()) bridge_->tune(search);  // the driver evaluates and records each configuration
+  if (!budget_spent(false)) bridge_->tune(search);  // the driver evaluates and records each configuration
 
   const auto& history = svc_->history();
   json results = json::array();

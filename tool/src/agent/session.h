@@ -20,6 +20,7 @@
 #include "agent/common.h"
 #include "agent/llm.h"
 #include "model/attempt.h"
+#include "model/budget.h"
 #include "model/device_info.h"
 #include "propose/proposer.h"
 #include "spec/candidate.h"
@@ -60,6 +61,7 @@ class Session {
   bool compile_only() const { return !device().has_value(); }
   /// The run (null while drafting).
   const propose::EvaluationService* service() const { return svc_; }
+  propose::EvaluationService* service() { return svc_; }
   /// <run>/agent (while drafting: the staging folder's agent/).
   const std::filesystem::path& agent_dir() const { return agent_dir_; }
   /// Description-only mode: where the drafted workload is written.
@@ -78,11 +80,14 @@ class Session {
   bool stopped() const;
   const std::string& stop_detail() const { return stop_detail_; }
   const std::string& stop_code() const { return stop_code_; }
-  bool time_up() const { return max_minutes_ > 0 && seconds_since(t0_) / 60.0 >= max_minutes_; }
-  double max_minutes() const { return max_minutes_; }
-  /// The iteration budget (model turns and evaluate_candidate evaluations; 0: none).
-  int64_t max_turns() const { return max_turns_; }
-  bool evaluations_spent() const { return max_turns_ > 0 && evaluations_ >= max_turns_; }
+  /// The run's budget (model/budget.h): the driver's, or while drafting the
+  /// drafting context's.
+  const model::Budget& budget() const;
+  /// Stops the loop (with the item as its reason) when an item of the budget
+  /// is spent: the driver's (evaluations, minutes, patience, read through
+  /// the service) and, before a model turn (`before_turn`), the agent's own
+  /// model turns and tokens. Returns true when the budget is spent.
+  bool budget_spent(bool before_turn);
   /// What is left of every budget, as the tools report it.
   nlohmann::json budget_left() const;
   /// Counts a failed (or, resetting the count, a good) candidate; stops the
@@ -92,7 +97,7 @@ class Session {
   // --- what the tools do --------------------------------------------------
   /// The number of evaluate_candidate candidates so far (labels "agent-N").
   int agent_count() const { return agent_count_; }
-  /// One more evaluate_candidate candidate, counted against the budget.
+  /// One more evaluate_candidate candidate (the driver counts it against the budget).
   void count_agent_evaluation() {
     ++agent_count_;
     ++evaluations_;
@@ -130,9 +135,10 @@ class Session {
   const AgentOptions& ao_;
   LlmClient& client_;
   bool hybrid_;
-  Clock::time_point t0_;
-  int64_t max_turns_ = 0;
-  double max_minutes_ = 0;
+  Clock::time_point t0_;  // for budget_used's minutes
+  /// What is left of the driver's items (the service's, or while drafting the context's).
+  model::BudgetLeft driver_left() const;
+  int64_t tokens_used() const;
 
   std::vector<Message> messages_;
   std::vector<ToolDef> tools_;

@@ -19,6 +19,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "eval/evaluator.h"
+#include "eval/evaluator_pool.h"
 #include "run/fingerprint.h"
 #include "run/tuning_cache.h"
 #include "tune/driver.h"
@@ -189,7 +190,7 @@ int BenchCommand::run() {
   }
   env_.resolve_device("bench");
   eval::EvaluatorOptions eo;
-  eo.worker_argv = env_.worker_argv();
+  eo.worker_argv = eval::plan_workers(env_.worker_plan()).front().argv;
   eo.cache_dir = env_.cache_path();
   eo.time = true;
   eo.time_reference = true;

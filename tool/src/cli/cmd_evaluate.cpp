@@ -15,6 +15,7 @@
 #include "cli/common.h"
 #include "cuda/nvrtc.h"
 #include "eval/evaluator.h"
+#include "eval/evaluator_pool.h"
 #include "search/space.h"
 #include "spec/spec.h"
 #include "tune/driver.h"
@@ -274,7 +275,7 @@ Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
 
 eval::EvaluatorOptions EvaluateCommand::evaluator_options() const {
   eval::EvaluatorOptions eo;
-  eo.worker_argv = env_.worker_argv();
+  eo.worker_argv = eval::plan_workers(env_.worker_plan()).front().argv;
   eo.cache_dir = env_.cache_path();
   eo.arch = env_.arch;
   eo.time = !no_time_;

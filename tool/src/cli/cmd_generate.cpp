@@ -163,14 +163,12 @@ int GenerateCommand::check_only() const {
 
 int GenerateCommand::run() {
   tune::OptimizeOptions& t = o_.optimize;
-  budget_.apply(t);
+  t.budget = budget_.value();
   check_arguments();
   if (check_) return check_only();
-  t.device = env_.device;
   t.quiet = env_.quiet;
   t.cache_dir = env_.cache_path();
-  t.worker_argv = env_.worker_argv(worker_command_);
-  t.agent.kopt_exe = self_exe();
+  t.workers = env_.worker_plan(worker_command_);
   return gen::generate(o_);
 }
 

@@ -10,7 +10,6 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
-#include "eval/evaluator_pool.h"
 #include "run/store.h"
 #include "run/summary.h"
 #include "tune/driver.h"
@@ -32,6 +31,7 @@ class OptimizeCommand final : public Command {
     add_inputs(sub);
     add_search(sub);
     add_agent(sub, o_.agent);
+    budget_.add_token_budget(sub)->group("Agent");
     sub.add_option("--worker-command", worker_command_,
                    "Testing: start this program (space-separated argv) instead of `kopt worker`; with --devices "
                    "or --worker-launcher, {device} in it is the device number")
@@ -45,11 +45,10 @@ class OptimizeCommand final : public Command {
   void add_search(CLI::App& sub);
   static void add_agent(CLI::App& sub, agent::AgentOptions& a);
   void apply_resume_defaults();
-  void apply_devices();
 
   tune::OptimizeOptions o_;  // the options that map one to one; defaults in tune/driver.h
   Environment env_;         // --device, --arch, --cache-dir, --quiet
-  Budget budget_;           // --budget, --max-iterations
+  Budget budget_;           // --budget, --max-iterations, --token-budget
   std::string results_dir_ = tune::OptimizeOptions().results_dir.string();  // --results-dir
   std::string resume_;                                                     // --resume RUN_DIR
   bool no_specialize_ = false;                                             // --no-specialize
@@ -149,13 +148,11 @@ void OptimizeCommand::add_search(CLI::App& sub) {
 }
 
 /// The agent proposer (--strategy agent|hybrid); --max-iterations N is N model
-/// turns and N evaluations there. Defaults in agent/agent.h.
+/// turns and N evaluations there (model/budget.h). Defaults in agent/agent.h.
 void OptimizeCommand::add_agent(CLI::App& sub, agent::AgentOptions& a) {
   sub.add_option("--max-repairs", a.max_repairs,
                  "Agent: failed candidates in a row the model may repair before the run stops")
       ->check(check::whole(0, 1000))->capture_default_str()->group("Agent");
-  sub.add_option("--token-budget", a.token_budget, "Agent: total tokens (0: no limit)")
-      ->check(check::whole(0, 1000000000000))->group("Agent");
   sub.add_option("--llm-model", a.llm_model, "Agent: model name (default: $OPENAI_MODEL, else gpt-5-mini)")
       ->check(check::not_empty())->group("Agent");
   sub.add_option("--llm-base-url", a.llm_base_url,
@@ -241,27 +238,11 @@ void OptimizeCommand::apply_resume_defaults() {
     }
   }
   if (budget_opt_->count() == 0 && max_iter_opt_->count() == 0) {
-    nlohmann::json b = info.budget;
-    if (last && last->budget.is_object()) b = last->budget;
-    auto integer = [&](const char* k) -> int64_t {
-      return b.is_object() && b.contains(k) && b[k].is_number_integer() && b[k].get<int64_t>() > 0
-                 ? b[k].get<int64_t>()
-                 : 0;
-    };
-    const int64_t evals = integer("evaluations"), patience = integer("patience");
-    const double minutes = b.is_object() && b.contains("minutes") && b["minutes"].is_number() &&
-                                   b["minutes"].get<double>() > 0 && b["minutes"].get<double>() < 1e9
-                               ? b["minutes"].get<double>()
-                               : 0.0;
-    if (evals > 0 || minutes > 0 || patience > 0) {  // else the default budget stands
-      o_.max_evaluations = evals;
-      o_.max_minutes = minutes;
-      o_.patience = patience;
-      std::string text = "budget";
-      if (evals > 0) text += " evals=" + std::to_string(evals);
-      if (minutes > 0) text += " minutes=" + std::to_string(minutes);
-      if (patience > 0) text += " patience=" + std::to_string(patience);
-      taken.push_back(text);
+    const model::Budget b =
+        model::Budget::from_json(last && last->budget.is_object() ? last->budget : info.budget);
+    if (!b.unlimited()) {  // else the default budget stands
+      o_.budget = budget_.value(b);  // --token-budget still on top
+      taken.push_back("budget " + b.text());
     }
   }
   if (o_.spec.empty()) taken.push_back("spec " + (std::filesystem::path(resume_) / "spec.json").string());
@@ -270,36 +251,8 @@ void OptimizeCommand::apply_resume_defaults() {
   if (!line.empty()) o_.resume_note = "resuming with the run's " + line;
 }
 
-/// --devices and --worker-launcher into the options (eval/evaluator_pool.h
-/// turns them into worker command lines).
-void OptimizeCommand::apply_devices() {
-  if (!devices_.empty()) {
-    if (device_opt_->count() > 0)
-      throw UsageError("kopt.pool.004", "--device and --devices: give one of them (--devices " + devices_ + " lists every GPU)");
-    std::stringstream items(devices_);
-    for (std::string item; std::getline(items, item, ',');) {
-      const bool digits = !item.empty() && item.size() <= 4 && item.find_first_not_of("0123456789") == std::string::npos;
-      if (!digits || std::stoi(item) > 1023)
-        throw UsageError("kopt.pool.001", "--devices: '" + item + "' is not a device number from 0 to 1023 (give "
-                                          "them as 0,1,2)");
-      o_.devices.push_back(std::stoi(item));
-    }
-    if (devices_.back() == ',') throw UsageError("kopt.pool.001", "--devices: an empty item at the end of '" + devices_ + "'");
-  }
-  if (!launcher_.empty()) o_.worker_launcher = eval::split_launcher(launcher_);
-  if (!worker_command_.empty()) {
-    o_.worker_argv_template = o_.worker_argv;
-  } else {
-    o_.worker_argv_template = {self_exe().string(), "worker", "--device", "{device}"};
-  }
-  // Checked now (a launcher not on PATH, a device twice), before any work.
-  if (!o_.devices.empty() || !o_.worker_launcher.empty())
-    eval::plan_workers(o_.devices.empty() ? std::vector<int>{o_.device} : o_.devices, o_.worker_argv_template,
-                       o_.worker_launcher);
-}
-
 int OptimizeCommand::run() {
-  budget_.apply(o_);
+  o_.budget = budget_.value();  // first: a bad --budget is the first error (--resume may take the run's below)
   if (o_.compile_threads > 0 && static_cast<unsigned>(o_.compile_threads) > max_compile_threads()) {
     std::cerr << "kopt: warning: --compile-threads " << o_.compile_threads << " is more than 4x the hardware threads; using "
               << max_compile_threads() << "\n";
@@ -312,13 +265,10 @@ int OptimizeCommand::run() {
   o_.resume = resume_;
   if (no_specialize_) o_.specialize = false;
   o_.shape_classes = shape_classes_value(shape_classes_);
-  o_.device = env_.device;
   o_.arch = env_.arch;
   o_.quiet = env_.quiet;
   o_.cache_dir = env_.cache_path();
-  o_.worker_argv = env_.worker_argv(worker_command_);
-  apply_devices();
-  o_.agent.kopt_exe = self_exe();
+  o_.workers = env_.worker_plan(worker_command_, devices_, launcher_, device_opt_->count() > 0);
   if (o_.spec.empty() && o_.description.empty() && o_.resume.empty())
     throw UsageError("kopt.cli.006",
                      "optimize: give --spec FILE (or --resume RUN, or --description TEXT for the agent proposer)");

@@ -16,7 +16,7 @@
 
 #include "cuda/nvrtc.h"
 #include "model/ctest_resources.h"
-#include "tune/driver.h"
+#include "eval/evaluator_pool.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -31,40 +31,6 @@ std::filesystem::path self_exe() {
 }
 
 // --- option values ---------------------------------------------------------
-
-std::optional<int64_t> parse_whole(const std::string& t) {
-  const bool neg = !t.empty() && t[0] == '-';
-  const std::string digits = neg ? t.substr(1) : t;
-  if (digits.empty() || digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(t.c_str(), &end, 10);
-  if (errno == ERANGE || *end != '\0') return std::nullopt;
-  return static_cast<int64_t>(v);
-}
-
-std::optional<uint64_t> parse_unsigned(const std::string& t) {
-  if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(t.c_str(), &end, 10);
-  if (errno == ERANGE || *end != '\0') return std::nullopt;
-  return static_cast<uint64_t>(v);
-}
-
-std::optional<double> parse_finite(const std::string& t) {
-  // Digits, one optional sign, a point, an exponent: strtod alone would also
-  // take "nan", "inf", "0x1p3" and leading spaces.
-  if (t.empty() || t.size() > 64 || t.find_first_not_of("0123456789+-.eE") != std::string::npos ||
-      t.find_first_of("0123456789") == std::string::npos)
-    return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(t.c_str(), &end);
-  if (*end != '\0' || !std::isfinite(v) || errno == ERANGE) return std::nullopt;
-  return v;
-}
 
 namespace {
 
@@ -358,15 +324,49 @@ std::filesystem::path Environment::cache_path() const {
   return std::filesystem::temp_directory_path() / "kopt-cache";
 }
 
-std::vector<std::string> Environment::worker_argv(const std::string& command) const {
-  if (command.empty()) return {self_exe().string(), "worker", "--device", std::to_string(device)};
-  std::vector<std::string> argv;
-  std::istringstream words(command);
-  for (std::string w; words >> w;) argv.push_back(w);
-  return argv;
+model::WorkerPlan Environment::worker_plan(const std::string& command, const std::string& devices,
+                                           const std::string& launcher, bool device_given) const {
+  model::WorkerPlan plan;
+  plan.devices = {device};
+  if (!devices.empty()) {
+    if (device_given)
+      throw UsageError("kopt.pool.004", "--device and --devices: give one of them (--devices " + clip(devices) +
+                                            " lists every GPU)");
+    plan.devices.clear();
+    std::stringstream items(devices);
+    for (std::string item; std::getline(items, item, ',');) {
+      const std::optional<int64_t> n =
+          item.size() <= 4 && item.find_first_not_of("0123456789") == std::string::npos ? parse_whole(item)
+                                                                                         : std::nullopt;
+      if (!n || *n > 1023)
+        throw UsageError("kopt.pool.001", "--devices: '" + clip(item) + "' is not a device number from 0 to 1023 "
+                                          "(give them as 0,1,2)");
+      if (plan.devices.size() == model::WorkerPlan::kMaxWorkers)
+        throw UsageError("kopt.pool.001", "--devices: more than " + std::to_string(model::WorkerPlan::kMaxWorkers) +
+                                              " workers (each one is a process and a thread)");
+      plan.devices.push_back(static_cast<int>(*n));
+    }
+    if (devices.back() == ',')
+      throw UsageError("kopt.pool.001", "--devices: an empty item at the end of '" + clip(devices) + "'");
+  }
+  if (!launcher.empty()) plan.launcher = eval::split_launcher(launcher);
+  if (command.empty()) {
+    plan.command = {self_exe().string(), "worker", "--device", "{device}"};
+  } else {
+    std::istringstream words(command);
+    for (std::string w; words >> w;) plan.command.push_back(w);
+  }
+  eval::plan_workers(plan);  // a launcher not on PATH, a device twice: refused before any work
+  return plan;
 }
 
-std::string Budget::default_text() { return "default evals=" + std::to_string(kDefaultEvaluations); }
+std::string Budget::default_text() { return "default evals=" + std::to_string(model::Budget::kDefaultEvaluations); }
+
+model::Budget Budget::default_budget() {
+  model::Budget b;
+  b.evaluations = model::Budget::kDefaultEvaluations;
+  return b;
+}
 
 CLI::Option* Budget::add_budget(CLI::App& sub, const std::string& help) {
   return sub.add_option("--budget", text, help)->check(check::not_empty());
@@ -374,68 +374,23 @@ CLI::Option* Budget::add_budget(CLI::App& sub, const std::string& help) {
 
 CLI::Option* Budget::add_max_iterations(CLI::App& sub) {
   return sub.add_option("--max-iterations", max_iterations, "Same as --budget evals=N")
-      ->check(check::whole(1, kMaxEvaluations));
+      ->check(check::whole(1, model::Budget::kMaxCount));
 }
 
-namespace {
-
-constexpr const char* kBudgetForm = "evals=N,minutes=M,patience=P, any subset; or N (evals) or Mm (minutes)";
-
-/// Sets one budget item ("evals=200", "200", "10m") on `o`; `seen` holds the
-/// keys set so far.
-void apply_item(const std::string& item, tune::OptimizeOptions& o, std::set<std::string>& seen) {
-  const auto eq = item.find('=');
-  std::string key = eq == std::string::npos ? "" : item.substr(0, eq);
-  std::string value = eq == std::string::npos ? item : item.substr(eq + 1);
-  if (eq == std::string::npos && !value.empty() && value.back() == 'm') {
-    key = "minutes";
-    value.pop_back();
-  } else if (eq == std::string::npos) {
-    key = "evals";
-  }
-  if (key == "evaluations") key = "evals";
-  if (key == "min") key = "minutes";
-  if (key != "evals" && key != "minutes" && key != "patience")
-    throw UsageError("kopt.cli.004",
-                     "--budget: unknown key " + quote(key) + " in " + quote(item) + " (known: evals, minutes, patience)");
-  if (!seen.insert(key).second)
-    throw UsageError("kopt.cli.008", "--budget: " + key + " is given twice");
-  const std::string why = " (leave " + key + " out for no limit)";
-  if (key == "minutes") {
-    const std::optional<double> v = parse_finite(value);
-    if (!v || *v <= 0 || *v > Budget::kMaxMinutes)
-      throw UsageError("kopt.cli.005", "--budget: " + clip(item) + ": minutes must be a finite number > 0 and <= " +
-                                           number_text(Budget::kMaxMinutes) + why);
-    o.max_minutes = *v;
-    return;
-  }
-  const std::optional<int64_t> v = parse_whole(value);
-  if (!v || *v < 1 || *v > Budget::kMaxEvaluations)
-    throw UsageError("kopt.cli.005", "--budget: " + clip(item) + ": " + key + " must be a whole number from 1 to " +
-                                         std::to_string(Budget::kMaxEvaluations) + why);
-  (key == "evals" ? o.max_evaluations : o.patience) = *v;
+CLI::Option* Budget::add_token_budget(CLI::App& sub) {
+  return sub.add_option("--token-budget", token_budget, "Agent: total tokens, the same as --budget tokens=T (0: no limit)")
+      ->check(check::whole(0, model::Budget::kMaxTokens));
 }
 
-}  // namespace
-
-void Budget::apply(tune::OptimizeOptions& o) const {
-  if (!text.empty()) {
-    if (text.find_first_not_of(" \t") == std::string::npos)
-      throw UsageError("kopt.cli.008", std::string("--budget: expected ") + kBudgetForm + ", got an empty string");
-    std::set<std::string> seen;
-    size_t start = 0;
-    while (true) {
-      const size_t comma = text.find(',', start);
-      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (item.empty())
-        throw UsageError("kopt.cli.008", "--budget " + quote(text) + ": empty item (expected " + kBudgetForm + ")");
-      apply_item(item, o, seen);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  if (max_iterations > 0) o.max_evaluations = max_iterations;
-  if (text.empty() && max_iterations == 0) o.max_evaluations = kDefaultEvaluations;
+model::Budget Budget::value(const model::Budget& fallback) const {
+  model::Budget b;
+  if (!text.empty())
+    b = model::parse_budget(text, "--budget");
+  else if (max_iterations == 0)
+    b = fallback;
+  if (max_iterations > 0) b.evaluations = max_iterations;
+  if (token_budget > 0) b.tokens = token_budget;
+  return b;
 }
 
 }  // namespace kopt::cli

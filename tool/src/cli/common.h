@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "model/budget.h"
+#include "model/worker_plan.h"
+#include "util/numbers.h"
+
 namespace CLI {
 class App;
 class Option;
 class Validator;
 }  // namespace CLI
-
-namespace kopt::tune {
-struct OptimizeOptions;
-}
 
 namespace kopt::cli {
 
@@ -32,13 +32,7 @@ std::filesystem::path self_exe();
 // App prints "kopt: [kopt.cli.010] --top: expected ..." and exits 2. The user's
 // text is echoed clipped (util/text.h).
 
-/// A whole number: decimal digits with an optional leading '-' (no spaces,
-/// no sign '+', no hex, no exponent), within int64. nullopt otherwise.
-std::optional<int64_t> parse_whole(const std::string& text);
-/// Same within uint64 (no '-').
-std::optional<uint64_t> parse_unsigned(const std::string& text);
-/// A finite decimal number ("1.5", "2e-3"; not "nan", "inf", hex or words).
-std::optional<double> parse_finite(const std::string& text);
+/// The number forms (parse_whole, parse_unsigned, parse_finite) are util/numbers.h's.
 
 namespace check {
 /// A whole number from `lo` to `hi`.
@@ -116,37 +110,43 @@ struct Environment {
   /// ~/.cache/kopt, else <temp dir>/kopt-cache.
   std::filesystem::path cache_path() const;
 
-  /// How to start the GPU worker: `<this kopt> worker --device N`; or, when
-  /// `command` is not empty (optimize's --worker-command), its
-  /// whitespace-separated words.
-  std::vector<std::string> worker_argv(const std::string& command = "") const;
+  /// Where and how the GPU workers are started (model/worker_plan.h): on
+  /// --device, or on each device of `devices` (optimize's --devices
+  /// "0,1,..."; at most WorkerPlan::kMaxWorkers), each as `<this kopt>
+  /// worker --device {device}` or, when `command` is not empty
+  /// (--worker-command, testing), its whitespace-separated words; through
+  /// the words of `launcher` (--worker-launcher) when it is not empty.
+  /// Checked now, before any work (eval::plan_workers): UsageError
+  /// kopt.pool.001 (a bad --devices list), kopt.pool.002 (a launcher not on
+  /// PATH, an open quote), kopt.pool.003 (a device twice without a launcher),
+  /// kopt.pool.004 (--device with --devices: `device_given`).
+  model::WorkerPlan worker_plan(const std::string& command = "", const std::string& devices = "",
+                                const std::string& launcher = "", bool device_given = false) const;
 };
 
-/// The search budget: --budget "evals=200,minutes=10,patience=20" (any
-/// subset), "200" (evaluations) or "10m" (minutes); optimize's
-/// --max-iterations N is the same as evals=N and wins over it.
+/// The budget options (model/budget.h): --budget "evals=200,minutes=10,
+/// patience=20" (any subset; model::parse_budget's grammar), and the
+/// shorthands --max-iterations N (evals=N, winning over it) and optimize's
+/// --token-budget T (tokens=T, likewise).
 struct Budget {
-  /// Evaluations when neither --budget nor --max-iterations is given (docs/cli.md).
-  static constexpr int64_t kDefaultEvaluations = 100;
-
   std::string text;            // --budget
   int64_t max_iterations = 0;  // --max-iterations (0: not given)
+  int64_t token_budget = 0;    // --token-budget (0: not given)
 
   /// "default evals=100", for the help texts.
   static std::string default_text();
 
   CLI::Option* add_budget(CLI::App& sub, const std::string& help);
   CLI::Option* add_max_iterations(CLI::App& sub);
+  CLI::Option* add_token_budget(CLI::App& sub);
 
-  /// Largest values accepted: a typo is an error, not a run that never ends.
-  static constexpr int64_t kMaxEvaluations = 1000000000;
-  static constexpr double kMaxMinutes = 1000000;  // about 2 years
-
-  /// Sets o.max_evaluations, o.max_minutes and o.patience. Every value must be
-  /// > 0 (leave a key out for no limit). Throws UsageError kopt.cli.004
-  /// (unknown key), kopt.cli.005 (not a number, not finite, out of range),
-  /// kopt.cli.008 (empty --budget, empty item, a key given twice).
-  void apply(tune::OptimizeOptions& o) const;
+  /// The budget the options say: --budget parsed (UsageError kopt.cli.004,
+  /// kopt.cli.005, kopt.cli.008), else, without --max-iterations either,
+  /// `fallback` (evals=model::Budget::kDefaultEvaluations; --resume: the
+  /// run's); then the shorthands on top.
+  model::Budget value(const model::Budget& fallback = default_budget()) const;
+  /// evals=model::Budget::kDefaultEvaluations.
+  static model::Budget default_budget();
 };
 
 }  // namespace kopt::cli

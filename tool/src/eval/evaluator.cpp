@@ -41,6 +41,8 @@ Evaluator::Evaluator(const spec::Spec& spec, EvaluatorOptions options)
   so.silence_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec_.timing.launch_timeout_ms * 12) + 60000);
   so.worker_log = opt_.worker_log;
   so.on_progress = opt_.on_progress;
+  so.total_timeout = opt_.total_timeout;
+  so.shutdown_grace = opt_.shutdown_grace;
   supervisor_ = std::make_unique<Supervisor>(so);
 }
 
@@ -48,6 +50,8 @@ const model::DeviceInfo& Evaluator::device() {
   if (!device_) {
     nlohmann::json hello = supervisor_->hello();
     model::DeviceInfo d = model::DeviceInfo::from_json(hello.at("device"));
+    if (const auto n = hello.find("device_count"); n != hello.end() && n->is_number_integer() && n->get<int>() > 0)
+      device_count_ = n->get<int>();
     util::device_lock_dir();  // a lock folder that cannot be used fails now, before any work
     device_key_ = util::device_lock_key(d.uuid, d.ordinal);  // by UUID where the worker reports one
     device_uuid_ = d.uuid;

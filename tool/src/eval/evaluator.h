@@ -3,7 +3,9 @@
 // This process never initialises CUDA itself.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +48,10 @@ struct EvaluatorOptions {
   std::function<void(const nlohmann::json&)> on_progress;
   /// Where a wait for the device lock is announced (default: stderr).
   std::function<void(const std::string&)> on_lock_wait;
+  /// A whole evaluation's time limit (SupervisorOptions::total_timeout; 0: none).
+  std::chrono::milliseconds total_timeout{0};
+  /// SupervisorOptions::shutdown_grace.
+  std::chrono::milliseconds shutdown_grace{1000};
 };
 
 /// Measuring takes the device's timing lock (util::DeviceLock, keyed by the
@@ -66,6 +72,9 @@ class Evaluator {
   const std::string& device_uuid() const { return device_uuid_; }
   /// options.device: the ordinal recorded in results (-1: none).
   int device_ordinal() const { return opt_.device; }
+  /// How many CUDA devices the worker's machine has, as its hello said
+  /// (nullopt before device(), or when the worker did not say).
+  std::optional<int> device_count() const { return device_count_; }
   /// The architecture candidates are compiled for (options.arch or the device's).
   std::string arch();
 
@@ -131,6 +140,7 @@ class Evaluator {
   std::unique_ptr<Supervisor> supervisor_;
   std::optional<model::DeviceInfo> device_;
   std::string device_key_, device_uuid_;
+  std::optional<int> device_count_;
   util::DeviceLock device_lock_;
   std::string arch_;  // resolved once by arch(); read by compile() on any thread
   std::optional<std::pair<std::string, std::string>> reference_cubin_;  // path, lowered entry

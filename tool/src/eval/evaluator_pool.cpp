@@ -11,6 +11,7 @@
 #include <iostream>
 #include <set>
 #include <stdexcept>
+#include <system_error>
 
 #include "util/error.h"
 #include "util/process.h"
@@ -99,9 +100,14 @@ std::string shell_quote_command(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::vector<WorkerSlot> plan_workers(const std::vector<int>& devices, const std::vector<std::string>& worker_argv,
-                                     const std::vector<std::string>& launcher) {
+std::vector<WorkerSlot> plan_workers(const model::WorkerPlan& plan) {
+  const std::vector<int>& devices = plan.devices;
+  const std::vector<std::string>& launcher = plan.launcher;
   if (devices.empty()) throw UsageError("kopt.pool.001", "--devices: no device given");
+  if (devices.size() > model::WorkerPlan::kMaxWorkers)
+    throw UsageError("kopt.pool.001", "--devices: " + std::to_string(devices.size()) + " workers; at most " +
+                                          std::to_string(model::WorkerPlan::kMaxWorkers) +
+                                          " (each one is a process and a thread)");
   if (launcher.empty()) {
     std::set<int> seen;
     for (int d : devices)
@@ -132,7 +138,7 @@ std::vector<WorkerSlot> plan_workers(const std::vector<int>& devices, const std:
     s.device = devices[i];
     s.name = "device " + dev + (launcher.empty() ? "" : " (worker " + index + ")");
     std::vector<std::string> worker;
-    for (const std::string& w : worker_argv) worker.push_back(replace_all(w, "{device}", dev));
+    for (const std::string& w : plan.command) worker.push_back(replace_all(w, "{device}", dev));
     if (launcher.empty()) {
       s.argv = worker;
     } else {
@@ -159,21 +165,38 @@ std::vector<WorkerSlot> plan_workers(const std::vector<int>& devices, const std:
   return slots;
 }
 
+EvaluatorOptions on_worker(EvaluatorOptions options, const WorkerSlot& slot) {
+  options.worker_argv = slot.argv;
+  options.worker_env = slot.env;
+  options.device = slot.device;
+  return options;
+}
+
 EvaluatorPool::EvaluatorPool(const spec::Spec& spec, const EvaluatorOptions& base, std::vector<WorkerSlot> slots,
                              Options options)
     : opt_(std::move(options)) {
   if (!opt_.say) opt_.say = [](const std::string& line) { std::cerr << "kopt: " << line << "\n"; };
   for (auto& config : slots) {
     auto s = std::make_unique<Slot>();
-    EvaluatorOptions eo = base;
-    eo.worker_argv = config.argv;
-    eo.worker_env = config.env;
-    eo.device = config.device;
-    s->ev = std::make_unique<Evaluator>(spec, eo);
+    s->ev = std::make_unique<Evaluator>(spec, on_worker(base, config));
     s->config = std::move(config);
     slots_.push_back(std::move(s));
   }
-  for (size_t i = 0; i < slots_.size(); ++i) slots_[i]->thread = std::thread([this, i] { loop(i); });
+  // The threads come with open(): a failure to create one must not unwind
+  // this constructor while other threads wait on its condition variable.
+}
+
+void EvaluatorPool::start_thread(size_t i) {
+  if (slots_[i]->thread.joinable()) return;
+  try {
+    slots_[i]->thread = std::thread([this, i] { loop(i); });
+  } catch (const std::system_error& e) {
+    throw EnvironmentError("kopt.pool.006",
+                           "--devices: cannot start a thread for " + slots_[i]->config.name + " (worker " +
+                               std::to_string(i + 1) + " of " + std::to_string(slots_.size()) + "): " + e.what() +
+                               "; the process limit (ulimit -u) does not allow a thread and a process per worker: "
+                               "give fewer devices");
+  }
 }
 
 EvaluatorPool::~EvaluatorPool() {
@@ -223,11 +246,11 @@ void EvaluatorPool::loop(size_t i) {
   }
 }
 
-size_t EvaluatorPool::open() {
-  std::vector<std::future<void>> hellos;
-  for (size_t i = 0; i < slots_.size(); ++i) {
+std::vector<std::exception_ptr> EvaluatorPool::hellos(const std::vector<size_t>& which) {
+  std::vector<std::future<void>> answers;
+  for (size_t i : which) {
     auto done = std::make_shared<std::promise<void>>();
-    hellos.push_back(done->get_future());
+    answers.push_back(done->get_future());
     post(i, [this, i, done] {
       try {
         slots_[i]->ev->device();
@@ -237,16 +260,65 @@ size_t EvaluatorPool::open() {
       }
     });
   }
+  std::vector<std::exception_ptr> errors;
+  for (auto& a : answers) {
+    try {
+      a.get();
+      errors.push_back(nullptr);
+    } catch (const Error&) {
+      errors.push_back(std::current_exception());
+    }
+  }
+  return errors;
+}
+
+void EvaluatorPool::leave_out_missing_devices(size_t first) {
+  const std::optional<int> count = slots_[first]->ev->device_count();
+  if (!count) return;
+  std::vector<int> missing;
+  for (auto& s : slots_)
+    if (!s->dropped && s->config.device >= *count) {
+      s->dropped = true;
+      s->reason = "no such device: this machine has " + std::to_string(*count) + " CUDA device" +
+                  (*count == 1 ? "" : "s");
+      missing.push_back(s->config.device);
+    }
+  if (missing.empty()) return;
+  std::string list;
+  for (size_t k = 0; k < missing.size() && k < 8; ++k) list += (k ? ", " : "") + std::to_string(missing[k]);
+  if (missing.size() > 8) list += ", ... (" + std::to_string(missing.size()) + " in all)";
+  opt_.say("--devices: this machine has " + std::to_string(*count) + " CUDA device" + (*count == 1 ? "" : "s") +
+           " (0 to " + std::to_string(*count - 1) + "); left out: device " + list);
+}
+
+size_t EvaluatorPool::open() {
+  std::vector<std::exception_ptr> errors(slots_.size());
+  std::vector<size_t> rest;
+  size_t from = 0;
+  if (opt_.local_devices && slots_.size() > 1) {
+    // The first worker says how many devices there are: the others past
+    // that count get no thread and no worker.
+    start_thread(0);
+    errors[0] = hellos({0}).front();
+    if (!errors[0]) leave_out_missing_devices(0);
+    from = 1;
+  }
+  for (size_t i = from; i < slots_.size(); ++i)
+    if (!slots_[i]->dropped) rest.push_back(i);
+  for (size_t i : rest) start_thread(i);
+  const std::vector<std::exception_ptr> answered = hellos(rest);
+  for (size_t k = 0; k < rest.size(); ++k) errors[rest[k]] = answered[k];
   std::exception_ptr first;
   std::vector<std::pair<size_t, std::string>> failed;
   for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!errors[i]) continue;
+    if (!first) first = errors[i];
     try {
-      hellos[i].get();
+      std::rethrow_exception(errors[i]);
     } catch (const Error& e) {
-      if (!first) first = std::current_exception();
       failed.push_back({i, e.what()});
-      slots_[i]->dropped = true;  // before any message, so that each names the devices really left
     }
+    slots_[i]->dropped = true;  // before any message, so that each names the devices really left
   }
   for (const auto& [i, why] : failed) {
     slots_[i]->dropped = false;
@@ -254,7 +326,10 @@ size_t EvaluatorPool::open() {
     slots_[i]->dropped = true;
     slots_[i]->reason = why;
   }
-  if (live_count() == 0) std::rethrow_exception(first);
+  if (live_count() == 0) {
+    if (!first) throw EnvironmentError("kopt.pool.005", "no device of --devices is on this machine");
+    std::rethrow_exception(first);
+  }
   // One GPU, one worker; one architecture for every candidate's cubin.
   const size_t p = primary();
   const model::DeviceInfo& pd = slots_[p]->ev->device();

@@ -276,7 +276,7 @@ Supervisor::Supervisor(SupervisorOptions options) : opt_(std::move(options)) {}
 
 Supervisor::~Supervisor() {
   try {
-    shutdown_worker(milliseconds(1000));
+    shutdown_worker(opt_.shutdown_grace);
   } catch (...) {
     // A destructor never throws; reap() itself does not either in practice.
   }

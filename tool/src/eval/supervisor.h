@@ -34,6 +34,10 @@ struct SupervisorOptions {
   std::chrono::milliseconds total_timeout{0};
   /// Time allowed for the worker to answer "hello" (driver start-up).
   std::chrono::milliseconds hello_timeout{60000};
+  /// When the supervisor goes away: how long a worker told to shut down may
+  /// take to exit before its process group is killed (a worker under a
+  /// profiler, which writes its report after the worker exits, needs longer).
+  std::chrono::milliseconds shutdown_grace{1000};
   /// Where the workers' stderr goes (appended). Empty: inherit the parent's.
   std::string worker_log;
   /// Called for each progress reply (on the calling thread).

@@ -177,7 +177,13 @@ void Worker::handle_hello() {
   try {
     ensure_context();
     nlohmann::json dev = info_.to_json();
-    send({{"reply", "hello"}, {"ok", true}, {"device", dev}, {"pid", ::getpid()}});
+    // How many devices this machine has: the parent leaves out --devices
+    // entries past it before starting their workers (eval/evaluator_pool.h).
+    int count = 0;
+    if (driver_->cuDeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
+    nlohmann::json reply = {{"reply", "hello"}, {"ok", true}, {"device", dev}, {"pid", ::getpid()}};
+    if (count > 0) reply["device_count"] = count;
+    send(reply);
   } catch (const std::exception& e) {
     send({{"reply", "hello"}, {"ok", false}, {"error", e.what()}, {"pid", ::getpid()}});
   }

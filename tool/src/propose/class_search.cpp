@@ -31,12 +31,9 @@ void ClassSearchProposer::prepare(const spec::Bindings& device_constants) {
   strategy_name_ = probe.name();    // every class's: they search one space
 }
 
-std::vector<std::unique_ptr<search::StopCondition>> ClassSearchProposer::stop_conditions(const Budget& b) {
-  budget_ = b;
-  std::vector<std::unique_ptr<search::StopCondition>> stops;
-  if (b.evaluations > 0) stops.push_back(search::max_evaluations(b.evaluations));
-  if (b.minutes > 0) stops.push_back(search::time_budget(std::chrono::duration<double>(b.minutes * 60)));
-  return stops;
+const model::Budget& ClassSearchProposer::budget() const {
+  static const model::Budget none;
+  return service_ ? service_->budget() : none;
 }
 
 double ClassSearchProposer::minutes() const {
@@ -66,7 +63,6 @@ std::optional<size_t> ClassSearchProposer::class_of(const model::Attempt& a) con
 
 void ClassSearchProposer::learn(ClassState& c, const model::Attempt& a) {
   c.attempts.push_back(a);
-  ++evaluated_;
   if (a.result.verdict != model::Verdict::ok || !a.result.geomean_ms) {
     ++c.since_improvement;
     return;
@@ -92,7 +88,7 @@ void ClassSearchProposer::observe_recorded(const model::Attempt& a) {
 
 bool ClassSearchProposer::out_of_time(const ClassState& c) const {
   if (c.minutes_share > 0 && minutes() >= c.minutes_start + c.minutes_share) return true;
-  return budget_.patience > 0 && c.since_improvement >= budget_.patience;
+  return budget().patience > 0 && c.since_improvement >= budget().patience;
 }
 
 bool ClassSearchProposer::class_over(ClassState& c) {
@@ -108,14 +104,16 @@ bool ClassSearchProposer::class_over(ClassState& c) {
 void ClassSearchProposer::begin_class(size_t k) {
   ClassState& c = classes_[k];
   const size_t left = classes_.size() - k;
-  if (budget_.evaluations > 0) {
-    const int64_t before = static_cast<int64_t>(c.attempts.size());  // a resumed run's
-    const int64_t remaining = std::max<int64_t>(budget_.evaluations - evaluated_ + before, 0);
+  // What is left of the run's evaluations (the driver counts them), this
+  // class's own recorded ones (a resumed run's) added back.
+  if (const std::optional<int64_t> evals_left = service_ ? service_->budget_left().evaluations : std::nullopt) {
+    const int64_t before = static_cast<int64_t>(c.attempts.size());
+    const int64_t remaining = std::max<int64_t>(*evals_left + before, 0);
     c.share = std::max<int64_t>(remaining / static_cast<int64_t>(left), 1);
   }
   c.minutes_start = minutes();
-  if (budget_.minutes > 0)
-    c.minutes_share = std::max((budget_.minutes * o_.search_fraction - c.minutes_start) / static_cast<double>(left),
+  if (budget().minutes > 0)
+    c.minutes_share = std::max((budget().minutes * o_.search_fraction - c.minutes_start) / static_cast<double>(left),
                                1e-3);
   // Warm start: the user's seeds, then the best of the nearest tuned classes.
   SearchProposerOptions so = o_.search;

@@ -58,8 +58,10 @@ class ClassSearchProposer final : public Proposer {
   /// Prepares the first class's search (the space's errors surface here).
   void prepare(const spec::Bindings& device_constants) override;
   std::string name() const override;
-  /// The evaluations and minutes budgets; patience is per class.
-  std::vector<std::unique_ptr<search::StopCondition>> stop_conditions(const Budget& budget) override;
+  /// Patience counts within each class (the driver applies the evaluations
+  /// and minutes budgets to the run; each class gets its share of what is
+  /// left of them, read through the service).
+  bool applies_patience() const override { return true; }
   void start(EvaluationService& service) override;
   void observe_recorded(const model::Attempt& attempt) override;
   Proposal propose() override;
@@ -102,20 +104,21 @@ class ClassSearchProposer final : public Proposer {
   bool out_of_time(const ClassState& c) const;
   /// The class that proposed `candidate` (by the cases it is timed on).
   ClassState* class_proposing(const spec::Candidate& candidate);
-  /// The run's minutes (the service's; without one, a compile-only listing, since construction).
+  /// The run's minutes (the service's; without one, since construction).
   double minutes() const;
+  /// The run's budget (the service's; without one, none).
+  const model::Budget& budget() const;
   void begin_class(size_t k);
   void learn(ClassState& c, const model::Attempt& a);
 
   ClassSearchOptions o_;
   std::string strategy_name_;  // set by prepare()
   spec::Bindings constants_;
-  EvaluationService* service_ = nullptr;  // null in a compile-only listing (start() is never called)
+  EvaluationService* service_ = nullptr;  // set by start()
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
-  Budget budget_;
   std::vector<ClassState> classes_;
   std::optional<size_t> current_;
-  int64_t pending_ = 0, evaluated_ = 0;
+  int64_t pending_ = 0;
   std::map<std::string, double> best_case_ms_;  // per performance case, unscreened ok medians
   /// Per performance case, the baseline's median times baseline_screen_factor,
   /// read once from the run's history when the baseline is there.

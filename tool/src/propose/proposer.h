@@ -10,7 +10,8 @@
 // proposer only proposes and observes:
 //
 //   proposer.prepare(device_constants)     before anything is written
-//   proposer.start(service)                once the run folder is open
+//   proposer.start(service)                once the run folder is open (a
+//                                          compile-only listing has none)
 //   proposer.observe_recorded(attempt)     for each attempt a resumed run already has
 //   loop: proposer.propose() -> candidate | wait | done
 //         ... the driver evaluates and records the candidate ...
@@ -18,6 +19,7 @@
 //   proposer.finish()                      when the driver stops asking
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -29,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/attempt.h"
+#include "model/budget.h"
 #include "model/device_info.h"
 #include "search/strategy.h"
 #include "spec/candidate.h"
@@ -79,6 +82,22 @@ class EvaluationService {
   virtual const std::filesystem::path& run_dir() const = 0;
   /// Wall-clock minutes since the run started (this session).
   virtual double minutes_elapsed() const = 0;
+  /// The run's budget (model/budget.h), the one value the driver enforces:
+  /// for what a proposer tells (a prompt, a share per shape class).
+  virtual const model::Budget& budget() const = 0;
+  /// What is left of it now, as the driver's stop conditions count it.
+  virtual model::BudgetLeft budget_left() const = 0;
+  /// Profiling, an observer on one evaluation: `candidate` is compiled and
+  /// run once on the case `case_name` (checked, not timed, not recorded) by
+  /// a worker of the run's worker plan started under Nsight Compute, on the
+  /// device of the initial kernel; `files` (a folder) receives ncu's output
+  /// (ncu.txt). Returns the counters ({"available": true, "kernel",
+  /// "metrics", "rules"}, eval/ncu.h) or {"available": false, "reason":
+  /// "profiling unavailable: ..."} (no GPU, no ncu, counters not permitted,
+  /// the candidate failed). Called from the proposer's thread while the
+  /// driver waits in propose(); throws only for a broken environment.
+  virtual nlohmann::json profile(const spec::Candidate& candidate, const std::string& case_name,
+                                 const std::filesystem::path& files) = 0;
 };
 
 /// A run from a description alone: what a proposer that drafts the workload
@@ -88,17 +107,16 @@ struct DraftContext {
   std::optional<model::DeviceInfo> device;  // nullopt: compile-only
   std::string arch;
   std::filesystem::path staging;  // a fresh folder; the driver moves its files into the run folder
+  /// When the run began: the budget's minutes count from it (the drafting is part of the run).
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   /// Compiles the drafted workload's reference and initial kernels (with a
   /// GPU, runs the reference's self-check): {"checks": {...}} when they pass,
   /// {"error": "..."} when not.
   std::function<nlohmann::json(const spec::Spec&)> check_workload;
-};
-
-/// What the user asked of the run, as every proposer reads it.
-struct Budget {
-  int64_t evaluations = 0;  // --budget evals=N / --max-iterations N (0: no limit)
-  double minutes = 0;       // --budget minutes=M (0: no limit)
-  int64_t patience = 0;     // evaluations without improvement (0: off)
+  /// The run's budget, and what is left of it while drafting (its minutes
+  /// count from the drafting's start; the run that follows goes on counting).
+  const model::Budget* budget = nullptr;
+  std::function<model::BudgetLeft()> budget_left;
 };
 
 /// How the driver finishes a run of this proposer.
@@ -117,14 +135,19 @@ class Proposer {
   /// The name recorded as the run's strategy ("surrogate", "agent"...).
   virtual std::string name() const = 0;
 
-  /// The stop conditions that end this proposer's run for `budget` (the
-  /// driver composes them with any_of and checks them before every proposal).
-  virtual std::vector<std::unique_ptr<search::StopCondition>> stop_conditions(const Budget& budget) = 0;
+  /// Stop conditions of the proposer's own (the agent: its conversation has
+  /// ended). The driver composes them with those of the budget
+  /// (evaluations, minutes, patience) and checks them before every proposal.
+  virtual std::vector<std::unique_ptr<search::StopCondition>> stop_conditions() { return {}; }
 
-  /// The budget as run.json and summary.json record it.
-  virtual nlohmann::json budget_json(const Budget& b) const {
-    return {{"evaluations", b.evaluations}, {"minutes", b.minutes}, {"patience", b.patience}};
-  }
+  /// True when the proposer applies Budget::patience itself (the shape
+  /// classes: within each class), reading it through the service; the
+  /// driver then has no run-wide patience condition.
+  virtual bool applies_patience() const { return false; }
+
+  /// The budget as run.json and summary.json record it (Budget::to_json,
+  /// plus what the proposer adds).
+  virtual nlohmann::json budget_json(const model::Budget& b) const { return b.to_json(); }
 
   virtual FinishPolicy finish_policy() const { return {}; }
 

@@ -65,14 +65,6 @@ void SearchProposer::check_seeds() {
     for (const std::string& line : seed_report_) o_.note(line);
 }
 
-std::vector<std::unique_ptr<search::StopCondition>> SearchProposer::stop_conditions(const Budget& b) {
-  std::vector<std::unique_ptr<search::StopCondition>> stops;
-  if (b.evaluations > 0) stops.push_back(search::max_evaluations(b.evaluations));
-  if (b.minutes > 0) stops.push_back(search::time_budget(std::chrono::duration<double>(b.minutes * 60)));
-  if (b.patience > 0) stops.push_back(search::no_improvement(b.patience));
-  return stops;
-}
-
 void SearchProposer::start(EvaluationService& service) {
   if (!strategy_) prepare(service.device_constants());
 }

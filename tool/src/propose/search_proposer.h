@@ -73,7 +73,6 @@ class SearchProposer final : public Proposer {
   void prepare(const spec::Bindings& device_constants) override;
 
   std::string name() const override { return strategy_name_; }
-  std::vector<std::unique_ptr<search::StopCondition>> stop_conditions(const Budget& budget) override;
   void start(EvaluationService& service) override;
   void observe_recorded(const model::Attempt& attempt) override;
   Proposal propose() override;

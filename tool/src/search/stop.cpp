@@ -1,6 +1,8 @@
 // Stop conditions: evaluation count, wall-clock budget, stagnation, any-of.
+#include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "search/strategy.h"
 #include "util/error.h"
@@ -15,6 +17,9 @@ class MaxEvaluations final : public StopCondition {
   bool fulfilled() const override { return count_ >= limit_; }
   std::string status() const override {
     return std::to_string(count_) + "/" + std::to_string(limit_) + " evaluations";
+  }
+  void left(model::BudgetLeft& l) const override {
+    l.narrow({std::max<int64_t>(limit_ - count_, 0), std::nullopt, std::nullopt});
   }
 
  private:
@@ -34,12 +39,16 @@ std::string format_elapsed(double elapsed_s, double budget_s) {
 /// Measures from its construction.
 class TimeBudget final : public StopCondition {
  public:
-  TimeBudget(std::chrono::duration<double> budget, ClockFn clock)
+  TimeBudget(std::chrono::duration<double> budget, ClockFn clock,
+             std::optional<std::chrono::steady_clock::time_point> since)
       : budget_(budget), clock_(clock ? std::move(clock) : ClockFn(&std::chrono::steady_clock::now)),
-        start_(clock_()) {}
+        start_(since ? *since : clock_()) {}
   void update(const Observation&) override {}
   bool fulfilled() const override { return elapsed() >= budget_; }
   std::string status() const override { return format_elapsed(elapsed().count(), budget_.count()); }
+  void left(model::BudgetLeft& l) const override {
+    l.narrow({std::nullopt, (budget_ - elapsed()).count() / 60.0, std::nullopt});
+  }
 
  private:
   std::chrono::duration<double> elapsed() const { return clock_() - start_; }
@@ -66,6 +75,9 @@ class NoImprovement final : public StopCondition {
   std::string status() const override {
     return std::to_string(stale_) + "/" + std::to_string(limit_) + " without improvement";
   }
+  void left(model::BudgetLeft& l) const override {
+    l.narrow({std::nullopt, std::nullopt, std::max<int64_t>(limit_ - stale_, 0)});
+  }
 
  private:
   int64_t limit_;
@@ -88,6 +100,9 @@ class AnyOf final : public StopCondition {
       if (m->fulfilled()) return true;
     return false;
   }
+  void left(model::BudgetLeft& l) const override {
+    for (const auto& m : members_) m->left(l);
+  }
   /// The members' statuses joined by ", ".
   std::string status() const override {
     std::string s;
@@ -104,7 +119,12 @@ class AnyOf final : public StopCondition {
 std::unique_ptr<StopCondition> max_evaluations(int64_t n) { return std::make_unique<MaxEvaluations>(n); }
 
 std::unique_ptr<StopCondition> time_budget(std::chrono::duration<double> budget, ClockFn clock) {
-  return std::make_unique<TimeBudget>(budget, std::move(clock));
+  return std::make_unique<TimeBudget>(budget, std::move(clock), std::nullopt);
+}
+
+std::unique_ptr<StopCondition> time_budget(std::chrono::duration<double> budget, ClockFn clock,
+                                           std::chrono::steady_clock::time_point since) {
+  return std::make_unique<TimeBudget>(budget, std::move(clock), since);
 }
 
 std::unique_ptr<StopCondition> no_improvement(int64_t n) { return std::make_unique<NoImprovement>(n); }

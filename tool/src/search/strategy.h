@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "model/budget.h"
 #include "search/space.h"
 
 namespace kopt::search {
@@ -74,6 +75,9 @@ class StopCondition {
   virtual bool fulfilled() const = 0;
   /// e.g. "12/50 evaluations", "3.1/10.0 min", "7/20 without improvement".
   virtual std::string status() const = 0;
+  /// Narrows `left` to what is left of the limit this condition counts
+  /// (evaluations, minutes, patience); conditions of other kinds leave it.
+  virtual void left(model::BudgetLeft& left) const { (void)left; }
 };
 
 using ClockFn = std::function<std::chrono::steady_clock::time_point()>;
@@ -84,6 +88,11 @@ std::unique_ptr<StopCondition> max_evaluations(int64_t n);
 /// from the call; status() shows minutes for budgets of a minute or more
 /// ("3.1/10.0 min"), seconds below ("12.5/30.0 s").
 std::unique_ptr<StopCondition> time_budget(std::chrono::duration<double> budget, ClockFn clock = {});
+/// The same, with time counted from `since` (on `clock`'s time line): a
+/// run's budget counts from the run's start, not from when its conditions
+/// were made.
+std::unique_ptr<StopCondition> time_budget(std::chrono::duration<double> budget, ClockFn clock,
+                                           std::chrono::steady_clock::time_point since);
 /// Fulfilled after `n` consecutive observations that did not improve the best ok score
 /// (a failed observation never improves).
 std::unique_ptr<StopCondition> no_improvement(int64_t n);

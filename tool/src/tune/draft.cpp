@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "eval/evaluator_pool.h"
 #include "eval/supervisor.h"
 #include "run/fingerprint.h"
 #include "tune/driver_impl.h"
@@ -35,7 +36,8 @@ spec::Candidate kernel_candidate(const spec::KernelSource& k, const spec::Launch
 /// reference must pass its own check.
 nlohmann::json check_workload(const OptimizeOptions& o, const std::string& arch, bool compile_only,
                               const spec::Spec& s) {
-  eval::EvaluatorOptions eo = evaluator_options(o);
+  // The first worker of the plan (its device, its launcher), as the run's.
+  eval::EvaluatorOptions eo = eval::on_worker(evaluator_options(o), eval::plan_workers(o.workers).front());
   eo.arch = arch;
   eo.time = false;
   eval::Evaluator ev(s, eo);
@@ -67,10 +69,12 @@ nlohmann::json check_workload(const OptimizeOptions& o, const std::string& arch,
   return {{"checks", checks}};
 }
 
-/// The device before there is a spec: a worker's hello.
+/// The device before there is a spec: the hello of the plan's first worker.
 void probe_device(const OptimizeOptions& o, propose::DraftContext& ctx) {
+  const eval::WorkerSlot first = eval::plan_workers(o.workers).front();
   eval::SupervisorOptions so;
-  so.worker_argv = o.worker_argv;
+  so.worker_argv = first.argv;
+  so.worker_env = first.env;
   eval::Supervisor sup(so);
   try {
     ctx.device = model::DeviceInfo::from_json(sup.hello().at("device"));
@@ -85,6 +89,7 @@ void probe_device(const OptimizeOptions& o, propose::DraftContext& ctx) {
 void Driver::preset_device(const propose::DraftContext& ctx) {
   device_ = ctx.device;
   arch_ = ctx.arch;
+  budget_since_ = ctx.started;
 }
 
 void Driver::adopt_draft(const stdfs::path& drafted) {
@@ -110,6 +115,17 @@ int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* r
   propose::ProposerPtr proposer = make_proposer(o, nullptr);
   propose::DraftContext ctx;
   ctx.description = o.description;
+  // The budget's minutes count from here: the drafting is part of the run.
+  ctx.started = std::chrono::steady_clock::now();
+  ctx.budget = &o.budget;
+  std::unique_ptr<search::StopCondition> drafting_time;
+  if (o.budget.minutes > 0)
+    drafting_time = search::time_budget(std::chrono::duration<double>(o.budget.minutes * 60), {}, ctx.started);
+  ctx.budget_left = [&drafting_time] {
+    model::BudgetLeft left;
+    if (drafting_time) drafting_time->left(left);
+    return left;
+  };
   probe_device(o, ctx);
   const stdfs::path results = o.results_dir.empty() ? stdfs::path("results") : o.results_dir;
   ctx.staging = stdfs::absolute(results) /

@@ -22,14 +22,20 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/agent.h"
+#include "model/budget.h"
+#include "model/worker_plan.h"
 #include "spec/candidate.h"
 #include "spec/spec.h"
 
 namespace kopt::tune {
+
+class Runner;
 
 struct OptimizeOptions {
   std::filesystem::path spec;            // --spec (required, except for the agent with --description)
@@ -42,14 +48,14 @@ struct OptimizeOptions {
   /// --warm-start FILE: T4 results or a Kernel Tuner cache; its configurations
   /// that fit the space are evaluated first (docs/interop.md).
   std::filesystem::path warm_start;
-  int64_t max_evaluations = 0;           // --budget evals=N / --max-iterations N (0: no limit)
-  double max_minutes = 0;                // --budget minutes=M (0: no limit)
-  int64_t patience = 0;                  // stop after N evaluations without improvement (0: off)
+  /// --budget, --max-iterations, --token-budget (model/budget.h): the one
+  /// value the driver's stop conditions enforce; checked against the
+  /// proposer by make_proposer (tune/proposers.h).
+  model::Budget budget;
   std::filesystem::path results_dir = "results";
   std::filesystem::path resume;          // --resume RUN_DIR (alone: the spec is RUN_DIR/spec.json)
   std::string resume_note;               // what the CLI took from RUN_DIR (said once the folder is locked)
   uint64_t seed = 1;
-  int device = 0;
   std::string arch;                      // --arch: compile for it; with no GPU, compile only
   int top = 3;                           // candidates re-timed at the end
   int retime_rounds = 3;                 // interleaved rounds of that re-timing
@@ -71,16 +77,14 @@ struct OptimizeOptions {
   double screen_factor = 2.0;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
   std::filesystem::path cache_dir;       // NVRTC cache
-  std::vector<std::string> worker_argv;  // how to start `kopt worker` (on `device`)
-  /// --devices 0,1,...: one worker per entry, candidates spread over them
-  /// (docs/multi-gpu.md); empty: `device` alone.
-  std::vector<int> devices;
-  /// --worker-launcher "CMD ...": its words; each worker is started as them
-  /// plus the worker command line (eval/evaluator_pool.h, plan_workers).
-  std::vector<std::string> worker_launcher;
-  /// The worker command line with "{device}" for the ordinal, used with
-  /// --devices or --worker-launcher (empty: worker_argv).
-  std::vector<std::string> worker_argv_template;
+  /// --device / --devices, --worker-launcher, --worker-command
+  /// (model/worker_plan.h): every worker of the run is started from it.
+  model::WorkerPlan workers;
+  /// Where every evaluation goes (tune/runner.h). Empty: the GPU workers of
+  /// `workers`. A replay of a recorded space, or a test's table, makes its
+  /// own runner here; the search loop, the budget and the finalists are the
+  /// same.
+  std::function<std::unique_ptr<Runner>(const spec::Spec&)> runner;
   bool quiet = false;
   agent::AgentOptions agent;             // --strategy agent|hybrid: the LLM agent's options (agent/agent.h)
 };
@@ -96,7 +100,8 @@ struct OptimizeOptions {
 /// A run folder is written by one process at a time: --resume of a folder
 /// another process holds throws UsageError(kopt.run.908) before any work. Throws SpecError/UsageError for bad input (exit 2), before any
 /// GPU work where possible (an empty or contradictory parameter space, a zero
-/// budget, a --resume folder from another spec).
+/// budget, a --resume folder from another spec or another grouping of shape
+/// classes).
 /// Data (the summary) goes to stdout; progress to stderr.
 /// `run_dir`, when given, receives the run folder's path.
 int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir = nullptr);

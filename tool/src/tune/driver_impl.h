@@ -3,12 +3,14 @@
 // the baseline (initial.cpp), the compile-ahead pipeline (pipeline.cpp), the
 // finalists' re-timing and the shape variants (finalists.cpp), and the
 // summary, best.cu and reports (finish.cpp). It is the EvaluationService its
-// proposer sees.
+// proposer sees. Every evaluation goes through its Runner (tune/runner.h);
+// the budget is enforced by its stop conditions alone (make_stop()).
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,12 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/evaluator.h"
-#include "eval/evaluator_pool.h"
 #include "model/dispatch.h"
 #include "propose/proposer.h"
 #include "run/store.h"
 #include "search/strategy.h"
 #include "tune/driver.h"
+#include "tune/runner.h"
 
 namespace kopt::tune {
 
@@ -63,6 +65,20 @@ struct PipelineStats {
   run::TunerStats record() const;
 };
 
+/// The ranked finalists and what is known of each, in rank order: the
+/// per-case medians (over re-timing rounds, else the search's own), whether
+/// it failed a re-check, and the least blocks per SM of its timed launches
+/// (INT_MAX when none was reported).
+struct FinalistTable {
+  std::vector<std::string> perf_cases;
+  std::vector<const model::Attempt*> ranked;
+  std::vector<std::map<std::string, double>> case_ms;
+  std::vector<bool> failed;
+  std::vector<int> occupancy;
+  /// Shape classes: some finalist was timed on its class's cases alone.
+  bool classed = false;
+};
+
 /// The finalists' outcome: the winner, the re-timing and the shape variants.
 struct Finalists {
   const model::Attempt* winner = nullptr;
@@ -84,12 +100,13 @@ class Driver final : public propose::EvaluationService {
   /// folder adopts its files and the spec is reloaded from there first.
   int run(std::filesystem::path* run_dir, const std::filesystem::path& drafted = {});
 
-  /// The device a drafting run probed (draft.cpp), for run.json's device.json.
+  /// The device a drafting run probed (draft.cpp), for run.json's
+  /// device.json, and the drafting's start (the budget's minutes count from it).
   void preset_device(const propose::DraftContext& context);
 
-  /// Phase 1's device part: starts the evaluator's worker and reads the GPU;
-  /// without one, compile-only mode when --arch was given, else rethrows
-  /// NoDeviceError.
+  /// Phase 1's device part: starts the runner's workers (the worker plan)
+  /// and reads the GPU; without one, compile-only mode when --arch was
+  /// given, else rethrows NoDeviceError.
   void open_device();
 
   // EvaluationService
@@ -98,12 +115,17 @@ class Driver final : public propose::EvaluationService {
   const std::string& arch() const override { return arch_; }
   const std::string& no_device_reason() const override { return no_device_; }
   spec::Bindings device_constants() const override;
-  const std::vector<model::Attempt>& history() const override { return store_->history(); }
-  const model::Attempt* best() const override { return store_->best(); }
+  /// (A compile-only listing has no run folder: no history, no best, no run_dir.)
+  const std::vector<model::Attempt>& history() const override;
+  const model::Attempt* best() const override { return store_ ? store_->best() : nullptr; }
   std::optional<double> reference_geomean_ms() const override { return reference_geomean_; }
   std::optional<double> initial_geomean_ms() const override { return initial_geomean_; }
-  const std::filesystem::path& run_dir() const override { return store_->dir(); }
+  const std::filesystem::path& run_dir() const override;
   double minutes_elapsed() const override;
+  const model::Budget& budget() const override { return o_.budget; }
+  model::BudgetLeft budget_left() const override;
+  nlohmann::json profile(const spec::Candidate& candidate, const std::string& case_name,
+                         const std::filesystem::path& files) override;
 
  private:
   // setup.cpp
@@ -116,8 +138,17 @@ class Driver final : public propose::EvaluationService {
   void evaluate_baseline();
   // pipeline.cpp
   void run_pipeline();
+  /// The console line after attempt `a` (best so far, rate, ETA, the stop conditions' status).
+  std::string progress_line(const model::Attempt& a, double search_minutes, bool several) const;
   // finalists.cpp
   Finalists choose_finalists();
+  /// Re-times the table's finalists interleaved (`rounds` rounds, within the
+  /// minutes budget), updating its per-case medians, occupancy and failures;
+  /// fills f.retime and picks f.winner by the re-timed median geomean.
+  void retime_finalists(FinalistTable& t, int rounds, Finalists& f);
+  /// Shape specialisation: the variants (the winner, then each case's
+  /// fastest finalist beyond the threshold) and the dispatch tree over them.
+  void specialize_finalists(const FinalistTable& t, Finalists& f) const;
   /// Derives the dispatch tree's cost model (model/dispatch.h) where the
   /// template's launch has block_work and every variant's occupancy was
   /// measured; fills the samples' launches. Leaves the tree alone otherwise.
@@ -142,22 +173,36 @@ class Driver final : public propose::EvaluationService {
   /// proposer's, or one rebuilt from its recorded source.
   spec::Candidate candidate_of(const model::Attempt& a) const;
   std::vector<std::string> performance_case_names() const;
-  propose::Budget budget() const { return {o_.max_evaluations, o_.max_minutes, o_.patience}; }
+
+  // --- the budget (its one enforcer)
+  /// The run's stop conditions: the budget's evaluations, its minutes (from
+  /// the run's start, on the runner's clock) and its patience (unless the
+  /// proposer applies patience itself, or `listing`: a compile-only listing
+  /// times nothing, so nothing improves), composed with the proposer's own.
+  std::unique_ptr<search::StopCondition> make_stop(bool listing);
+  /// Counts one evaluation (a proposal, in a compile-only listing).
+  void count_evaluation(const search::Observation& o);
+  bool stop_fulfilled() const;
+  /// The run's clock (the runner's; before it exists, the wall clock).
+  Clock::time_point now() const { return runner_ ? runner_->now() : Clock::now(); }
 
   const OptimizeOptions& o_;
   spec::Spec spec_;
   propose::Proposer& proposer_;
   const Clock::time_point t_start_ = Clock::now();
+  Clock::time_point budget_since_ = t_start_;  // a drafting run: the drafting's start
 
-  /// The workers (one per --devices entry; one for a plain run) and the
-  /// evaluator of the first live one: it compiles, and times the initial
-  /// kernel, the baseline and the finalists' re-timing (one device for all).
-  std::unique_ptr<eval::EvaluatorPool> pool_;
-  eval::Evaluator* ev_ = nullptr;
+  /// Every evaluation's way to a GPU (tune/runner.h): the workers of the
+  /// worker plan; the initial kernel, the baseline, the finalists'
+  /// re-timing and profiles on its primary slot.
+  std::unique_ptr<Runner> runner_;
   std::optional<model::DeviceInfo> device_;
   std::string arch_, no_device_;
   run::RunLock run_lock_;  // --resume: taken first, handed to store_ by open_store()
   std::optional<run::RunStore> store_;
+  /// Guards stop_ between the driver's thread (updates) and a proposer's
+  /// (budget_left(), the agent's conversation).
+  mutable std::mutex stop_mu_;
   std::unique_ptr<search::StopCondition> stop_;
   std::optional<spec::Candidate> initial_;
 

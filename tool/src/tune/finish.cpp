@@ -69,7 +69,7 @@ run::TunerStats PipelineStats::record() const {
 int Driver::finish(const Finalists& f) {
   const model::Attempt* winner = f.winner;
   run::Summary summary = store_->summary();
-  summary.budget = proposer_.budget_json(budget());
+  summary.budget = proposer_.budget_json(o_.budget);
   summary.budget_used = run::BudgetUsed{stats_.evaluated, stats_.search_minutes, {}, {}, {}};
   summary.stop = stop_->status();
   summary.tuner = stats_.record();
@@ -156,11 +156,10 @@ int Driver::finish(const Finalists& f) {
 
 int Driver::compile_only_listing() {
   ThreadPool pool(compile_threads(o_.compile_threads));
-  // At most two compiles a thread in flight, and the minutes budget holds:
-  // a large evals budget on a large space must not queue candidates without end.
+  // At most two compiles a thread in flight, and the budget holds (each
+  // proposal counts as an evaluation; nothing is timed, so no patience): a
+  // large evals budget on a large space must not queue candidates without end.
   std::deque<std::pair<spec::Candidate, std::future<cuda::CompileResult>>> jobs;
-  const int64_t limit = o_.max_evaluations;
-  int64_t proposed = 0;
   int ok = 0, failed = 0, hits = 0;
   nlohmann::json out = nlohmann::json::array();
   auto collect_oldest = [&] {
@@ -173,13 +172,12 @@ int Driver::compile_only_listing() {
     if (!o_.quiet) std::cerr << "  " << c.label << ": " << (r.ok ? "compiled" : "compile_error " + r.error_name) << "\n";
     jobs.pop_front();
   };
-  while ((limit <= 0 || proposed < limit) && !util::interrupted()) {
-    if (o_.max_minutes > 0 && minutes_elapsed() >= o_.max_minutes) break;
+  while (!stop_fulfilled() && !util::interrupted()) {
     propose::Proposal p = proposer_.propose();
     if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
-    auto fut = pool.submit([ev = ev_, c = p.candidate] { return ev->compile(c); });
+    auto fut = pool.submit([r = runner_.get(), c = p.candidate] { return r->compile(c); });
+    count_evaluation({p.candidate.params, false, 0});
     jobs.emplace_back(std::move(p.candidate), std::move(fut));
-    ++proposed;
     while (jobs.size() >= 2 * pool.size()) collect_oldest();
   }
   while (!jobs.empty()) collect_oldest();
@@ -207,8 +205,15 @@ int Driver::interrupted_before_start() const {
 
 int Driver::run(std::filesystem::path* run_dir, const std::filesystem::path& drafted) {
   if (util::interrupted()) return interrupted_before_start();
-  stop_ = search::any_of(proposer_.stop_conditions(budget()));
-  if (compile_only() && !proposer_.finish_policy().compile_only_run_folder) return compile_only_listing();
+  const bool listing = compile_only() && !proposer_.finish_policy().compile_only_run_folder;
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_ = make_stop(listing);
+  }
+  if (listing) {
+    proposer_.start(*this);  // no run folder: the service's history is empty
+    return compile_only_listing();
+  }
   open_store(run_dir);
   if (!drafted.empty()) {
     adopt_draft(drafted);

@@ -11,7 +11,7 @@ void Driver::replay_history() {
   for (const auto& a : store_->history()) {
     if (a.kind == model::AttemptKind::candidate) {
       proposer_.observe_recorded(a);
-      stop_->update({a.params, a.result.verdict == model::Verdict::ok, a.result.geomean_ms.value_or(0)});
+      count_evaluation({a.params, a.result.verdict == model::Verdict::ok, a.result.geomean_ms.value_or(0)});
     } else if (a.kind == model::AttemptKind::initial) {
       have_initial_ = true;
       if (a.result.reference_geomean_ms) reference_geomean_ = a.result.reference_geomean_ms;
@@ -30,10 +30,10 @@ void Driver::evaluate_initial() {
   model::Result r;
   if (compile_only()) {
     if (!o_.quiet) std::cerr << "kopt: compiling the initial kernel\n";
-    r = compile_only_result(ev_->compile(*initial_));
+    r = compile_only_result(runner_->compile(*initial_));
   } else {
     if (!o_.quiet) std::cerr << "kopt: evaluating the initial kernel and timing the reference\n";
-    r = ev_->evaluate(*initial_, /*time_reference=*/true);
+    r = runner_->evaluate(*initial_, /*time_reference=*/true);
     reference_geomean_ = r.reference_geomean_ms;
     if (r.verdict == model::Verdict::ok) initial_geomean_ = r.geomean_ms;
     reference_cases_ = r.cases;
@@ -51,7 +51,7 @@ void Driver::evaluate_baseline() {
   const bool gemm = spec_.cublas_baseline || spec_.reference.kind == spec::Reference::Kind::cublas;
   if (gemm && !have_baseline_ && !compile_only() && !util::interrupted()) {
     if (!o_.quiet) std::cerr << "kopt: timing the cuBLAS baseline (FP32, no TF32)\n";
-    model::Result r = ev_->evaluate_cublas_baseline();
+    model::Result r = runner_->evaluate_baseline();
     with_reference(r);
     spec::Candidate c;
     c.label = "cuBLAS sgemm (FP32, no TF32)";

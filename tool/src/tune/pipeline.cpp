@@ -11,7 +11,7 @@
 // finishes and is recorded, nothing more is proposed or started (compiles
 // already queued still run, into the cache, but are not evaluated).
 //
-// With several workers (--devices, eval/evaluator_pool.h) each idle one gets
+// With several workers (--devices: the runner's slots, tune/runner.h) each idle one gets
 // the next candidate; results are recorded and observed in the order they
 // arrive, each with its device. A worker whose device is lost (it cannot be
 // restarted, or does not answer a fresh hello after a worker_crash or a
@@ -72,12 +72,11 @@ class Progress {
 /// The compile-ahead queue and the candidates on the workers.
 class Pipeline {
  public:
-  Pipeline(eval::Evaluator& ev, eval::EvaluatorPool* pool, propose::Proposer& proposer, PipelineStats& stats,
-           bool compile_only)
-      : ev_(ev), pool_(pool), proposer_(proposer), stats_(stats), compile_only_(compile_only),
+  Pipeline(Runner& runner, propose::Proposer& proposer, PipelineStats& stats, bool compile_only)
+      : runner_(runner), proposer_(proposer), stats_(stats), compile_only_(compile_only),
         pool_threads_(stats.threads),
-        prefetch_(stats.threads * 2 + (pool && pool->size() > 1 ? pool->size() : 0)),
-        idle_since_(pool ? pool->size() : 1) {}
+        prefetch_(stats.threads * 2 + (runner.size() > 1 ? runner.size() : 0)),
+        idle_since_(runner.size()) {}
 
   /// Proposes candidates and queues their compiles, up to `prefetch` ahead.
   void refill() {
@@ -85,7 +84,7 @@ class Pipeline {
       propose::Proposal p = proposer_.propose();
       if (p.kind == propose::Proposal::Kind::done) exhausted_ = true;
       if (p.kind != propose::Proposal::Kind::candidate) break;
-      auto fut = pool_threads_.submit([ev = &ev_, c = p.candidate] { return ev->compile(c); });
+      auto fut = pool_threads_.submit([r = &runner_, c = p.candidate] { return r->compile(c); });
       queued_.push_back({std::move(p.candidate), std::move(fut), 0});
     }
   }
@@ -110,8 +109,8 @@ class Pipeline {
   /// An idle worker's slot, or nullopt (compile-only: slot 0 when nothing is running).
   std::optional<size_t> idle_slot(bool anything_running) const {
     if (compile_only_) return anything_running ? std::nullopt : std::optional<size_t>(0);
-    for (size_t i = 0; i < pool_->size(); ++i)
-      if (pool_->idle(i)) return i;
+    for (size_t i = 0; i < runner_.size(); ++i)
+      if (runner_.idle(i)) return i;
     return std::nullopt;
   }
 
@@ -150,12 +149,12 @@ class Pipeline {
       stats_.host_gap_ms += ms_between(*idle_since_[slot], now);
       idle_since_[slot].reset();
     }
-    pool_->start(slot, r.candidate, r.compiled, false);
+    runner_.start(slot, r.candidate, r.compiled);
     running[slot] = std::move(r);
   }
 
   /// Bookkeeping of a result from a worker.
-  void finished(const eval::EvaluatorPool::Done& d, bool on_worker) {
+  void finished(const RunnerDone& d, bool on_worker) {
     if (!on_worker) return;
     idle_since_[d.slot] = d.finished;
     // Wall time of the request minus what the worker reports checking and
@@ -172,8 +171,7 @@ class Pipeline {
     std::future<cuda::CompileResult> compiled;
     int retries = 0;
   };
-  eval::Evaluator& ev_;
-  eval::EvaluatorPool* pool_;
+  Runner& runner_;
   propose::Proposer& proposer_;
   PipelineStats& stats_;
   bool compile_only_;
@@ -185,38 +183,62 @@ class Pipeline {
   std::vector<std::optional<Clock::time_point>> idle_since_;
 };
 
+std::string Driver::progress_line(const model::Attempt& a, double mins, bool several) const {
+  const model::Attempt* best = store_->best();
+  std::ostringstream line;
+  const int64_t evals = o_.budget.evaluations;
+  line << "[" << stats_.evaluated << (evals > 0 ? "/" + std::to_string(evals) : "") << "] ";
+  if (const std::string p = proposer_.progress(); !p.empty()) {
+    line << p;  // shape classes: the geomeans are over one class's cases, the ratios to all cases' meaningless
+  } else if (best && best->result.geomean_ms) {
+    line << "best " << fmt(*best->result.geomean_ms) << " ms";
+    if (reference_geomean_) line << " (" << fmt(*reference_geomean_ / *best->result.geomean_ms, 3) << "x ref";
+    if (cublas_geomean_) line << ", " << fmt(*cublas_geomean_ / *best->result.geomean_ms, 3) << "x cuBLAS";
+    if (reference_geomean_) line << ")";
+  }
+  line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
+  if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
+  if (several && a.result.device) line << " on device " << *a.result.device;
+  line << " | " << fmt(stats_.evaluated / std::max(mins, 1e-9), 3) << "/min";
+  if (evals > 0 && stats_.evaluated > 0)
+    line << " | ETA " << fmt(mins / stats_.evaluated * (evals - stats_.evaluated), 2) << " min";
+  line << " | " << stop_->status();
+  if (device_ && device_->simulated) line << " | " << model::kSimulatedNote;
+  return line.str();
+}
+
 void Driver::run_pipeline() {
   stats_.threads = compile_threads(o_.compile_threads);
-  const bool several = pool_ && pool_->size() > 1;
-  for (size_t i = 0; pool_ && i < pool_->size(); ++i) {
+  const bool several = runner_->size() > 1;
+  const size_t primary_before = runner_->primary();
+  for (size_t i = 0; i < runner_->size(); ++i) {
+    const RunnerSlot slot = runner_->slot(i);
     PipelineStats::Device d;
-    d.device = pool_->slot(i).device;
-    if (pool_->live(i)) {
-      d.name = pool_->evaluator(i).device().name;
-      d.uuid = pool_->evaluator(i).device_uuid();
-    }
-    d.dropped = pool_->dropped_reason(i);
+    d.device = slot.device;
+    d.name = slot.gpu;
+    d.uuid = slot.uuid;
+    d.dropped = slot.dropped;
     stats_.devices.push_back(d);
   }
-  Pipeline pipe(*ev_, pool_.get(), proposer_, stats_, compile_only());
+  Pipeline pipe(*runner_, proposer_, stats_, compile_only());
   auto known_result = [this](const cuda::CompileResult& cr) { return compile_only_result(cr); };
   Progress progress(o_.quiet);
-  const auto t_search = Clock::now();
-  int64_t recorded_before = 0;  // a resumed run's candidates count against the evaluations budget
-  for (const auto& a : store_->history()) recorded_before += a.kind == model::AttemptKind::candidate;
+  const auto t_search = now();  // the run's clock (a replay's is simulated): the budget's too
 
   std::map<size_t, Pipeline::Running> running;  // by slot
   std::deque<model::Result> known;              // compile-only results, in order
   std::exception_ptr failure;                    // the run ends with it once nothing is running
   // Sends work to every idle worker. With candidates on other workers, a new
-  // one starts only while the evaluations budget has room for it.
+  // one starts only while the evaluations budget has room for it (what is
+  // left counts the resumed run's candidates too: budget_left()).
   auto fill = [&] {
-    while (!failure && !stop_->fulfilled() && !util::interrupted()) {
+    while (!failure && !stop_fulfilled() && !util::interrupted()) {
       const std::optional<size_t> slot = pipe.idle_slot(!running.empty());
       if (!slot) return;
-      if (!running.empty() && o_.max_evaluations > 0 &&
-          recorded_before + stats_.evaluated + static_cast<int64_t>(running.size()) >= o_.max_evaluations)
-        return;
+      if (!running.empty()) {
+        const std::optional<int64_t> left = budget_left().evaluations;
+        if (left && *left <= static_cast<int64_t>(running.size())) return;
+      }
       if (!pipe.has_queued()) pipe.refill();
       if (!pipe.has_queued()) return;  // the proposer waits for a result, or is done
       pipe.start_next(*slot, running, known, known_result);
@@ -234,26 +256,26 @@ void Driver::run_pipeline() {
   for (;;) {
     if (running.empty()) {
       if (failure) std::rethrow_exception(failure);
-      if (stop_->fulfilled() || util::interrupted()) break;
+      if (stop_fulfilled() || util::interrupted()) break;
       if (!pipe.has_queued()) pipe.refill();
       if (!pipe.has_queued()) {
         if (pipe.exhausted() || util::interrupted()) break;
         throw std::logic_error("proposer " + proposer_.name() + " waits with no candidate outstanding");
       }
-      if (!compile_only() && pool_->live_count() == 0)
+      if (!compile_only() && runner_->live_count() == 0)
         throw EnvironmentError("kopt.pool.005", "every device was dropped (see the lines above); "
                                                 "nothing is left to evaluate on");
       fill();
       continue;
     }
     // The next result: compile-only results at once, else the first worker to finish.
-    eval::EvaluatorPool::Done d;
+    RunnerDone d;
     if (compile_only()) {
       d.slot = running.begin()->first;
       d.result = std::move(known.front());
       known.pop_front();
     } else {
-      d = pool_->wait_any();
+      d = runner_->wait_any();
     }
     Pipeline::Running current = std::move(running.at(d.slot));
     running.erase(d.slot);
@@ -264,9 +286,9 @@ void Driver::run_pipeline() {
     model::Result r = std::move(d.result);
     if (!compile_only()) pipe.finished(d, current.on_worker);
     if (!d.lost.empty() && several) {
-      pool_->drop(d.slot, d.lost);
+      runner_->drop(d.slot, d.lost);
       stats_.devices[d.slot].dropped = d.lost;
-      if (pool_->live_count() > 0) {  // the candidate was not the cause: another worker takes it
+      if (runner_->live_count() > 0) {  // the candidate was not the cause: another worker takes it
         if (!o_.quiet) std::cerr << "kopt: " << current.candidate.label << " goes back to the queue\n";
         pipe.requeue(std::move(current.candidate), std::move(current.compiled), current.retries);
         fill_catching();
@@ -276,13 +298,13 @@ void Driver::run_pipeline() {
       // This candidate is not (its device failed, not it): --resume proposes it again.
       if (!failure)
         failure = std::make_exception_ptr(EnvironmentError(
-            "kopt.pool.005", "every device was dropped (the last: " + pool_->slot(d.slot).name + ", " + d.lost +
+            "kopt.pool.005", "every device was dropped (the last: " + runner_->slot(d.slot).name + ", " + d.lost +
                                  "); what was evaluated is recorded: kopt optimize --resume " + store_->dir().string()));
       continue;
     } else if (several && r.verdict == model::Verdict::worker_crash && current.retries == 0) {
       // The worker died, its device is still there: once more, on whichever worker is free.
       if (!o_.quiet)
-        std::cerr << "kopt: the worker on " << pool_->slot(d.slot).name << " died on " << current.candidate.label
+        std::cerr << "kopt: the worker on " << runner_->slot(d.slot).name << " died on " << current.candidate.label
                   << " (" << r.detail << "); running it once more\n";
       pipe.requeue(std::move(current.candidate), std::move(current.compiled), 1);
       fill_catching();
@@ -298,7 +320,7 @@ void Driver::run_pipeline() {
       ++stats_.devices[d.slot].evaluated;
     }
     const bool ok = r.verdict == model::Verdict::ok;
-    stop_->update({current.candidate.params, ok, r.geomean_ms.value_or(0)});
+    count_evaluation({current.candidate.params, ok, r.geomean_ms.value_or(0)});
     ++stats_.evaluated;
 
     // Keep the GPUs busy: the next candidates go out before this one's
@@ -311,36 +333,15 @@ void Driver::run_pipeline() {
     const model::Attempt& a = record(model::AttemptKind::candidate, current.candidate, r);
     proposer_.observe(current.candidate, a);
 
-    const model::Attempt* best = store_->best();
-    const double mins = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
-    std::ostringstream line;
-    line << "[" << stats_.evaluated << (o_.max_evaluations > 0 ? "/" + std::to_string(o_.max_evaluations) : "") << "] ";
-    if (const std::string p = proposer_.progress(); !p.empty()) {
-      line << p;  // shape classes: the geomeans are over one class's cases, the ratios to all cases' meaningless
-    } else if (best && best->result.geomean_ms) {
-      line << "best " << fmt(*best->result.geomean_ms) << " ms";
-      if (reference_geomean_) line << " (" << fmt(*reference_geomean_ / *best->result.geomean_ms, 3) << "x ref";
-      if (cublas_geomean_) line << ", " << fmt(*cublas_geomean_ / *best->result.geomean_ms, 3) << "x cuBLAS";
-      if (reference_geomean_) line << ")";
-    }
-    line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
-    if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
-    if (several && a.result.device) line << " on device " << *a.result.device;
-    line << " | " << fmt(stats_.evaluated / std::max(mins, 1e-9), 3) << "/min";
-    if (o_.max_evaluations > 0 && stats_.evaluated > 0)
-      line << " | ETA " << fmt(mins / stats_.evaluated * (o_.max_evaluations - stats_.evaluated), 2) << " min";
-    line << " | " << stop_->status();
-    if (device_ && device_->simulated) line << " | " << model::kSimulatedNote;
-    progress.line(line.str());
+    const double mins = std::chrono::duration<double>(now() - t_search).count() / 60.0;
+    progress.line(progress_line(a, mins, several));
     if (!failure) pipe.refill();
   }
   progress.done();
-  stats_.search_minutes = std::chrono::duration<double>(Clock::now() - t_search).count() / 60.0;
+  stats_.search_minutes = std::chrono::duration<double>(now() - t_search).count() / 60.0;
   // The re-timing runs on one device: the first that is still live.
-  if (pool_ && pool_->primary() < pool_->size() && &pool_->evaluator(pool_->primary()) != ev_) {
-    ev_ = &pool_->evaluator(pool_->primary());
-    if (!o_.quiet) std::cerr << "kopt: the final re-timing runs on " << pool_->slot(pool_->primary()).name << "\n";
-  }
+  if (!compile_only() && runner_->primary() < runner_->size() && runner_->primary() != primary_before && !o_.quiet)
+    std::cerr << "kopt: the final re-timing runs on " << runner_->slot(runner_->primary()).name << "\n";
 }
 
 }  // namespace kopt::tune

@@ -1,5 +1,6 @@
 #include "tune/proposers.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "agent/agent.h"
@@ -7,6 +8,7 @@
 #include "propose/class_search.h"
 #include "propose/search_proposer.h"
 #include "run/interop.h"
+#include "run/store.h"
 #include "search/strategy.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -66,6 +68,57 @@ void add_spec_seeds(const spec::Spec& s, const OptimizeOptions& o, propose::Sear
   if (!o.quiet) so.note = note_on_stderr;
 }
 
+/// The budget against the proposer: the one check of a budget beyond its
+/// grammar (model::parse_budget checks each item). The search needs a limit
+/// and makes no model calls; the agent needs a limit on its model turns
+/// (evaluations, turns, minutes or tokens: patience alone does not end a
+/// conversation that never evaluates).
+void check_budget(const model::Budget& b, bool agent, const std::string& strategy) {
+  if (b.evaluations < 0 || b.minutes < 0 || b.patience < 0 || b.model_turns < 0 || b.tokens < 0)
+    throw UsageError(agent ? "kopt.agent.103" : "kopt.opt.005", "the budget " + b.text() + " has a negative item");
+  if (agent) {
+    if (b.turn_limit() == 0 && b.minutes == 0 && b.tokens == 0)
+      throw UsageError("kopt.agent.103", "the budget is zero: give --max-iterations N, --budget "
+                                         "evals=N,minutes=M,turns=T or --token-budget T");
+    return;
+  }
+  if (b.evaluations == 0 && b.minutes == 0 && b.patience == 0)
+    throw UsageError("kopt.opt.005",
+                     "the budget is zero: give --budget evals=N and/or minutes=M (or --max-iterations N)");
+  if (b.model_turns > 0 || b.tokens > 0)
+    throw UsageError("kopt.opt.008", "--budget " + b.text() + ": turns and tokens count the LLM agent's model calls; " +
+                                         "the search (--strategy " + (strategy.empty() ? "default" : strategy) +
+                                         ") makes none: leave them out");
+}
+
+/// --resume: the performance cases must fall into the classes the run was
+/// searched in, since an attempt is credited to a class by its label ("c2:")
+/// and by the cases it was timed on; another grouping would credit results
+/// timed on other cases. The run's grouping is run.json's --shape-classes on
+/// the same cases (the spec is the run's: kopt.run.902).
+void check_resumed_grouping(const OptimizeOptions& o, const std::vector<model::ShapePoint>& points,
+                            const std::vector<std::string>& size_names, int classes) {
+  const run::RunInfo info = run::RunStore::read_info(o.resume);
+  if (!info.shape_classes) return;  // a run from before the option was recorded
+  const int64_t recorded = *info.shape_classes;
+  auto members = [&](int64_t n) {
+    const int k = n < 0 ? model::auto_shape_classes(points.size()) : static_cast<int>(std::min<int64_t>(n, 64));
+    std::vector<std::vector<size_t>> m;
+    if (k > 1 && points.size() >= 2)
+      for (const auto& c : model::group_shape_classes(points, size_names, k)) m.push_back(c.members);
+    return m;
+  };
+  const auto before = members(recorded);
+  if (before == members(classes)) return;
+  auto option = [](int64_t n) { return n < 0 ? std::string("auto") : n == 0 ? std::string("off") : std::to_string(n); };
+  throw UsageError("kopt.opt.007",
+                   "--shape-classes " + option(o.shape_classes) + ": the run " + fs::display(o.resume) + " was searched " +
+                       (before.empty() ? std::string("without shape classes")
+                                       : "in " + std::to_string(before.size()) + " shape classes") +
+                       " (its --shape-classes " + option(recorded) + "); a resumed run keeps its grouping, since its " +
+                       "results were timed on its classes' cases: leave --shape-classes out, or start a new run");
+}
+
 /// The parameter search over the spec's template.
 propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) {
   if (!s.template_kernel)
@@ -73,9 +126,7 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
                                          ": no template to search: add \"template\" to the spec or pass --template FILE");
   if (s.tuning.params.empty())
     throw SpecError("kopt.opt.004", s.path.string() + ": $.tuning.params: the template has no parameter space");
-  if (o.max_evaluations < 0 || o.max_minutes < 0 || (o.max_evaluations == 0 && o.max_minutes == 0 && o.patience == 0))
-    throw UsageError("kopt.opt.005",
-                     "the budget is zero: give --budget evals=N and/or minutes=M (or --max-iterations N)");
+  check_budget(o.budget, false, o.strategy);
   propose::SearchProposerOptions so;
   so.base = template_candidate(s);
   so.params = s.tuning.params;
@@ -96,6 +147,7 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
     points.push_back(std::move(p));
   }
   const int classes = o.shape_classes < 0 ? model::auto_shape_classes(points.size()) : o.shape_classes;
+  if (!o.resume.empty()) check_resumed_grouping(o, points, size_names, classes);
   if (classes <= 1 || points.size() < 2) return std::make_unique<propose::SearchProposer>(std::move(so));
   propose::ClassSearchOptions co;
   co.search = std::move(so);
@@ -121,18 +173,14 @@ propose::ProposerPtr make_agent(const OptimizeOptions& o, const spec::Spec*) {
     throw UsageError("kopt.agent.101", "give --spec FILE, or --description TEXT for the agent to draft the workload");
   if (o.spec.empty() && !o.resume.empty())
     throw UsageError("kopt.agent.101", "--resume needs --spec (use the run's spec.generated.json)");
+  check_budget(o.budget, true, o.strategy);
   agent::RunOptions r;
   r.hybrid = o.strategy == "hybrid";
   r.draft = o.spec.empty();
   r.description = o.description;
   r.results_dir = o.results_dir;
-  r.worker_argv = o.worker_argv;
-  r.cache_dir = o.cache_dir;
   r.arch = o.arch;
-  r.device = o.device;
   r.seed = o.seed;
-  r.max_evaluations = o.max_evaluations;
-  r.max_minutes = o.max_minutes;
   r.quiet = o.quiet;
   return agent::make_proposer(r, o.agent);
 }

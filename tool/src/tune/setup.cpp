@@ -140,8 +140,7 @@ std::optional<spec::Candidate> initial_candidate(const spec::Spec& s) {
 }
 
 eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
-  eval::EvaluatorOptions eo;
-  eo.worker_argv = o.worker_argv;
+  eval::EvaluatorOptions eo;  // the worker: each of o.workers (eval::on_worker)
   eo.cache_dir = o.cache_dir;
   eo.arch = o.arch;
   eo.time = true;
@@ -157,39 +156,74 @@ Driver::Driver(const OptimizeOptions& o, spec::Spec spec, propose::Proposer& pro
 }
 
 void Driver::open_device() {
-  // One worker per --devices entry (a plain run: --device alone, started as before).
-  const bool several = !o_.devices.empty() || !o_.worker_launcher.empty();
-  const std::vector<int> devices = o_.devices.empty() ? std::vector<int>{o_.device} : o_.devices;
-  const std::vector<std::string>& worker =
-      several && !o_.worker_argv_template.empty() ? o_.worker_argv_template : o_.worker_argv;
-  eval::EvaluatorPool::Options po;
-  po.probe_after_failure = devices.size() > 1;
-  pool_ = std::make_unique<eval::EvaluatorPool>(spec_, evaluator_options(o_),
-                                                eval::plan_workers(devices, worker, o_.worker_launcher), po);
-  ev_ = &pool_->evaluator(0);
+  // One worker per device of the plan (a plain run: --device alone).
+  runner_ = o_.runner ? o_.runner(spec_) : make_worker_runner(spec_, evaluator_options(o_), o_.workers);
   try {
-    ev_ = &pool_->evaluator(pool_->open());
-    device_ = ev_->device();
-    if (!o_.quiet && pool_->size() > 1) {
+    device_ = runner_->open();
+    if (!o_.quiet && runner_->size() > 1) {
       std::string names;
-      for (size_t i = 0; i < pool_->size(); ++i)
-        if (pool_->live(i)) names += (names.empty() ? "" : ", ") + pool_->slot(i).name;
-      std::cerr << "kopt: " << pool_->live_count() << " worker(s): " << names << "; the initial kernel, the baseline "
-                << "and the final re-timing on " << pool_->slot(pool_->primary()).name << "\n";
+      for (size_t i = 0; i < runner_->size(); ++i)
+        if (runner_->slot(i).dropped.empty()) names += (names.empty() ? "" : ", ") + runner_->slot(i).name;
+      std::cerr << "kopt: " << runner_->live_count() << " worker(s): " << names << "; the initial kernel, the baseline "
+                << "and the final re-timing on " << runner_->slot(runner_->primary()).name << "\n";
     }
   } catch (const NoDeviceError& e) {
     if (o_.arch.empty()) throw;
     no_device_ = e.what();
   }
-  arch_ = ev_->arch();
+  arch_ = runner_->arch();
 }
 
 spec::Bindings Driver::device_constants() const {
   return search::device_constants(device_ ? &*device_ : nullptr);
 }
 
-double Driver::minutes_elapsed() const {
-  return std::chrono::duration<double>(Clock::now() - t_start_).count() / 60.0;
+double Driver::minutes_elapsed() const { return std::chrono::duration<double>(now() - t_start_).count() / 60.0; }
+
+const std::vector<model::Attempt>& Driver::history() const {
+  static const std::vector<model::Attempt> none;
+  return store_ ? store_->history() : none;
+}
+
+const std::filesystem::path& Driver::run_dir() const {
+  static const std::filesystem::path none;  // a compile-only listing has no run folder
+  return store_ ? store_->dir() : none;
+}
+
+std::unique_ptr<search::StopCondition> Driver::make_stop(bool listing) {
+  const model::Budget& b = o_.budget;
+  std::vector<std::unique_ptr<search::StopCondition>> stops;
+  if (b.evaluations > 0) stops.push_back(search::max_evaluations(b.evaluations));
+  if (b.minutes > 0)
+    stops.push_back(search::time_budget(std::chrono::duration<double>(b.minutes * 60), [this] { return now(); },
+                                        budget_since_));
+  if (b.patience > 0 && !listing && !proposer_.applies_patience()) stops.push_back(search::no_improvement(b.patience));
+  for (auto& own : proposer_.stop_conditions()) stops.push_back(std::move(own));
+  return search::any_of(std::move(stops));
+}
+
+void Driver::count_evaluation(const search::Observation& o) {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  stop_->update(o);
+}
+
+bool Driver::stop_fulfilled() const {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  return stop_->fulfilled();
+}
+
+model::BudgetLeft Driver::budget_left() const {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  model::BudgetLeft left;
+  if (stop_) stop_->left(left);
+  return left;
+}
+
+nlohmann::json Driver::profile(const spec::Candidate& candidate, const std::string& case_name,
+                               const std::filesystem::path& files) {
+  if (!runner_ || compile_only())
+    return {{"available", false}, {"reason", "profiling unavailable: no GPU on this machine"}};
+  return runner_->profile(candidate, case_name, files);
 }
 
 void Driver::open_store(std::filesystem::path* run_dir) {
@@ -211,7 +245,7 @@ void Driver::open_store(std::filesystem::path* run_dir) {
     info.spec_hash = run::spec_fingerprint(spec_);
     info.strategy = proposer_.name();
     info.seed = o_.seed;
-    info.budget = proposer_.budget_json(budget());
+    info.budget = proposer_.budget_json(o_.budget);
     info.shape_classes = o_.shape_classes;
     info.screen_factor = o_.screen_factor;
     info.tool_version = KOPT_VERSION;
@@ -255,7 +289,7 @@ const model::Attempt& Driver::record(model::AttemptKind kind, const spec::Candid
   a.source = c.source;
   a.compile_options = c.options;
   a.result = std::move(r);
-  a.seconds_since_start = std::chrono::duration<double>(Clock::now() - t_start_).count();
+  a.seconds_since_start = std::chrono::duration<double>(now() - t_start_).count();
   store_->record(a);
   const model::Attempt& rec = store_->history().back();
   candidates_[rec.index] = c;

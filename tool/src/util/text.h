@@ -26,6 +26,15 @@ inline std::string clip(const std::string& s, size_t limit = kEchoLimit) {
 /// "'<clip(s)>'": a user string quoted for a message.
 inline std::string quote(const std::string& s, size_t limit = kEchoLimit) { return "'" + clip(s, limit) + "'"; }
 
+/// The head and the tail of a long text (three quarters head), with how much
+/// was left out in between: for a log or a tool's output shown in a message.
+inline std::string clip_middle(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  const size_t head = max * 3 / 4, tail = max - head;
+  return s.substr(0, head) + "\n[... " + std::to_string(s.size() - head - tail) + " characters omitted ...]\n" +
+         s.substr(s.size() - tail);
+}
+
 /// The current time as ISO 8601 in UTC, "2026-12-01T15:18:13Z" (the form of
 /// every timestamp kopt writes: run folders, lock holders, generated files).
 inline std::string now_iso8601_utc() {

@@ -53,14 +53,7 @@ ToolDef define() {
 }
 
 json run(Session& s, const json& a) {
-  if (s.evaluations_spent()) {
-    s.stop("max_evaluations", "reached the limit of " + std::to_string(s.max_turns()) + " evaluations");
-    throw ToolFailure("the evaluation budget is spent (" + std::to_string(s.max_turns()) + " evaluations)");
-  }
-  if (s.time_up()) {
-    s.stop("time_budget", "the time budget of " + fmt(s.max_minutes()) + " min is spent");
-    throw ToolFailure("the time budget is spent");
-  }
+  if (s.budget_spent(false)) throw ToolFailure("the budget is spent: " + s.stop_detail());
   spec::Candidate c = candidate_from_args(s.spec(), a, "agent-" + std::to_string(s.agent_count() + 1), true);
   s.count_agent_evaluation();
   const model::Attempt& at = s.evaluate_and_record(c);

@@ -29,10 +29,7 @@ ToolDef define() {
 }
 
 json run(Session& s, const json& a) {
-  if (s.time_up()) {
-    s.stop("time_budget", "the time budget of " + fmt(s.max_minutes()) + " min is spent");
-    throw ToolFailure("the time budget is spent");
-  }
+  if (s.budget_spent(false)) throw ToolFailure("the budget is spent: " + s.stop_detail());
   auto pj = a.find("params");
   if (pj == a.end() || !pj->is_object() || pj->empty())
     throw ToolFailure("'params' is required: an object {\"NAME\": [values...]} of the template's parameters");

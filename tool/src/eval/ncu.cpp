@@ -1,15 +1,15 @@
-// Nsight Compute for profile_candidate (see ncu.h).
-#include "agent/ncu.h"
+// Nsight Compute as an observer of one evaluation (see ncu.h).
+#include "eval/ncu.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
-#include "agent/common.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/text.h"
 
-namespace kopt::agent {
+namespace kopt::eval {
 
 using nlohmann::json;
 
@@ -123,31 +123,31 @@ json parse_ncu_csv(const std::string& text) {
 
 std::string find_ncu() { return util::find_program("ncu", {"/usr/local/cuda/bin", "/opt/nvidia/nsight-compute"}); }
 
-json run_ncu(const std::string& ncu, const std::string& entry, const std::vector<std::string>& target,
-             const std::filesystem::path& output_file) {
-  // --clock-control none: measure the card at the clocks it runs at; ncu's
-  // default would lock them to base for the profile, a settings change on a
-  // GPU others may share.
-  std::vector<std::string> argv = {ncu, "--target-processes", "all", "--clock-control", "none",
-                                   "--kernel-name-base", "function", "-k", entry,
-                                   "-c", "1", "--section", "SpeedOfLight", "--section", "Occupancy", "--section",
-                                   "LaunchStats", "--csv", "--page", "details"};
-  argv.insert(argv.end(), target.begin(), target.end());
-  util::ProcResult p = util::run_process(argv, kNcuTimeoutS);
-  fs::write_file_atomic(output_file, p.output);
-  if (!p.started) return {{"available", false}, {"reason", "profiling unavailable: " + p.output}};
-  if (p.output.find("ERR_NVGPUCTRPERM") != std::string::npos)
+std::vector<std::string> ncu_prefix(const std::string& ncu, const std::string& entry,
+                                    const std::filesystem::path& log_file) {
+  return {ncu, "--target-processes", "all", "--clock-control", "none", "--kernel-name-base", "function", "-k", entry,
+          "-c", "1", "--section", "SpeedOfLight", "--section", "Occupancy", "--section", "LaunchStats", "--csv",
+          "--page", "details", "--log-file", log_file.string()};
+}
+
+json read_ncu_log(const std::filesystem::path& log_file, const std::string& outcome) {
+  std::string text;
+  try {
+    text = fs::read_file(log_file, "ncu log", fs::kLogMaxBytes);
+  } catch (const std::exception&) {
+    // ncu never started, or wrote nothing: the outcome says why.
+  }
+  if (text.find("ERR_NVGPUCTRPERM") != std::string::npos)
     return {{"available", false},
             {"reason", "profiling unavailable: not permitted to read the GPU performance counters (ERR_NVGPUCTRPERM); "
                        "an administrator must allow it (NVreg_RestrictProfilingToAdminUsers=0) or run as root"}};
-  if (p.timed_out) return {{"available", false}, {"reason", "profiling unavailable: ncu took longer than 300 s"}};
-  json parsed = parse_ncu_csv(p.output);
+  json parsed = parse_ncu_csv(text);
   if (parsed.is_null())
     return {{"available", false},
-            {"reason", "profiling unavailable: ncu gave no metrics (exit " + std::to_string(p.exit_code) +
-                           "): " + clip(p.output, 1500)}};
+            {"reason", "profiling unavailable: ncu gave no metrics (" + outcome + ")" +
+                           (text.empty() ? std::string() : ": " + clip_middle(text, 1500))}};
   parsed["available"] = true;
   return parsed;
 }
 
-}  // namespace kopt::agent
+}  // namespace kopt::eval
