@@ -1317,7 +1317,7 @@ def huge_space(doc, ctx):
     doc["tuning"]["constraints"] = ["BS % 64 == 0", "(P0 + P1) % 2 == 0"]
 
 
-for strat in ["random", "anneal", "genetic", "surrogate"]:
+for strat in ["random", "anneal", "genetic", "surrogate", "portfolio"]:
     add(spec("huge_space_" + strat, huge_space, None, exit=0, unchanged=False,
              cmd=optimize("--strategy", strat, budget="evals=2")))
 add(spec("huge_space_default_strategy", huge_space, None, exit=0, unchanged=False, cmd=optimize(budget="evals=2")))

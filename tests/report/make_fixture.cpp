@@ -27,6 +27,7 @@
 #include "model/result.h"
 #include "report/report.h"
 #include "run/store.h"
+#include "support/run_fixture.h"
 
 namespace stdfs = std::filesystem;
 using kopt::model::CaseResult;
@@ -53,15 +54,19 @@ extern "C" __global__ void sgemm_tiled(const float* __restrict__ A, const float*
 }
 )cu";
 
+/// Attempt `i`: a passing one is `speedup` times faster than the reference
+/// overall, each case somewhat more or less (101 launches a case).
 Attempt make(const std::string& kind, const std::string& label, std::map<std::string, int64_t> params,
              Verdict v, double speedup, int i) {
-  Attempt a;
-  a.kind = kopt::model::parse_attempt_kind(kind).value();
-  a.label = label;
-  a.params = std::move(params);
+  kopt::test::CaseMedians cases;
+  for (size_t c = 0; c < kCases.size() && v == Verdict::ok; ++c) {
+    // Vary the per-case speedup around the attempt's overall one.
+    const double s = speedup * std::pow(2.0, 0.6 * std::sin(1.7 * i + 2.1 * static_cast<double>(c)));
+    cases.push_back({kCases[c], kReferenceMs[c] / s});
+  }
+  Attempt a = kopt::test::synthetic_attempt(kind, label, std::move(params), v, cases, 101);
   a.source = std::string("// ") + label + "\n" + kSource;
   a.compile_options = {"-O3"};
-  a.result.verdict = v;
   a.result.compile_ms = 180 + 37 * (i % 7);
   a.result.compile_cache_hit = i % 5 == 0;
   a.seconds_since_start = 2.5 * i;
@@ -69,54 +74,30 @@ Attempt make(const std::string& kind, const std::string& label, std::map<std::st
     a.result.detail = v == Verdict::compile_error ? "ptxas error: too much shared data (0x12000 bytes)"
                                                   : "C[17] = 3.5 differs from the reference 4.25 by 0.75";
     a.result.failed_case = v == Verdict::compile_error ? "" : "17x17x17";
-    return a;
   }
-  std::vector<double> ms;
+  if (v != Verdict::ok) return a;
   // Errors against the FP64 oracle, relative to the products' scale: about
-  // 2^-24 sqrt(K) times 0.3 for cuBLAS, 0.25 to 0.55 for the others.
+  // 2^-24 sqrt(K) times 0.3 for cuBLAS, 0.25 to 0.55 for the others; a
+  // correctness case first, checked and not timed.
   const double err = a.kind == kopt::model::AttemptKind::baseline ? 0.3 : 0.25 + 0.3 * ((i * 7) % 10) / 10.0;
+  for (size_t c = 0; c < kCases.size(); ++c) {
+    a.result.cases[c].rel_error_max = err * std::ldexp(1.0, -24) * std::sqrt(static_cast<double>(kK[c]));
+    a.result.cases[c].rel_error_rms = *a.result.cases[c].rel_error_max / 4;
+  }
   CaseResult small;
   small.name = "17x17x17";
   small.role = "correctness";
   small.passed = true;
   small.rel_error_max = err * std::ldexp(1.0, -24) * std::sqrt(17.0);
   small.rel_error_rms = *small.rel_error_max / 3;
-  a.result.cases.push_back(small);
-  for (size_t c = 0; c < kCases.size(); ++c) {
-    // Vary the per-case speedup around the attempt's overall one.
-    const double s = speedup * std::pow(2.0, 0.6 * std::sin(1.7 * i + 2.1 * static_cast<double>(c)));
-    CaseResult r;
-    r.name = kCases[c];
-    r.role = "performance";
-    r.passed = true;
-    kopt::model::LatencyStats st;
-    st.median_ms = kReferenceMs[c] / s;
-    st.mean_ms = st.median_ms * 1.01;
-    st.min_ms = st.median_ms * 0.99;
-    st.max_ms = st.median_ms * 1.05;
-    st.stddev_ms = st.median_ms * 0.01;
-    st.samples = 100;
-    r.latency = st;
-    r.rel_error_max = err * std::ldexp(1.0, -24) * std::sqrt(static_cast<double>(kK[c]));
-    r.rel_error_rms = *r.rel_error_max / 4;
-    ms.push_back(st.median_ms);
-    a.result.cases.push_back(r);
-  }
-  a.result.geomean_ms = kopt::model::geomean(ms);
+  a.result.cases.insert(a.result.cases.begin(), small);
   return a;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
-    return 2;
-  }
-  try {
-    const stdfs::path out = argv[1];
-    stdfs::remove_all(out / "results");
-    stdfs::create_directories(out);
+  return kopt::test::fixture_main(argc, argv, [](const stdfs::path& out) {
     nlohmann::json spec = {{"format_version", 1}, {"name", "sgemm"}, {"cases", nlohmann::json::array()}};
     spec["signature"] = nlohmann::json::array({nlohmann::json{{"name", "A"}, {"type", "float"}, {"role", "input"}},
                                                nlohmann::json{{"name", "M"}, {"type", "int"}, {"value", "M"}},
@@ -138,12 +119,12 @@ int main(int argc, char** argv) {
     info.strategy = "anneal";
     info.seed = 20261130;
     info.budget = {{"evaluations", 40}};
-    auto store = kopt::run::RunStore::create(out / "results", spec, device, info);
 
     int i = 0;
-    store.record(make("reference", "reference.cu", {}, Verdict::ok, 1.0, i++));
-    store.record(make("initial", "naive.cu", {}, Verdict::ok, 0.25, i++));
-    store.record(make("baseline", "cuBLAS sgemm (FP32, no TF32)", {}, Verdict::ok, 5.2, i++));
+    std::vector<Attempt> attempts;
+    attempts.push_back(make("reference", "reference.cu", {}, Verdict::ok, 1.0, i++));
+    attempts.push_back(make("initial", "naive.cu", {}, Verdict::ok, 0.25, i++));
+    attempts.push_back(make("baseline", "cuBLAS sgemm (FP32, no TF32)", {}, Verdict::ok, 5.2, i++));
     const int bms[] = {32, 64, 128};
     const int bns[] = {32, 64, 128};
     const int bks[] = {8, 16, 32};
@@ -164,12 +145,13 @@ int main(int argc, char** argv) {
           if (bm == 128 && bn == 32 && bk == 8) v = Verdict::timeout;
           // From about 1/3x (small tiles) to about 6x (large tiles).
           const double s = 0.3 * std::pow(1.55, (bm / 32) + (bn / 32) + (bk / 8) - 3) * (1 + 0.05 * (i % 3));
-          store.record(make("candidate", label, p, v, s, i++));
+          attempts.push_back(make("candidate", label, p, v, s, i++));
         }
-    store.record(make("candidate", "<script>alert('label')</script>", {{"BM", 16}}, Verdict::runtime_error, 1, i++));
-    // The final re-timing, the cuBLAS figures and two shape-specialised
-    // variants: the best, and the second fastest for the cases where it is
-    // faster (as tune/finalists.cpp records them).
+    attempts.push_back(make("candidate", "<script>alert('label')</script>", {{"BM", 16}}, Verdict::runtime_error, 1, i++));
+    auto store = kopt::test::make_run(out / "results", attempts, spec, device, info);
+    // The final re-timing, the cuBLAS figures and three shape-specialised
+    // variants: the best, and the second and third fastest for the cases
+    // where they are faster (as tune/finalists.cpp records them).
     std::vector<const Attempt*> ranked;
     for (const Attempt& a : store.history())
       if (a.kind == kopt::model::AttemptKind::candidate && a.result.verdict == Verdict::ok) ranked.push_back(&a);
@@ -238,9 +220,5 @@ int main(int argc, char** argv) {
     stdfs::copy_file(store.dir() / "report.html", out / "report.html", stdfs::copy_options::overwrite_existing);
     stdfs::copy_file(store.dir() / "heatmap.svg", out / "heatmap.svg", stdfs::copy_options::overwrite_existing);
     std::printf("%s\n", (out / "report.html").string().c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kopt_report_fixture: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -15,6 +16,8 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+
+#include "support/noise.h"
 
 namespace kopt::search::replay {
 namespace {
@@ -75,31 +78,9 @@ std::string fmt(const char* f, double v) {
 
 // --- the synthetic model -----------------------------------------------------
 
-/// splitmix64.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/// A deterministic hash of a configuration (FNV-1a over its key) and a salt.
-uint64_t hash_of(const std::string& key, uint64_t salt) {
-  uint64_t h = 0xcbf29ce484222325ull ^ mix(salt);
-  for (unsigned char ch : key) {
-    h ^= ch;
-    h *= 0x100000001b3ull;
-  }
-  return mix(h);
-}
-
-double unit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
-
-/// A standard normal deviate from a hash (Box-Muller).
-double normal(uint64_t h) {
-  const double u1 = std::max(unit(h), 1e-12), u2 = unit(mix(h));
-  return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
+using noise::hash_of;
+using noise::normal;
+using noise::unit;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -331,6 +312,36 @@ std::string ReplayReport::table() const {
   }
   return out.str();
 }
+
+Space sgemm_part_space(const spec::Spec& s, const Record& r) {
+  const spec::Bindings constants = r.constants.empty() ? h200_constants() : r.constants;
+  std::vector<spec::TuningParam> params = s.tuning.params;
+  for (spec::TuningParam& p : params) {
+    if (p.name == "KIND") p.values = {0};
+    if (p.name == "SPLITK") p.values = {1};
+  }
+  std::vector<std::set<int64_t>> used(params.size());
+  const Space part(params, s.tuning.constraints, constants);
+  part.for_each_valid([&](const std::vector<size_t>& idx) {
+    for (size_t d = 0; d < idx.size(); ++d) used[d].insert(params[d].values[idx[d]]);
+  });
+  for (size_t d = 0; d < params.size(); ++d) {
+    std::vector<int64_t> kept;
+    for (int64_t v : params[d].values)
+      if (used[d].count(v)) kept.push_back(v);  // the spec's order
+    params[d].values = kept;
+  }
+  return Space(params, s.tuning.constraints, constants);
+}
+
+std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(const spec::Spec& s) {
+  std::vector<std::pair<std::string, std::array<int64_t, 3>>> out;
+  for (const spec::Case& c : s.cases)
+    if (c.role == spec::CaseRole::performance)
+      out.push_back({c.name, {c.sizes.at("M"), c.sizes.at("N"), c.sizes.at("K")}});
+  return out;
+}
+
 
 // --- the synthetic SGEMM record ------------------------------------------------------
 

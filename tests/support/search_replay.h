@@ -41,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/space.h"
+#include "spec/spec.h"
 #include "spec/expr.h"
 
 namespace kopt::search::replay {
@@ -120,6 +121,19 @@ struct ReplayReport {
 /// space.
 ReplayReport run_replay(const Space& full, const Record& r, const std::vector<std::string>& strategies,
                         int seeds, double tolerance = 0.05, const std::string& label = "");
+
+/// The SGEMM template's space as `kopt optimize` builds it (tune/,
+/// search/device_constants.cpp): the spec's parameters and constraints, with
+/// the record's device constants (h200_constants() without them); but only
+/// its part for the tiled kernel without split-K (KIND=0, SPLITK=1 where the
+/// spec has those parameters), each parameter's values narrowed to those
+/// that part uses. That is what the synthetic model describes and what the
+/// recorded sweep measured (the template gained KIND and SPLITK after it),
+/// and it keeps the replayed spaces small enough for the strategies' exact
+/// sampling.
+Space sgemm_part_space(const spec::Spec& s, const Record& r);
+/// The spec's performance cases as name -> {M, N, K}.
+std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(const spec::Spec& s);
 
 /// A synthetic record of `space` (every valid configuration), from a seeded
 /// performance model of the tiled SGEMM template of templates/sgemm on an

@@ -24,6 +24,7 @@
 #include "run/fingerprint.h"
 #include "spec/capture.h"
 #include "spec/spec.h"
+#include "support/files.h"
 #include "temp_dir.h"
 #include "tune/driver.h"
 #include "util/error.h"
@@ -32,23 +33,13 @@
 namespace {
 
 namespace fsys = std::filesystem;
+using kopt::test::read_json;
+using kopt::test::slurp;
 using kopt::test::TempDir;
 using nlohmann::json;
 
 const std::string kSgemm = std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json";
 const std::string kTranspose = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
-
-json read_json(const fsys::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
-std::string slurp(const fsys::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct Ran {
   int code = -1;

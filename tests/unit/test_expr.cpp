@@ -8,28 +8,16 @@
 #include <vector>
 
 #include "spec/expr.h"
+#include "support/expect_error.h"
 #include "util/error.h"
 
 namespace kopt::spec {
 namespace {
 
+using kopt::test::expect_error;
+
 int64_t ev(const std::string& text, const Bindings& vars = {}) { return Expr::parse(text).eval(vars); }
 
-/// Runs `f`, expects a SpecError with `id` whose what() contains every needle.
-void expect_error(const std::function<void()>& f, const std::string& id,
-                  const std::vector<std::string>& needles) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "'" << n << "' not in: " << e.what();
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected SpecError " << id;
-}
 void expect_parse_error(const std::string& text, const std::string& id,
                         const std::vector<std::string>& needles) {
   expect_error([&] { Expr::parse(text); }, id, needles);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "spec/inputs.h"
+#include "support/expect_error.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -24,21 +25,7 @@ namespace {
 
 namespace stdfs = std::filesystem;
 using kopt::test::TempDir;
-
-void expect_error(const std::function<void()>& f, const std::string& id,
-                  const std::vector<std::string>& needles) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "'" << n << "' not in: " << e.what();
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected SpecError " << id;
-}
+using kopt::test::expect_error;
 
 template <typename T>
 std::vector<T> as(const std::vector<uint8_t>& bytes) {

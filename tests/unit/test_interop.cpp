@@ -19,6 +19,9 @@
 #include "run/interop.h"
 #include "run/store.h"
 #include "spec_error.h"
+#include "support/files.h"
+#include "support/run_fixture.h"
+#include "support/shell.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -28,6 +31,9 @@ namespace {
 namespace fsys = std::filesystem;
 using kopt::model::Attempt;
 using kopt::model::Verdict;
+using kopt::test::ShellRun;
+using kopt::test::read_json;
+using kopt::test::run_shell;
 using kopt::test::TempDir;
 using kopt::test::spec_error;
 using nlohmann::json;
@@ -39,53 +45,32 @@ void write(const fsys::path& p, const std::string& text) {
   out << text;
 }
 
-json read_json(const fsys::path& p) { return json::parse(kopt::fs::read_file(p)); }
-
 /// The SpecError `f` throws: its id and message (fails the test when none).
 // ---------------------------------------------------------------------------
 // Export
 
+/// A synthetic attempt (kopt::test::synthetic_attempt: three launches a
+/// performance case) labelled by its configuration, then a correctness case "1x1".
 Attempt attempt(const std::string& kind, std::map<std::string, int64_t> params, Verdict v,
-                const std::vector<std::pair<std::string, double>>& cases = {}) {
-  Attempt a;
-  a.kind = kopt::model::parse_attempt_kind(kind).value();
-  a.params = params;
-  a.label = kopt::search::config_key(params);
+                const kopt::test::CaseMedians& cases = {}) {
+  Attempt a = kopt::test::synthetic_attempt(kind, kopt::search::config_key(params), params, v, cases);
   a.source = "// kernel\n";
-  a.result.verdict = v;
   a.result.compile_ms = 321.5;
   a.result.check_ms = 12.25;
   a.result.timing_ms = 40.5;
   if (v != Verdict::ok) a.result.detail = "why";
-  std::vector<double> medians;
-  for (const auto& [name, ms] : cases) {
-    kopt::model::CaseResult c;
-    c.name = name;
-    c.role = "performance";
-    c.passed = v == Verdict::ok;
-    if (v == Verdict::ok) {
-      c.latency = kopt::model::latency_stats({ms * 0.99, ms, ms * 1.01});
-      c.latency->raw_ms = {ms * 0.99, ms, ms * 1.01};
-      medians.push_back(c.latency->median_ms);
-    }
-    a.result.cases.push_back(c);
-  }
   kopt::model::CaseResult small;
   small.name = "1x1";
   small.role = "correctness";
   small.passed = v == Verdict::ok;
   a.result.cases.push_back(small);
-  if (v == Verdict::ok && !medians.empty()) a.result.geomean_ms = kopt::model::geomean(medians);
   return a;
 }
 
 fsys::path make_run(const TempDir& d, const std::vector<Attempt>& attempts) {
-  kopt::run::RunInfo info;
-  info.strategy = "random";
-  auto store = kopt::run::RunStore::create(d / "results", json{{"format_version", 1}, {"name", "t"}},
-                                           json{{"name", "Fake GPU"}}, info);
-  for (const Attempt& a : attempts) store.record(a);
-  return store.dir();
+  return kopt::test::make_run(d / "results", attempts, json{{"format_version", 1}, {"name", "t"}},
+                              json{{"name", "Fake GPU"}})
+      .dir();
 }
 
 TEST(InteropExport, MapsEveryVerdictAndLeavesOutWhatIsNoConfiguration) {
@@ -352,7 +337,7 @@ std::vector<std::string> drive(SearchProposer& p, size_t limit = 100) {
 }
 
 TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
-  for (const std::string& strategy : {"exhaustive", "random", "anneal", "genetic", "surrogate"}) {
+  for (const std::string& strategy : {"exhaustive", "random", "anneal", "genetic", "surrogate", "portfolio"}) {
     SCOPED_TRACE(strategy);
     SearchProposerOptions o = small_space(strategy);
     o.seeds = {seed({{"A", 8}, {"B", 2}}, "$.r[0]"),
@@ -429,22 +414,6 @@ TEST(InteropSeeds, TheBudgetCountsSeeds) {
 
 const std::string kSpec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran run(const TempDir& d, const std::string& cmd) {
-  static int n = 0;
-  const fsys::path out = d / ("out" + std::to_string(++n)), err = d / ("err" + std::to_string(n));
-  const int status = std::system((cmd + " >" + out.string() + " 2>" + err.string()).c_str());
-  Ran r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = kopt::fs::read_file(out);
-  r.err = kopt::fs::read_file(err);
-  return r;
-}
-
 std::string optimize(const TempDir& d, const std::string& results, const std::string& extra) {
   return std::string(KOPT_CLI) + " optimize --spec " + kSpec +
          " --arch sm_90 --top 1 --retime-rounds 1 --no-specialize --results-dir " +
@@ -467,17 +436,17 @@ std::vector<std::string> candidates(const fsys::path& run) {
 
 TEST(InteropCli, ExportThenWarmStartFromTheExport) {
   TempDir d;
-  Ran r = run(d, optimize(d, "first", "--strategy random --budget evals=4 --seed 11 --quiet"));
+  ShellRun r = run_shell(optimize(d, "first", "--strategy random --budget evals=4 --seed 11 --quiet"));
   ASSERT_EQ(r.code, 0) << r.err;
   const fsys::path first = d / "first" / "run-001";
 
   // To stdout, and to a file: the same document.
-  r = run(d, std::string(KOPT_CLI) + " export --format t4 " + first.string());
+  r = run_shell(std::string(KOPT_CLI) + " export --format t4 " + first.string());
   ASSERT_EQ(r.code, 0) << r.err;
   const json doc = json::parse(r.out);
   EXPECT_NE(r.err.find("kopt: exported 4 candidate(s)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("reference/initial/baseline attempt(s) (no configuration)"), std::string::npos) << r.err;
-  r = run(d, std::string(KOPT_CLI) + " export --format t4 --quiet " + first.string() + " -o " +
+  r = run_shell(std::string(KOPT_CLI) + " export --format t4 --quiet " + first.string() + " -o " +
                  (d / "t4.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
@@ -498,7 +467,7 @@ TEST(InteropCli, ExportThenWarmStartFromTheExport) {
   std::sort(by_time.begin(), by_time.end());
 
   // A new run from it: the four come first, fastest first, then the search's own.
-  r = run(d, optimize(d, "second", "--strategy random --budget evals=6 --seed 99 --warm-start " + (d / "t4.json").string()));
+  r = run_shell(optimize(d, "second", "--strategy random --budget evals=6 --seed 99 --warm-start " + (d / "t4.json").string()));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("kopt: --warm-start " + (d / "t4.json").string() +
                        " (T4 results, 4 entries): 4 of 4 configuration(s) are in the space and are evaluated first"),
@@ -516,7 +485,7 @@ TEST(InteropCli, ExportThenWarmStartFromTheExport) {
 
 TEST(InteropCli, WarmStartFromAKernelTunerCacheReportsWhatDoesNotFit) {
   TempDir d;
-  const Ran r = run(d, optimize(d, "results", "--strategy random --budget evals=3 --warm-start " + kData +
+  const ShellRun r = run_shell(optimize(d, "results", "--strategy random --budget evals=3 --warm-start " + kData +
                                                   "/transpose_kernel_tuner_cache.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("(Kernel Tuner cache of kernel 'transpose_tuned' on 'NVIDIA A100-SXM4-40GB', 6 entries): "
@@ -538,27 +507,27 @@ TEST(InteropCli, WarmStartFromAKernelTunerCacheReportsWhatDoesNotFit) {
 TEST(InteropCli, BadUseIsRefusedBeforeAnyWork) {
   TempDir d;
   const std::string kopt = KOPT_CLI;
-  Ran r = run(d, kopt + " export --format csv " + d.path().string());
+  ShellRun r = run_shell(kopt + " export --format csv " + d.path().string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("kopt.cli.010"), std::string::npos) << r.err;
-  r = run(d, kopt + " export " + d.path().string());
+  r = run_shell(kopt + " export " + d.path().string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--format"), std::string::npos) << r.err;
-  r = run(d, kopt + " export --format t4 " + d.path().string());
+  r = run_shell(kopt + " export --format t4 " + d.path().string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("kopt.run.901"), std::string::npos) << r.err;
 
   write(d / "bad.json", R"({"results": [{"configuration": {"TILE": 32}, "invalidity": "great"}]})");
-  r = run(d, optimize(d, "results", "--budget evals=3 --warm-start " + (d / "bad.json").string()));
+  r = run_shell(optimize(d, "results", "--budget evals=3 --warm-start " + (d / "bad.json").string()));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("[kopt.interop.002] " + (d / "bad.json").string() + ": $.results[0].invalidity: "),
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fsys::exists(d / "results" / "run-001"));
-  r = run(d, optimize(d, "results", "--budget evals=3 --warm-start " + (d / "nothere.json").string()));
+  r = run_shell(optimize(d, "results", "--budget evals=3 --warm-start " + (d / "nothere.json").string()));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--warm-start"), std::string::npos) << r.err;
-  r = run(d, optimize(d, "results", "--strategy agent --warm-start " + kData + "/kernel_tuner_style_t4.json"));
+  r = run_shell(optimize(d, "results", "--strategy agent --warm-start " + kData + "/kernel_tuner_style_t4.json"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("kopt.opt.006"), std::string::npos) << r.err;
 }

@@ -18,6 +18,7 @@
 #include "search/sampler.h"
 #include "search/space.h"
 #include "search/strategy.h"
+#include "support/expect_error.h"
 #include "util/error.h"
 
 namespace kopt::search {
@@ -32,18 +33,11 @@ std::vector<Expr> exprs(const std::vector<std::string>& texts) {
   return out;
 }
 
-/// Runs `f`, expects a SpecError with `id` whose what() contains every needle.
+/// Runs `f`, expects a SpecError with `id` whose what() contains every needle
+/// (kopt::test::expect_error).
 void expect_spec_error(const std::function<void()>& f, const std::string& id,
                        const std::vector<std::string>& needles = {}) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "expected error " << id;
+  kopt::test::expect_error(f, id, needles);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -142,7 +136,7 @@ TEST(SamplerTest, ProvesAHugeSpaceWithFewValidConfigurationsExhausted) {
   EXPECT_EQ(seen.size(), 5u);
   EXPECT_TRUE(sampler.exhausted());
   // Every sampling strategy ends there too: "space exhausted" without a count.
-  for (const std::string& name : {"random", "anneal", "genetic", "surrogate"}) {
+  for (const std::string& name : {"random", "anneal", "genetic", "surrogate", "portfolio"}) {
     auto s = make_strategy(name);
     s->initialize(space, 1);
     std::set<std::string> keys;
@@ -267,18 +261,18 @@ TEST(SamplerTest, EmptyHugeSpaceIsReportedQuicklyNamingTheConstraint) {
   expect_spec_error([&] { unknown.check_not_empty(); }, "kopt.space.701",
                     {"'COLS % P0 == 0'", "unknown name 'COLS'"});
   // Every strategy that samples reports it at initialize().
-  for (const std::string& name : {"random", "anneal", "genetic", "surrogate"})
+  for (const std::string& name : {"random", "anneal", "genetic", "surrogate", "portfolio"})
     expect_spec_error([&] { make_strategy(name)->initialize(two, 1); }, "kopt.space.701", {"'P0 + P1 > 100'"});
 }
 
 TEST(SamplerTest, ExhaustiveRefusesAHugeSpaceNamingItsSizeAndTheAlternatives) {
   const Space space = huge_space();
   expect_spec_error([&] { make_strategy("exhaustive")->initialize(space, 1); }, "kopt.space.702",
-                    {"'exhaustive'", std::to_string(space.cartesian_size()), "random, anneal, genetic, surrogate"});
-  EXPECT_EQ(default_strategy(std::nullopt, space.cartesian_size()), "surrogate");
-  EXPECT_EQ(default_strategy(uint64_t{10}, space.cartesian_size()), "surrogate");  // cannot be enumerated
+                    {"'exhaustive'", std::to_string(space.cartesian_size()), "random, anneal, genetic, surrogate, portfolio"});
+  EXPECT_EQ(default_strategy(std::nullopt, space.cartesian_size()), "portfolio");
+  EXPECT_EQ(default_strategy(uint64_t{10}, space.cartesian_size()), "portfolio");  // cannot be enumerated
   EXPECT_EQ(default_strategy(uint64_t{10}, 1000), "exhaustive");
-  EXPECT_EQ(default_strategy(uint64_t{65}, 1000), "surrogate");
+  EXPECT_EQ(default_strategy(uint64_t{65}, 1000), "portfolio");
 }
 
 // ---------------------------------------------------------------------------
@@ -325,7 +319,7 @@ double score_of(const search::Config& c) {
 
 TEST(SearchProposerTest, SamplingStrategiesSearchAHugeSpaceWithoutEnumerating) {
   const search::Space space = search::huge_space();
-  for (const std::string& strategy : {"random", "anneal", "genetic", "surrogate", ""}) {
+  for (const std::string& strategy : {"random", "anneal", "genetic", "surrogate", "portfolio", ""}) {
     SCOPED_TRACE(strategy.empty() ? "(default)" : strategy);
     SearchProposerOptions o;
     o.base.label = "template";
@@ -339,7 +333,7 @@ TEST(SearchProposerTest, SamplingStrategiesSearchAHugeSpaceWithoutEnumerating) {
     const auto t0 = std::chrono::steady_clock::now();
     p.prepare(space.constants());
     EXPECT_LT(search::seconds_since(t0), 3.0) << "prepare() must not enumerate";
-    EXPECT_EQ(p.name(), strategy.empty() ? "surrogate" : strategy);
+    EXPECT_EQ(p.name(), strategy.empty() ? "portfolio" : strategy);
     EXPECT_EQ(p.valid_configurations(), std::nullopt);  // too many to count
     EXPECT_TRUE(p.summary().at("valid_configurations").is_null());
 

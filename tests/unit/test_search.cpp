@@ -16,6 +16,7 @@
 
 #include "search/space.h"
 #include "search/strategy.h"
+#include "support/expect_error.h"
 #include "util/error.h"
 
 namespace kopt::search {
@@ -23,26 +24,12 @@ namespace {
 
 using spec::Expr;
 using spec::TuningParam;
+using kopt::test::expect_error;
 
 std::vector<Expr> exprs(const std::vector<std::string>& texts) {
   std::vector<Expr> out;
   for (const auto& t : texts) out.push_back(Expr::parse(t));
   return out;
-}
-
-/// Runs `f`, expects an Error with `id` whose what() contains every needle.
-template <typename E = Error>
-void expect_error(const std::function<void()>& f, const std::string& id,
-                  const std::vector<std::string>& needles = {}) {
-  try {
-    f();
-  } catch (const E& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "expected error " << id;
 }
 
 // ---------------------------------------------------------------------------
@@ -319,24 +306,24 @@ void expect_distinct_and_valid(const Trace& t, const Space& space, const std::st
   }
 }
 
-const std::vector<std::string> kSamplers = {"random", "anneal", "genetic", "surrogate"};
+const std::vector<std::string> kSamplers = {"random", "anneal", "genetic", "surrogate", "portfolio"};
 
 // ---------------------------------------------------------------------------
 // Strategies
 
 TEST(StrategyTest, NamesAndUnknownName) {
   EXPECT_EQ(strategy_names(),
-            (std::vector<std::string>{"exhaustive", "random", "anneal", "genetic", "surrogate"}));
+            (std::vector<std::string>{"exhaustive", "random", "anneal", "genetic", "surrogate", "portfolio"}));
   for (const std::string& n : strategy_names()) EXPECT_EQ(make_strategy(n)->name(), n);
   expect_error<UsageError>([] { make_strategy("hillclimb"); }, "kopt.search.801",
-                           {"'hillclimb'", "exhaustive, random, anneal, genetic, surrogate"});
+                           {"'hillclimb'", "exhaustive, random, anneal, genetic, surrogate, portfolio"});
 }
 
 TEST(StrategyTest, DefaultStrategy) {
   EXPECT_EQ(default_strategy(1), "exhaustive");
   EXPECT_EQ(default_strategy(64), "exhaustive");
-  EXPECT_EQ(default_strategy(65), "surrogate");
-  EXPECT_EQ(default_strategy(1'000'000), "surrogate");
+  EXPECT_EQ(default_strategy(65), "portfolio");
+  EXPECT_EQ(default_strategy(1'000'000), "portfolio");
   for (uint64_t n : {1ull, 100ull}) {
     const auto names = strategy_names();
     EXPECT_NE(std::find(names.begin(), names.end(), default_strategy(n)), names.end());
@@ -529,7 +516,8 @@ constexpr int kQualitySeeds = 8;
 
 TEST(StrategyTest, QualityWithinBudgetOnSyntheticObjectives) {
   const std::vector<QualityBound> bounds = {
-      {"random", 0.10, 0.30}, {"anneal", 0.03, 0.06}, {"genetic", 0.03, 0.06}, {"surrogate", 0.02, 0.04}};
+      {"random", 0.10, 0.30}, {"anneal", 0.03, 0.06}, {"genetic", 0.03, 0.06}, {"surrogate", 0.02, 0.04},
+      {"portfolio", 0.03, 0.06}};
   for (const Objective& obj : {bowl_objective(), constrained_objective()}) {
     const size_t valid = obj.space.enumerate_valid().size();
     const double best = obj.optimum();
@@ -555,10 +543,18 @@ TEST(StrategyTest, QualityWithinBudgetOnSyntheticObjectives) {
       EXPECT_LE(mean, b.mean_fraction * valid) << b.name << " on " << obj.name;
       EXPECT_LE(worst, cap) << b.name << " on " << obj.name;
     }
-    // The evidence behind default_strategy(): it needs the fewest evaluations.
+    // The default, a portfolio, pays for its robustness on these smooth
+    // single-basin objectives, where the surrogate alone is quickest (measured:
+    // portfolio 25.5 and 20.5 evaluations, surrogate 12.0 and 16.4): it must
+    // stay within 2.5x of the quickest and need a quarter of random
+    // sampling's evaluations at most. The landscapes where it is the better
+    // choice are the replayed ones (test_search_replay.cpp, docs/search.md).
     const std::string def = default_strategy(valid);
-    for (const auto& [name, mean] : means)
-      EXPECT_LE(means[def], mean) << def << " vs " << name << " on " << obj.name;
+    ASSERT_TRUE(means.count(def)) << def << " has no bound above";
+    double quickest = means[def];
+    for (const auto& [name, mean] : means) quickest = std::min(quickest, mean);
+    EXPECT_LE(means[def], 2.5 * quickest) << def << " on " << obj.name;
+    EXPECT_LE(means[def], 0.25 * means["random"]) << def << " on " << obj.name;
   }
 }
 

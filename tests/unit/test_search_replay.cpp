@@ -50,48 +50,13 @@ int seeds() {
   return 16;
 }
 
-const std::vector<std::string> kModelGuided = {"anneal", "genetic", "surrogate"};
-
-/// The spec's space as `kopt optimize` builds it (tune/, search/device_constants.cpp): its
-/// parameters and constraints, with the recorded device's constants; but only its part for the
-/// tiled kernel without split-K (KIND=0, SPLITK=1 where the spec has those parameters), each
-/// parameter's values narrowed to those that part uses. That is what the synthetic model describes
-/// and what the recorded sweep measured (the template gained KIND and SPLITK after it), and it keeps
-/// the replayed spaces small enough for the strategies' exact sampling.
-Space spec_space(const spec::Spec& s, const Record& r) {
-  const spec::Bindings constants = r.constants.empty() ? h200_constants() : r.constants;
-  std::vector<spec::TuningParam> params = s.tuning.params;
-  for (spec::TuningParam& p : params) {
-    if (p.name == "KIND") p.values = {0};
-    if (p.name == "SPLITK") p.values = {1};
-  }
-  std::vector<std::set<int64_t>> used(params.size());
-  const Space part(params, s.tuning.constraints, constants);
-  part.for_each_valid([&](const std::vector<size_t>& idx) {
-    for (size_t d = 0; d < idx.size(); ++d) used[d].insert(params[d].values[idx[d]]);
-  });
-  for (size_t d = 0; d < params.size(); ++d) {
-    std::vector<int64_t> kept;
-    for (int64_t v : params[d].values)
-      if (used[d].count(v)) kept.push_back(v);  // the spec's order
-    params[d].values = kept;
-  }
-  return Space(params, s.tuning.constraints, constants);
-}
-
-std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(const spec::Spec& s) {
-  std::vector<std::pair<std::string, std::array<int64_t, 3>>> out;
-  for (const spec::Case& c : s.cases)
-    if (c.role == spec::CaseRole::performance)
-      out.push_back({c.name, {c.sizes.at("M"), c.sizes.at("N"), c.sizes.at("K")}});
-  return out;
-}
+const std::vector<std::string> kModelGuided = {"anneal", "genetic", "surrogate", "portfolio"};
 
 /// The synthetic record, generated for the current spec and read back
 /// through the record parser (so that the format is exercised on every run).
 Record synthetic_record() {
   const spec::Spec s = spec::load_spec(kSgemmSpec);
-  const Space space = spec_space(s, Record{});
+  const Space space = sgemm_part_space(s, Record{});
   const Record generated = synthetic_sgemm_record(space, performance_cases(s), 2026);
   return parse_record(json::parse(dump_record(generated)), "synthetic");
 }
@@ -124,7 +89,8 @@ void report_and_check(const ReplayReport& rep) {
   // on landscapes where at most 1 in 20 configurations qualifies.
   if (rep.within * 20 >= rep.size) return;
   // Model-guided strategies beat uniform random sampling on average:
-  // "surrogate" and "genetic" (population-wide models) strictly. "anneal" is a
+  // "surrogate", "genetic" (population-wide models) and "portfolio" (the
+  // default, made of them) strictly. "anneal" is a
   // local walk: where the near-optimal configurations are many and scattered
   // over distant basins, random sampling lands on one about as soon as the
   // walk reaches its basin (on the synthetic model with noise seed 1 instead
@@ -247,7 +213,7 @@ TEST(SearchReplayTest, UnrecordedConfigurationsAreOutsideTheReplay) {
 TEST(SearchReplayTest, SyntheticSgemmSweep) {
   const Record r = synthetic_record();
   const spec::Spec s = spec::load_spec(kSgemmSpec);
-  const Space full = spec_space(s, r);
+  const Space full = sgemm_part_space(s, r);
   const ReplayReport rep = run_replay(full, r, strategy_names(), seeds(), 0.05, "synthetic");
   EXPECT_EQ(rep.unrecorded, 0u);
   EXPECT_EQ(rep.outside_space, 0u);
@@ -274,14 +240,14 @@ TEST(SearchReplayTest, RecordedSweeps) {
     SCOPED_TRACE(f.string());
     const Record r = load_record(f);
     const spec::Spec s = spec::load_spec(kSource / r.spec);
-    const ReplayReport rep = run_replay(spec_space(s, r), r, strategy_names(), seeds(), 0.05, f.stem().string());
+    const ReplayReport rep = run_replay(sgemm_part_space(s, r), r, strategy_names(), seeds(), 0.05, f.stem().string());
     // A record that mostly misses the spec's space is stale (the spec's
     // parameters changed since it was recorded): record it again.
     EXPECT_LE(rep.outside_space, rep.recorded / 10) << "stale record: re-run scripts/record_sweep.py";
     report_and_check(rep);
     // A stricter target (within 1% of the best), where fewer configurations
     // qualify and the strategies separate.
-    const ReplayReport strict = run_replay(spec_space(s, r), r, strategy_names(), seeds(), 0.01,
+    const ReplayReport strict = run_replay(sgemm_part_space(s, r), r, strategy_names(), seeds(), 0.01,
                                            f.stem().string() + "_1pct");
     report_and_check(strict);
   }

@@ -18,6 +18,7 @@
 #include "model/shape_classes.h"
 #include "run/fingerprint.h"
 #include "spec/spec.h"
+#include "support/files.h"
 #include "temp_dir.h"
 #include "util/fs.h"
 
@@ -26,6 +27,7 @@ namespace {
 namespace fsys = std::filesystem;
 using kopt::model::group_shape_classes;
 using kopt::model::ShapePoint;
+using kopt::test::read_json;
 using kopt::test::TempDir;
 using nlohmann::json;
 
@@ -112,11 +114,6 @@ std::string optimize(const TempDir& d, const std::string& extra) {
 int run(const std::string& cmd, const fsys::path& err) {
   const int status = std::system((cmd + " >/dev/null 2>" + err.string()).c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-json read_json(const fsys::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
 }
 
 std::set<std::string> timed_performance_cases(const json& attempt) {

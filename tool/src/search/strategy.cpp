@@ -15,7 +15,7 @@ struct Entry {
 constexpr Entry kStrategies[] = {
     {"exhaustive", detail::make_exhaustive}, {"random", detail::make_random},
     {"anneal", detail::make_anneal},         {"genetic", detail::make_genetic},
-    {"surrogate", detail::make_surrogate},
+    {"surrogate", detail::make_surrogate},   {"portfolio", detail::make_portfolio},
 };
 
 /// Spaces up to this many valid configurations are searched exhaustively.
@@ -38,17 +38,14 @@ std::vector<std::string> strategy_names() {
 }
 
 /// Small spaces: every configuration (64 evaluations cost little and leave
-/// no doubt). Larger ones: "surrogate", the quickest to come near the optimum
-/// in tests/unit/test_search.cpp (see strategy.h for the numbers' summary),
-/// and on the replayed SGEMM sweeps of tests/unit/test_search_replay.cpp
-/// (synthetic H200 model, 1744 configurations, 16 seeds: 24 evaluations on
-/// average to come within 5% of the best, against 183 for random sampling).
+/// no doubt). Larger ones: "portfolio", the most robust over the landscapes
+/// tried (strategy.h has the numbers' summary, docs/search.md the tables).
 std::string default_strategy(uint64_t valid_size) {
-  return valid_size <= kExhaustiveUpTo ? "exhaustive" : "surrogate";
+  return valid_size <= kExhaustiveUpTo ? "exhaustive" : "portfolio";
 }
 
 std::string default_strategy(std::optional<uint64_t> valid_size, uint64_t cartesian_size) {
-  if (!valid_size || cartesian_size > kEnumerationLimit) return "surrogate";
+  if (!valid_size || cartesian_size > kEnumerationLimit) return "portfolio";
   return default_strategy(*valid_size);
 }
 

@@ -50,21 +50,29 @@ class Strategy {
 /// Known names: "exhaustive", "random", "anneal" (simulated annealing over
 /// neighbours), "genetic" (tournament selection, uniform crossover, mutation),
 /// "surrogate" (a nearest-neighbour model over value indices picks the most
-/// promising of many random candidates, with epsilon exploration).
+/// promising of many random candidates, with epsilon exploration),
+/// "portfolio" (genetic, anneal, surrogate and random as members, a
+/// multi-armed bandit choosing which one proposes next, every member
+/// learning from every result; strategy_portfolio.cpp).
 /// Throws UsageError(kopt.search.801) for an unknown name, listing the known ones.
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 std::vector<std::string> strategy_names();
 /// The default strategy for a space of this (valid) size: "exhaustive" up to
-/// 64 valid configurations, else "surrogate". On the synthetic objectives of
-/// tests/unit/test_search.cpp (StrategyTest.DISABLED_Benchmark, 32 seeds) it
-/// needed the fewest evaluations to come within 5% and 1% of the optimum and
-/// to find the optimum itself, except on a steep bowl where annealing was
-/// about 10% quicker; it also copes best with constraints and failures.
+/// 64 valid configurations, else "portfolio". No single strategy is best on
+/// every landscape: replayed on public exhaustive sweeps, "surrogate" (the
+/// earlier default) was the quickest on GEMM spaces and slower than random
+/// sampling on convolution and point-in-polygon spaces. On 24 synthetic
+/// development spaces (tests/support/synthetic_spaces.h) and the two SGEMM
+/// records (20 seeds; docs/search.md, "The default portfolio") the portfolio
+/// needed as few evaluations as the surrogate in the geometric mean (48 and
+/// 106 to within 5% and 1%, the surrogate 47 and 103), was never more than
+/// 2.8x the best of its members in either measure (the surrogate up to 4x,
+/// genetic 7.6x, anneal 9.2x), and had the highest median methodology score.
 std::string default_strategy(uint64_t valid_size);
 /// The same for a space whose valid configurations may not have been counted
 /// (nullopt: too many to count): "exhaustive" only when at most 64 are valid
 /// and the cartesian size allows enumeration (kEnumerationLimit), else
-/// "surrogate".
+/// "portfolio".
 std::string default_strategy(std::optional<uint64_t> valid_size, uint64_t cartesian_size);
 
 /// Stop conditions compose: AnyOf stops when any member is fulfilled.

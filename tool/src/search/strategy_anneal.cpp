@@ -69,6 +69,16 @@ class Anneal final : public StrategyBase {
     temperature_ = std::max(kTMin, temperature_ * kCooling);
   }
 
+  /// Another strategy's result (in a portfolio): a better one becomes the
+  /// best to restart from (and the start, before any proposal); the walk and
+  /// its patience go on as they were.
+  void learn_foreign(const Point& p, bool ok, double v) override {
+    if (!ok || v >= best_value_) return;
+    best_ = p;
+    best_value_ = v;
+    if (!current_) set_current(p, v);
+  }
+
  private:
   /// Metropolis criterion against the current configuration.
   bool accept(double v) {

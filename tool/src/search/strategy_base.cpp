@@ -36,11 +36,23 @@ void StrategyBase::initialize(const Space& space, uint64_t seed) {
 }
 
 std::optional<Config> StrategyBase::next() {
+  std::optional<Point> p = next_point();
+  if (!p) return std::nullopt;
+  return to_config(*p);
+}
+
+std::optional<Point> StrategyBase::next_point() {
   std::optional<Point> p = propose();
   if (!p) return std::nullopt;
   assert(!seen(*p) && valid(*p));
   seen_.insert(*p);
-  return to_config(*p);
+  return p;
+}
+
+void StrategyBase::observe_point(const Point& p, bool ok, double log_score, bool own) {
+  seen_.insert(p);
+  if (own) learn(p, ok, log_score);
+  else learn_foreign(p, ok, log_score);
 }
 
 void StrategyBase::observe(const Observation& o) {

@@ -53,6 +53,14 @@ class StrategyBase : public Strategy {
   std::optional<Config> next() final;
   void observe(const Observation& o) final;
 
+  // For a strategy made of others (the portfolio), which drives its members
+  // on points: next() without the conversion; a point another member
+  // proposed (never to be proposed here); a result, `own` when this strategy
+  // proposed the point (else it reaches learn_foreign()).
+  std::optional<Point> next_point();
+  void claim(const Point& p) { seen_.insert(p); }
+  void observe_point(const Point& p, bool ok, double log_score, bool own);
+
  protected:
   /// Called by initialize() after the base state is reset.
   virtual void reset() {}
@@ -62,6 +70,9 @@ class StrategyBase : public Strategy {
   /// tiny positive value), 0 otherwise. An ok result with a non-finite score
   /// arrives as a failure.
   virtual void learn(const Point& p, bool ok, double log_score) = 0;
+  /// A result of a point that another strategy proposed (observe_point()
+  /// with own = false): learn() unless overridden.
+  virtual void learn_foreign(const Point& p, bool ok, double log_score) { learn(p, ok, log_score); }
   /// Whether initialize() should enumerate small spaces for sampling
   /// (exhaustive enumerates by itself).
   virtual bool samples() const { return true; }
@@ -126,5 +137,6 @@ std::unique_ptr<Strategy> make_random();
 std::unique_ptr<Strategy> make_anneal();
 std::unique_ptr<Strategy> make_genetic();
 std::unique_ptr<Strategy> make_surrogate();
+std::unique_ptr<Strategy> make_portfolio();
 
 }  // namespace kopt::search::detail

@@ -23,7 +23,7 @@ class Exhaustive final : public StrategyBase {
                       "the strategy 'exhaustive' cannot search this space: it has " +
                           (size == UINT64_MAX ? "more than " + std::to_string(size) : std::to_string(size)) +
                           " configurations, more than the " + std::to_string(kEnumerationLimit) +
-                          " it can enumerate; use a sampling strategy (random, anneal, genetic, surrogate), or "
+                          " it can enumerate; use a sampling strategy (random, anneal, genetic, surrogate, portfolio), or "
                           "give no --strategy (the default then samples)");
     space().for_each_valid(
         [&](const std::vector<size_t>& idx) { order_.emplace_back(idx.begin(), idx.end()); });

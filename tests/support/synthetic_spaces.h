@@ -1,0 +1,56 @@
+// Synthetic recorded spaces for developing and testing search strategies:
+// seeded models of GPU tuning landscapes, with the features that decide
+// whether a search strategy works on a real one. They are no measurements and
+// no substitute for one; they are what a strategy may be tuned on, so that the
+// recorded spaces it is then compared on stay unseen.
+//
+// Each family models a kind of kernel; its seed draws the device, the
+// problem and the model's coefficients, and so a different landscape:
+//
+//   "conv"    a 2D convolution (block_size_x/y, tile_size_x/y, read_only,
+//             use_padding): the best configurations lie at the edge of the
+//             shared-memory and register limits, beside configurations that
+//             fail to compile or launch (a quarter to a half of the space);
+//             non-power-of-two tiles may be several times slower than their
+//             neighbours (bank conflicts, unaligned loads), so neighbouring
+//             values can differ tenfold.
+//   "pnpoly"  a point-in-polygon test (block_size_x up to 1024, tile_size,
+//             three algorithm switches): the switches interact (one
+//             combination of 24 is fastest), block sizes form a sawtooth of
+//             occupancy and wave quantisation, large tiles in large blocks
+//             fail to launch.
+//   "dedisp"  a memory-bound dedispersion-like kernel (eight parameters,
+//             about 20,000 configurations): a broad plateau at the memory
+//             floor, reached in many ways, with a narrow best region.
+//   "random"  a generic landscape of 4-7 parameters of 2-16 values: smooth
+//             and categorical main effects, pairwise interactions, a resource
+//             limit whose edge holds the optimum, jagged values, scattered
+//             failures, sometimes a plateau.
+//
+// Every entry has an evaluation cost (compile time plus 32 timed runs, as
+// Kernel Tuner records), so the spaces are timed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/replay_space.h"
+
+namespace kopt::search::replay {
+
+/// The families, in the order above.
+std::vector<std::string> synthetic_families();
+
+/// The space of `family` with `seed` (label "<family>-<seed>"). Throws
+/// UsageError(kopt.replay.120) for an unknown family.
+RecordedSpace synthetic_space(const std::string& family, uint64_t seed);
+
+/// The development set: the spaces the default strategy was developed on
+/// ("conv-1" ... ; docs/search.md lists them with their measures).
+std::vector<std::pair<std::string, uint64_t>> development_spaces();
+/// Spaces of the same families with other seeds, never used for tuning, to
+/// check that what was learnt on the development set carries over.
+std::vector<std::pair<std::string, uint64_t>> holdout_spaces();
+
+}  // namespace kopt::search::replay
