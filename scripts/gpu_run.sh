@@ -276,7 +276,7 @@ if [[ " $STAGES " == *" capture "* ]]; then
   echo "-- 3. optimize_sgemm again: tunes on the captured shapes"
   cmake --build "$CX" --target optimize_sgemm >"$LOGS/capture.tune.log" 2>&1
   echo "optimize_sgemm exit $?"
-  grep -E "captured shape|kopt generate|kopt: best|evaluated" "$LOGS/capture.tune.log" | tail -6
+  grep -E "application shapes|kopt generate|kopt: best|evaluated" "$LOGS/capture.tune.log" | tail -6
   cp "$CX/kernel_optimizer/sgemm/sgemm.cases.json" "$LOGS/capture.cases.json" 2>/dev/null
   CRUN="$(ls -d "$CX"/kernel_optimizer/sgemm/runs/run-* 2>/dev/null | tail -1)"
   if [ -n "$CRUN" ]; then

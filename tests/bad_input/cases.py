@@ -214,6 +214,12 @@ def spec(name, mutate, first, exit=2, cmd=None, files=None, **kw):
     return Case("spec." + name, cmd or evaluate(), exit=exit, first=first, setup=setup, **kw)
 
 
+def per_case_define_in_constraint(doc, ctx):
+    """A define that depends on the case's size, named by a constraint."""
+    doc["defines"] = {"W": "N"}
+    doc["tuning"]["constraints"].append("BS <= W")
+
+
 def append_scalar(entry):
     def m(doc, ctx):
         doc["signature"].append(entry)
@@ -411,7 +417,21 @@ add(
     spec("entry_empty", setp(["initial", "entry"], ""), P("initial.entry")),
     spec("compile_options_string", setp(["initial", "compile_options"], "-O3"), P("initial.compile_options")),
     spec("defines_float", setp(["initial", "defines"], {"X": 1.5}), P("initial.defines.X")),
-    spec("define_is_param", setp(["initial", "defines"], {"BS": 64}), P("initial.defines")),
+    # The initial kernel may name a tuning parameter (its configuration); the template may not.
+    spec("define_is_param", setp(["template", "defines"], {"BS": 64}), P("template.defines.BS")),
+    spec("spec_define_is_param", setp(["defines"], {"BS": 64}), P("defines.BS")),
+    spec("spec_define_cycle", setp(["defines"], {"A": "B + 1", "B": "A"}), P("defines.A") + ".*cycle"),
+    spec("spec_define_unknown_name", setp(["defines"], {"A": "Q * 2"}), P("defines.A") + ".*'Q'"),
+    spec("spec_define_size_other_value", setp(["defines"], {"N": 4}), P("defines.N")),
+    spec("spec_define_in_constraint_per_case", per_case_define_in_constraint, P("tuning.constraints[1]") + ".*define 'W'"),
+    spec("constant_over_64k", append_scalar({"name": "c_table", "type": "float", "role": "constant", "count": "N * 8"}),
+         P("signature[3].count") + ".*65536"),
+    # A launch in a kernel's kopt: lines: its errors name the .cu file and line.
+    spec("annotation_grid_unknown_name", source("initial", "bad_grid.cu"), P("initial") + ".*bad_grid\\.cu:2: kopt:grid",
+         files={"bad_grid.cu": "// kopt:entry tiny_naive\n// kopt:grid ceil_div(N, TILE), 1, 1\n// kopt:block 64, 1, 1\n"
+                               "extern \"C\" __global__ void tiny_naive(const float* x, float* y, int N) {}\n"}),
+    spec("annotation_grid_syntax", source("initial", "bad_grid.cu"), "bad_grid\\.cu:2: kopt:grid",
+         files={"bad_grid.cu": "// kopt:entry tiny_naive\n// kopt:grid ceil_div(N, 64 +), 1, 1\n"}),
     spec("kernel_unknown_key", setp(["initial", "sources"], "x.cu"), P("initial.sources")),
     spec("baseline_kind_unknown", setp(["baseline"], {"kind": "mkl"}), P("baseline.kind")),
     spec("launch_grid_four", setp(["launch", "grid"], [1, 1, 1, 1]), P("launch.grid")),
@@ -1120,6 +1140,32 @@ def history_grew(ctx, res):
 
 add(rf("resume_without_spec", lambda ctx: None, None, cmd=resume(spec=None), exit=0, unchanged=False,
        check=history_grew, note="--resume RUN alone takes the spec from the run folder"))
+# A warm start whose configurations the run has already evaluated: the resumed
+# session tries none of them again and does not say it tries them first.
+def warm_start_of_recorded(ctx):
+    h = json.loads((ctx.run / "history.json").read_text())
+    configs = [a["params"] for a in h["attempts"] if a.get("kind") == "candidate" and a.get("params")]
+    results = [{"configuration": c, "invalidity": "correct",
+                "measurements": [{"name": "time", "value": 1.0 + i, "unit": "ms"}]} for i, c in enumerate(configs)]
+    ctx.write("w.json", json.dumps({"schema_version": "1.0.0", "results": results}))
+
+
+def recorded_seeds_not_again(ctx, res):
+    h = json.loads((ctx.run / "history.json").read_text())
+    keys = [json.dumps(a["params"], sort_keys=True) for a in h["attempts"]
+            if a.get("kind") == "candidate" and a.get("params")]
+    fails = ["a configuration evaluated twice: %s" % k for k in sorted(set(keys)) if keys.count(k) > 1]
+    if re.search(r"[1-9][0-9]* of [0-9]+ configuration\(s\) are in the space and are evaluated first", res.stderr_text):
+        fails.append("stderr says recorded configurations are evaluated first: %s" % short_text(res.stderr_text))
+    return fails
+
+
+add(rf("resume_warm_start_already_recorded", warm_start_of_recorded, None,
+       cmd=[a for a in resume("--warm-start", "{dir}/w.json") if a != "--quiet"], exit=0, unchanged=False,
+       stderr=r"w\.json \(T4 results, 3 entries\): 0 of 3 configuration\(s\) are in the space and are evaluated "
+              r"first(.|\n)*3 not used, already recorded in this run",
+       check=recorded_seeds_not_again,
+       note="a warm start the run has already evaluated: nothing is said to come first, nothing is evaluated twice"))
 add(rf("export_output_proc", lambda ctx: None, "--output /proc",
        cmd=[K, "export", "--format", "t4", "-o", "/proc/kopt-bad-input.json", "{run}"],
        note="refused before the export, not after it with a temporary file's name"))

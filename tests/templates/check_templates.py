@@ -30,6 +30,9 @@ out_of_bounds, ...). One of them, "control", replaces nothing and expects ok, so
 rejection is the kernel's fault and not the harness's. Exit 77 (skipped) when kopt finds no CUDA
 device.
 
+Every compile gets --compile-timeout 900: the check is whether a kernel compiles, and on a loaded
+machine the convolution's fully unrolled configurations take over the default minute.
+
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
 import argparse
@@ -38,6 +41,9 @@ import os
 import shutil
 import subprocess
 import sys
+
+# What a compile may take here (kopt's default is 60 s; see the docstring).
+COMPILE_TIMEOUT = ["--compile-timeout", "900"]
 
 VERDICTS = {"ok", "compile_error", "infeasible", "launch_error", "runtime_error", "timeout",
             "wrong_result", "out_of_bounds", "nondeterministic", "worker_crash"}
@@ -90,7 +96,8 @@ def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
 
     if "template" in spec:
         p = run([kopt, "optimize", "--spec", spec_path, "--arch", "sm_90", "--budget", "evals=%d" % evals,
-                 "--cache-dir", cache, "--results-dir", os.path.join(work_dir, "results"), "-q"], timeout=900)
+                 "--cache-dir", cache, "--results-dir", os.path.join(work_dir, "results"), "-q"] + COMPILE_TIMEOUT,
+                timeout=1800)
         if p.returncode != 77:
             failures.append("kopt optimize --arch sm_90: expected exit 77 (compile-only), got " + describe(p))
         else:
@@ -123,14 +130,15 @@ def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
                 f.write(text + open(src).read())
             src = src_copy
         argv = [kopt, "evaluate", "--spec", spec_path, "--kernel", src, "--entry", ref["entry"],
-                "--arch", "sm_90", "--cache-dir", cache, "-q"]
+                "--arch", "sm_90", "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT
         params = first_config(spec)
         if params:
             argv += ["--params", params]
         failures += check_evaluate_compiles(run(argv, timeout=600), "reference " + ref["source"])
 
     if "initial" in spec:
-        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"], timeout=600)
+        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT,
+                timeout=900)
         failures += check_evaluate_compiles(p, "initial " + spec["initial"]["source"])
 
     if planted_json and os.path.isfile(planted_json):
@@ -138,8 +146,8 @@ def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
             files = [f for f, _ in write_planted(spec, folder, planted_json, os.path.join(work_dir, "planted-" + name))]
         except ValueError as ex:
             return failures + [str(ex)]
-        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q",
-                 "--kernel"] + files, timeout=900)
+        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT +
+                ["--kernel"] + files, timeout=1800)
         failures += check_evaluate_compiles(p, "%d planted kernel(s) of tests/gpu/gallery/%s.json" % (len(files), name))
     return failures
 
@@ -207,7 +215,7 @@ def check_planted(kopt, name, folder, planted_json, work_dir):
     files = [f for f, _ in kernels]
     out = os.path.join(work_dir, name + "_planted.json")
     argv = [kopt, "evaluate", "--spec", spec_path, "--no-time", "--json", out,
-            "--cache-dir", os.path.join(work_dir, "cache"), "--kernel"] + files
+            "--cache-dir", os.path.join(work_dir, "cache")] + COMPILE_TIMEOUT + ["--kernel"] + files
     p = run(argv, timeout=1800)
     if p.returncode == 77:
         return True, []

@@ -1159,7 +1159,7 @@ TEST(AgentE2E, CredentialsInTheBaseUrlAreWrittenNowhere) {
   }
   // A run whose API calls fail: the error quotes the endpoint, without its credentials.
   {
-    FakeServer srv({});  // every call: HTTP 400
+    FakeServer srv(std::vector<json>{});  // every call: HTTP 400
     auto o = real_client_options(t, srv);
     o.agent.llm_base_url = secret_base_url(srv);
     o.quiet = false;
@@ -1184,7 +1184,7 @@ TEST(AgentE2E, CredentialsInTheBaseUrlAreWrittenNowhere) {
 // The same through the command line, with OPENAI_BASE_URL.
 TEST(AgentE2E, CredentialsInOpenAiBaseUrlAreNotPrintedByTheCli) {
   TempDir t;
-  FakeServer srv({});  // every call fails: the URL is quoted in the error
+  FakeServer srv(std::vector<json>{});  // every call fails: the URL is quoted in the error
   const std::string cmd = "cd " + t.path().string() + " && OPENAI_API_KEY=" + kSentinel + " OPENAI_BASE_URL='" +
                           secret_base_url(srv) + "' OPENAI_MODEL=fake-model KOPT_LLM_API=chat " + KOPT_CLI +
                           " optimize --spec " + kData + "vadd.json --strategy agent --arch sm_90 --max-iterations 2 " +

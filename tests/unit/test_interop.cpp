@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -354,6 +355,9 @@ TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
     SearchProposer p(std::move(o));
     p.prepare({});
     ASSERT_EQ(p.accepted_seeds().size(), 2u);
+    EXPECT_TRUE(notes.empty());  // said at the first proposal, once a resumed run's records are known
+
+    const std::vector<std::string> order = drive(p);
     ASSERT_EQ(notes.size(), 4u);
     EXPECT_EQ(notes[0],
               "--warm-start w.json: 2 of 8 configuration(s) are in the space and are evaluated first, then the " +
@@ -367,8 +371,6 @@ TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
     EXPECT_NE(notes[3].find("1 not used, recorded as failed (first: $.r[7]: CompilationFailedConfig)"),
               std::string::npos)
         << notes[3];
-
-    const std::vector<std::string> order = drive(p);
     ASSERT_GE(order.size(), 2u);
     EXPECT_EQ(order[0], "A=8,B=2");
     EXPECT_EQ(order[1], "A=2,B=4");
@@ -382,22 +384,58 @@ TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
   }
 }
 
-TEST(InteropSeeds, AResumedRunSkipsSeedsItRecorded) {
+/// Two seeds from a warm-start file, with the report's lines kept in `notes`.
+SearchProposerOptions two_seeds(std::vector<std::string>* notes) {
   SearchProposerOptions o = small_space("exhaustive");
   o.seeds = {seed({{"A", 8}, {"B", 2}}, "$.r[0]"), seed({{"A", 2}, {"B", 4}}, "$.r[1]")};
-  SearchProposer p(std::move(o));
-  p.prepare({});
+  o.seeds_from = "--warm-start w.json";
+  o.note = [notes](const std::string& l) { notes->push_back(l); };
+  return o;
+}
+
+/// An ok attempt of `params` that an earlier session of the run recorded.
+void observe_recorded(SearchProposer& p, int index, std::map<std::string, int64_t> params) {
   Attempt recorded;
-  recorded.index = 1;
-  recorded.params = {{"A", 8}, {"B", 2}};
+  recorded.index = index;
+  recorded.params = std::move(params);
   recorded.result.verdict = Verdict::ok;
   recorded.result.geomean_ms = 1.0;
   p.observe_recorded(recorded);
+}
+
+TEST(InteropSeeds, AResumedRunSkipsSeedsItRecorded) {
+  std::vector<std::string> notes;
+  SearchProposer p(two_seeds(&notes));
+  p.prepare({});
+  observe_recorded(p, 1, {{"A", 8}, {"B", 2}});
   const std::vector<std::string> order = drive(p);
   ASSERT_FALSE(order.empty());
   EXPECT_EQ(order[0], "A=2,B=4");
   EXPECT_EQ(order.size(), 10u);
   EXPECT_EQ(p.summary().at("warm_start").at("not_used").at("already recorded in this run").at("count"), 1);
+  // The report counts only the seed still to be evaluated as tried first.
+  EXPECT_EQ(p.summary().at("warm_start").at("tried_first"), 1);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0], "--warm-start w.json: 1 of 2 configuration(s) are in the space and are evaluated first, then "
+                      "the exhaustive search goes on");
+  EXPECT_EQ(notes[1], "--warm-start w.json: 1 not used, already recorded in this run (first: $.r[0]: a previous "
+                      "session of the run evaluated it)");
+}
+
+TEST(InteropSeeds, AResumedRunThatRecordedEverySeedSaysNoneComesFirst) {
+  std::vector<std::string> notes;
+  SearchProposer p(two_seeds(&notes));
+  p.prepare({});
+  observe_recorded(p, 1, {{"A", 2}, {"B", 4}});
+  observe_recorded(p, 2, {{"A", 8}, {"B", 2}});
+  const std::vector<std::string> order = drive(p);
+  EXPECT_EQ(order.size(), 9u);  // the 11 valid ones less the 2 recorded
+  EXPECT_EQ(std::count(order.begin(), order.end(), "A=8,B=2") + std::count(order.begin(), order.end(), "A=2,B=4"), 0);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes[0], "--warm-start w.json: 0 of 2 configuration(s) are in the space and are evaluated first, then "
+                      "the exhaustive search goes on");
+  EXPECT_EQ(p.summary().at("warm_start").at("tried_first"), 0);
+  EXPECT_EQ(p.summary().at("warm_start").at("not_used").at("already recorded in this run").at("count"), 2);
 }
 
 TEST(InteropSeeds, TheBudgetCountsSeeds) {

@@ -125,6 +125,22 @@ std::set<std::string> timed_performance_cases(const json& attempt) {
 
 const std::set<std::string> kAllPerf = {"8192x8192", "16384x1024", "1024x16384", "4096x4096"};
 
+// Without a GPU (--arch: candidates compiled only) nothing is searched, and
+// the run does not list the classes as if it searched them.
+TEST(ShapeClassesE2E, ACompileOnlyRunDoesNotSayItSearchesTheClasses) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  const int code = run(std::string(KOPT_CLI) + " optimize --spec " + kSpec + " --arch sm_90 --shape-classes 2" +
+                           " --budget evals=2 --results-dir " + (d.path() / "results").string() + " --cache-dir " +
+                           (d.path() / "cache").string(),
+                       err);
+  const std::string log = kopt::fs::read_file(err);
+  if (code == 0) GTEST_SKIP() << "a CUDA device is present; this covers a run without one";
+  ASSERT_EQ(code, 77) << log;
+  EXPECT_NE(log.find("checking and timing need a GPU"), std::string::npos) << log;
+  EXPECT_EQ(log.find("shape classes, searched in this order"), std::string::npos) << log;
+}
+
 TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
   TempDir d;
   const fsys::path err = d.path() / "err";

@@ -24,7 +24,10 @@ std::string describe_workload(const spec::Spec& s) {
   if (!s.description.empty()) o << "Description: " << s.description << "\n";
   o << "\nKernel parameters, in this order (buffers are device pointers):\n";
   for (const auto& p : s.signature) {
-    if (p.is_buffer)
+    if (p.is_buffer && p.role == spec::Role::constant)
+      o << "  (not a parameter) __constant__ " << spec::dtype_c_type(p.dtype) << " " << p.name << "[...]  // filled "
+        << "before every launch, " << p.count.text() << " elements\n";
+    else if (p.is_buffer)
       o << "  " << (p.role == spec::Role::input ? "const " : "") << spec::dtype_c_type(p.dtype) << "* " << p.name << "  // "
         << spec::role_name(p.role) << ", " << p.count.text() << " elements\n";
     else

@@ -171,6 +171,7 @@ App::App() {
   commands_.push_back(make_export_command());
   commands_.push_back(make_report_command());
   commands_.push_back(make_worker_command());
+  commands_.push_back(make_compile_worker_command());
 }
 
 int App::run(int argc, char** argv) {

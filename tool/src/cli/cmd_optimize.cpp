@@ -143,6 +143,7 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "NVRTC threads (default: hardware threads - 1); more than 4x the hardware threads is lowered to "
                  "that, with a warning")
       ->check(check::whole(1, 1000000));
+  env_.add_compile_timeout(sub);
   env_.add_cache_dir(sub);
   env_.add_quiet(sub);
 }
@@ -268,6 +269,8 @@ int OptimizeCommand::run() {
   o_.arch = env_.arch;
   o_.quiet = env_.quiet;
   o_.cache_dir = env_.cache_path();
+  o_.compile_timeout_s = env_.compile_timeout_s;
+  o_.compile_argv = env_.compile_argv();
   o_.workers = env_.worker_plan(worker_command_, devices_, launcher_, device_opt_->count() > 0);
   if (o_.spec.empty() && o_.description.empty() && o_.resume.empty())
     throw UsageError("kopt.cli.006",

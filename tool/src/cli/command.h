@@ -45,5 +45,6 @@ std::unique_ptr<Command> make_bench_command();     // cmd_bench.cpp
 std::unique_ptr<Command> make_export_command();    // cmd_export.cpp
 std::unique_ptr<Command> make_report_command();    // cmd_report.cpp
 std::unique_ptr<Command> make_worker_command();    // cmd_worker.cpp
+std::unique_ptr<Command> make_compile_worker_command();  // cmd_worker.cpp
 
 }  // namespace kopt::cli

@@ -12,26 +12,16 @@
 namespace kopt::eval {
 namespace {
 
-/// The first line of a compile log that says "error" (else its first line),
-/// clipped: an exception's message is one line.
-std::string first_error_line(const std::string& log) {
-  std::string first;
-  size_t start = 0;
-  while (start < log.size()) {
-    const size_t end = std::min(log.find('\n', start), log.size());
-    const std::string line = log.substr(start, end - start);
-    if (first.empty() && line.find_first_not_of(" \t\r") != std::string::npos) first = line;
-    if (line.find("error") != std::string::npos) return clip(line, 300);
-    start = end + 1;
-  }
-  return first.empty() ? "no log" : clip(first, 300);
-}
+using cuda::first_error_line;
 
 }  // namespace
 
 Evaluator::Evaluator(const spec::Spec& spec, EvaluatorOptions options)
     : spec_(spec), opt_(std::move(options)) {
-  compiler_ = std::make_unique<cuda::Compiler>(opt_.cache_dir);
+  cuda::CompilerOptions co;
+  co.helper_argv = opt_.compile_argv;
+  co.timeout_s = opt_.compile_timeout_s;
+  compiler_ = std::make_unique<cuda::Compiler>(opt_.cache_dir, co);
   SupervisorOptions so;
   so.worker_argv = opt_.worker_argv;
   so.worker_env = opt_.worker_env;
@@ -75,11 +65,26 @@ std::string Evaluator::arch() {
 
 spec::Launch Evaluator::launch_for(const Candidate& c) const {
   if (c.launch) return *c.launch;
-  if (spec_.initial && spec_.initial->launch) return *spec_.initial->launch;
+  if (spec_.initial) return spec::kernel_launch(spec_, *spec_.initial);
   return spec_.launch;
 }
 
-cuda::CompileResult Evaluator::compile(const Candidate& c) {
+std::vector<const spec::Case*> Evaluator::cases_for(const Candidate& cand) const {
+  std::vector<const spec::Case*> out;
+  for (const spec::Case& c : spec_.cases) {
+    if (!opt_.only_cases.empty() &&
+        std::find(opt_.only_cases.begin(), opt_.only_cases.end(), c.name) == opt_.only_cases.end())
+      continue;
+    if (c.role == spec::CaseRole::performance && !cand.performance_cases.empty() &&
+        std::find(cand.performance_cases.begin(), cand.performance_cases.end(), c.name) ==
+            cand.performance_cases.end())
+      continue;
+    out.push_back(&c);
+  }
+  return out;
+}
+
+cuda::CompileRequest Evaluator::request_for(const Candidate& c, const std::map<std::string, int64_t>& case_defines) {
   cuda::CompileRequest r;
   r.source = c.source;
   r.source_name = c.source_name;
@@ -90,17 +95,101 @@ cuda::CompileResult Evaluator::compile(const Candidate& c) {
   r.arch = arch_.empty() ? arch() : arch_;
   r.options = spec_.tuning.compile_options;
   r.options.insert(r.options.end(), c.options.begin(), c.options.end());
-  r.defines = c.params;
-  cuda::CompileResult out = compiler_->compile(r);
+  r.defines = case_defines;  // the spec's defines; a candidate's own parameters come after them
+  for (const auto& [name, v] : c.params) r.defines[name] = v;
+  for (const spec::Param& p : spec_.signature)
+    if (p.is_buffer && p.role == spec::Role::constant) r.symbols.push_back(p.name);
+  return r;
+}
+
+namespace {
+
+/// "case 'x' (W=4096, H=17)": which compile of a candidate a message is about.
+std::string case_note(const spec::Case& c) {
+  std::string values;
+  for (const auto& [k, v] : c.defines) values += (values.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  return "case '" + c.name + "'" + (values.empty() ? "" : " (" + values + ")");
+}
+
+/// Refuses a compile result (ok=false) with a reason the tool found.
+void refuse(cuda::CompileResult& out, const char* error_name, const std::string& why) {
+  out.ok = false;
+  out.error_name = error_name;
+  out.detail = why;
+  out.log = why + (out.log.empty() ? "" : "\n" + out.log);
+}
+
+}  // namespace
+
+cuda::CompileResult Evaluator::compile_for(const Candidate& c, const std::vector<const spec::Case*>& cases) {
+  const std::map<std::string, int64_t> defines =
+      cases.empty() ? spec_.constant_defines() : cases.front()->defines;
+  cuda::CompileResult out = compiler_->compile(request_for(c, defines));
+  if (!out.ok) return out;
   // The parameters against the signature, from the PTX (no GPU needed).
-  if (out.ok && out.param_sizes)
+  if (out.param_sizes)
     if (std::optional<std::string> why = param_mismatch(expected_params(spec_.signature), *out.param_sizes)) {
-      out.ok = false;
-      out.error_name = kParamMismatch;
-      out.detail = *why;
-      out.log = *why + (out.log.empty() ? "" : "\n" + out.log);
+      refuse(out, kParamMismatch, *why);
+      return out;
     }
+  // Each constant must fit its __constant__ symbol in every case.
+  for (const spec::Param& p : spec_.signature) {
+    if (!p.is_buffer || p.role != spec::Role::constant) continue;
+    const auto sym = out.symbols.find(p.name);
+    if (sym == out.symbols.end() || !sym->second.bytes) continue;  // the worker checks it on the GPU
+    for (const spec::Case* k : cases) {
+      const int64_t need = p.count.eval(spec::bindings_for(*k, c.params)) * static_cast<int64_t>(spec::dtype_size(p.dtype));
+      if (need > static_cast<int64_t>(*sym->second.bytes)) {
+        refuse(out, "KOPT_CONSTANT_MISMATCH",
+               "the constant '" + p.name + "' needs " + std::to_string(need) + " bytes for case '" + k->name +
+                   "', but the kernel's __constant__ " + p.name + " holds " + std::to_string(*sym->second.bytes));
+        return out;
+      }
+    }
+  }
   return out;
+}
+
+cuda::CompileResult Evaluator::compile(const Candidate& c) {
+  const std::vector<const spec::Case*> cases = cases_for(c);
+  if (!spec_.has_case_defines() || cases.size() <= 1) return compile_for(c, cases);
+  // One compile per distinct set of case defines, in case order.
+  std::vector<std::pair<std::map<std::string, int64_t>, std::vector<const spec::Case*>>> groups;
+  for (const spec::Case* k : cases) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == k->defines; });
+    if (g == groups.end()) groups.push_back({k->defines, {k}});
+    else g->second.push_back(k);
+  }
+  std::optional<cuda::CompileResult> first;
+  double ms = 0;
+  bool all_hits = true;
+  for (const auto& [defines, members] : groups) {
+    cuda::CompileResult r = compile_for(c, members);
+    ms += r.compile_ms;
+    all_hits = all_hits && r.cache_hit;
+    if (!r.ok) {
+      const std::string head = "compiled for " + case_note(*members.front());
+      r.log = "[" + head + "]\n" + r.log;
+      if (!r.detail.empty()) r.detail = head + ": " + r.detail;
+      r.compile_ms = ms;
+      return r;
+    }
+    if (!first) first = std::move(r);
+  }
+  first->compile_ms = ms;
+  first->cache_hit = all_hits;
+  return *first;
+}
+
+KernelRef Evaluator::kernel_ref(const cuda::CompileResult& r, const std::string& cubin, const std::string& entry,
+                                const std::string& label) const {
+  KernelRef k;
+  k.kind = KernelRef::Kind::cubin;
+  k.cubin_path = cubin;
+  k.entry = r.lowered_entry.empty() ? entry : r.lowered_entry;
+  k.label = label;
+  for (const auto& [name, sym] : r.symbols) k.symbols[name] = sym.lowered;
+  return k;
 }
 
 Candidate Evaluator::reference_candidate() const {
@@ -110,20 +199,32 @@ Candidate Evaluator::reference_candidate() const {
   c.source = fs::read_file(k.source, "kernel source", fs::kSourceMaxBytes);
   c.source_name = k.source.filename().string();
   c.entry = k.entry;
-  c.launch = k.launch ? *k.launch : spec_.launch;
+  c.launch = spec::kernel_launch(spec_, k);
   c.options = k.compile_options;
   c.params = k.defines;
   return c;
+}
+
+const KernelRef& Evaluator::reference_for(const spec::Case& kase) {
+  if (auto it = reference_kernels_.find(kase.defines); it != reference_kernels_.end()) return it->second;
+  Candidate rc = reference_candidate();
+  cuda::CompileResult r = compile_for(rc, {&kase});
+  if (!r.ok)
+    throw SpecError("kopt.eval.602", spec_.reference.kernel.source.string() + ": the reference kernel does not compile" +
+                                         (spec_.has_case_defines() ? " for " + case_note(kase) : std::string()) +
+                                         " (" + r.error_name + "): " + first_error_line(r.log) +
+                                         " (the whole log: kopt evaluate --kernel " +
+                                         spec_.reference.kernel.source.filename().string() + " --entry " + rc.entry +
+                                         ")");
+  KernelRef ref = kernel_ref(r, cuda::store_cubin(opt_.cache_dir, r).string(), rc.entry, "reference");
+  return reference_kernels_.emplace(kase.defines, std::move(ref)).first->second;
 }
 
 EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileResult& compiled,
                                      const std::string& candidate_cubin) {
   EvalRequest rq;
   rq.id = next_id_++;
-  rq.candidate.kind = KernelRef::Kind::cubin;
-  rq.candidate.cubin_path = candidate_cubin;
-  rq.candidate.entry = compiled.lowered_entry.empty() ? cand.entry : compiled.lowered_entry;
-  rq.candidate.label = cand.label;
+  rq.candidate = kernel_ref(compiled, candidate_cubin, cand.entry, cand.label);
   rq.timing = spec_.timing;
   rq.checks = spec_.checks;
   rq.seed = spec_.seed;
@@ -142,36 +243,17 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
       rq.reference.label = "cuBLAS sgemm";
       break;
     case spec::Reference::Kind::kernel: {
-      if (!reference_cubin_) {
-        Candidate rc = reference_candidate();
-        cuda::CompileResult r = compile(rc);
-        if (!r.ok)
-          throw SpecError("kopt.eval.602", spec_.reference.kernel.source.string() + ": the reference kernel does not compile (" +
-                                               r.error_name + "): " + first_error_line(r.log) +
-                                               " (the whole log: kopt evaluate --kernel " +
-                                               spec_.reference.kernel.source.filename().string() + " --entry " + rc.entry +
-                                               ")");
-        reference_cubin_ = {cuda::store_cubin(opt_.cache_dir, r).string(),
-                            r.lowered_entry.empty() ? rc.entry : r.lowered_entry};
-      }
       rq.reference.kind = KernelRef::Kind::cubin;
-      rq.reference.cubin_path = reference_cubin_->first;
-      rq.reference.entry = reference_cubin_->second;
       rq.reference.label = "reference";
-      ref_launch = spec_.reference.kernel.launch ? *spec_.reference.kernel.launch : spec_.launch;
+      ref_launch = spec::kernel_launch(spec_, spec_.reference.kernel);
       break;
     }
   }
 
   const spec::Launch launch = launch_for(cand);
-  for (const spec::Case& c : spec_.cases) {
-    if (!opt_.only_cases.empty() &&
-        std::find(opt_.only_cases.begin(), opt_.only_cases.end(), c.name) == opt_.only_cases.end())
-      continue;
-    if (c.role == spec::CaseRole::performance && !cand.performance_cases.empty() &&
-        std::find(cand.performance_cases.begin(), cand.performance_cases.end(), c.name) ==
-            cand.performance_cases.end())
-      continue;
+  const bool per_case = spec_.has_case_defines();
+  for (const spec::Case* kase : cases_for(cand)) {
+    const spec::Case& c = *kase;
     CaseSpec cs;
     cs.name = c.name;
     cs.role = c.role;
@@ -196,10 +278,24 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
         a.int_value = p.value.eval(b);
         a.float_value = static_cast<double>(a.int_value);
       }
-      cs.args.push_back(a);
+      (p.is_buffer && p.role == spec::Role::constant ? cs.constants : cs.args).push_back(a);
     }
     cs.launch = resolve_launch(launch, c, cand.params);
     if (ref_launch) cs.reference_launch = resolve_launch(*ref_launch, c, spec_.reference.kernel.defines);
+    if (spec_.reference.kind == spec::Reference::Kind::kernel) {
+      const KernelRef& ref = reference_for(c);
+      if (rq.reference.cubin_path.empty()) rq.reference = ref;
+      else if (ref.cubin_path != rq.reference.cubin_path) cs.reference_kernel = ref;
+    }
+    if (per_case && cand.source.size() && !candidate_cubin.empty()) {
+      // This case's own compile of the candidate (a cache hit: compile() made it).
+      cuda::CompileResult own = compile_for(cand, {&c});
+      if (!own.ok)
+        throw SpecError("kopt.eval.605", cand.label + " does not compile for " + case_note(c) + " (" +
+                                             own.error_name + "): " + first_error_line(own.log));
+      if (own.key != compiled.key)
+        cs.kernel = kernel_ref(own, cuda::store_cubin(opt_.cache_dir, own).string(), cand.entry, cand.label);
+    }
     cs.tolerance = spec_.tolerance;
     if (rq.reference_is_golden) {
       for (const auto& [out, path] : spec_.reference.npy) {
@@ -237,7 +333,9 @@ void Evaluator::start(const Candidate& cand, const cuda::CompileResult& compiled
     Result res;
     res.verdict = Verdict::compile_error;
     res.error_name = compiled.error_name;
-    res.detail = compiled.detail.empty() ? "compilation failed (" + compiled.error_name + ")" : compiled.detail;
+    res.detail = compiled.detail.empty()
+                     ? "compilation failed (" + compiled.error_name + "): " + first_error_line(compiled.log)
+                     : compiled.detail;
     st.done = std::move(res);
     started_ = std::move(st);
     return;

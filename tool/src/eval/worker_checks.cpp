@@ -21,6 +21,7 @@ void Worker::checked_launch(const EvalRequest& rq, Kernel& k, const CaseSpec& c,
                             const HostInputs& in, const ReferenceData& ref, const std::string& when,
                             const std::map<size_t, CUdeviceptr>& run1, bool error_stats) {
   prepare(c, s);
+  fill_constants(k, c, in, true);
   poison_shared();
   CUresult r = launch(k, c, c.launch, pointers(s), rq.gemm);
   if (r != CUDA_SUCCESS) throw failure_from(r, "case " + c.name + " (" + when + ")");

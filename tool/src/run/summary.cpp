@@ -172,6 +172,15 @@ TunerStats tuner_stats(const JsonAt& t) {
       if (auto v = d.find("dropped")) dev.dropped = v->string();
       s.devices.push_back(std::move(dev));
     }
+  if (auto f = t.find("filtered_before_compile")) {
+    f->expect_object();
+    TunerStats::Filtered x;
+    x.configurations = f->at("configurations").integer(0);
+    x.space = f->at("space").integer(0);
+    const JsonAt limits = f->at("limits");
+    for (size_t i = 0; i < limits.size(); ++i) x.limits.push_back(limits.at(i).string());
+    s.filtered_before_compile = std::move(x);
+  }
   return s;
 }
 
@@ -187,7 +196,7 @@ json tuner_stats_json(const TunerStats& s) {
     if (!d.dropped.empty()) j["dropped"] = d.dropped;
     devices.push_back(std::move(j));
   }
-  return {{"candidates_per_minute", s.candidates_per_minute},
+  json j = {{"candidates_per_minute", s.candidates_per_minute},
           {"gpu_measured_fraction", s.gpu_measured_fraction},
           {"compile_ms_median", s.compile_ms_median},
           {"compile_cache_hit_rate", s.compile_cache_hit_rate},
@@ -200,6 +209,9 @@ json tuner_stats_json(const TunerStats& s) {
           {"host_gap_ms", s.host_gap_ms},
           {"worker_other_ms", s.worker_other_ms},
           {"devices", std::move(devices)}};
+  if (const auto& f = s.filtered_before_compile)
+    j["filtered_before_compile"] = {{"configurations", f->configurations}, {"space", f->space}, {"limits", f->limits}};
+  return j;
 }
 
 ShapeClassSummary shape_class_summary(const JsonAt& c) {

@@ -161,6 +161,16 @@ struct TunerStats {
     std::string uuid, dropped;  // empty: unknown / not dropped (left out of the file)
   };
   std::vector<Device> devices;
+  /// "filtered_before_compile": configurations of the template's space left
+  /// out before anything was compiled, over the device's limits, apart from
+  /// the evaluations (search/device_constants.h); absent without a
+  /// device-limit constraint.
+  struct Filtered {
+    int64_t configurations = 0;       // left out
+    int64_t space = 0;                // the configurations that remain
+    std::vector<std::string> limits;  // the constraints that left them out, as text
+  };
+  std::optional<Filtered> filtered_before_compile;
 };
 
 /// summary.json "time_split": where the run's wall time went, in minutes.

@@ -26,6 +26,7 @@ json launch_json(const Launch& l) {
   j["grid"] = json::array({expr_json(l.grid[0]), expr_json(l.grid[1]), expr_json(l.grid[2])});
   j["block"] = json::array({expr_json(l.block[0]), expr_json(l.block[1]), expr_json(l.block[2])});
   j["shared_bytes"] = expr_json(l.shared_bytes);
+  if (!l.static_shared_bytes.empty()) j["static_shared_bytes"] = expr_json(l.static_shared_bytes);
   if (!l.block_work.empty()) j["block_work"] = expr_json(l.block_work);
   if (!l.traffic_bytes.empty()) j["traffic_bytes"] = expr_json(l.traffic_bytes);
   return j;
@@ -149,6 +150,11 @@ json to_json(const Spec& s) {
                  {"launch_timeout_ms", s.timing.launch_timeout_ms}};
   j["checks"] = {{"trials", s.checks.trials}, {"repeats", s.checks.repeats}};
   j["tuning"] = tuning_json(s.tuning);
+  // Written only when given, so that the fingerprint of a spec without them stays the same.
+  if (!s.defines.empty()) {
+    j["defines"] = json::object();
+    for (const auto& [n, e] : s.defines) j["defines"][n] = expr_json(e);
+  }
   return j;
 }
 
@@ -177,14 +183,15 @@ bool operator==(const Param& a, const Param& b) {
 
 bool operator==(const Case& a, const Case& b) {
   return a.name == b.name && a.sizes == b.sizes && a.role == b.role &&
-         a.input_overrides == b.input_overrides && a.weight == b.weight;
+         a.input_overrides == b.input_overrides && a.weight == b.weight && a.defines == b.defines;
 }
 
 bool operator==(const Launch& a, const Launch& b) {
   for (int i = 0; i < 3; ++i) {
     if (a.grid[i] != b.grid[i] || a.block[i] != b.block[i]) return false;
   }
-  return a.shared_bytes == b.shared_bytes && a.block_work == b.block_work && a.traffic_bytes == b.traffic_bytes;
+  return a.shared_bytes == b.shared_bytes && a.static_shared_bytes == b.static_shared_bytes &&
+         a.block_work == b.block_work && a.traffic_bytes == b.traffic_bytes;
 }
 
 bool operator==(const KernelSource& a, const KernelSource& b) {
@@ -239,7 +246,7 @@ bool operator==(const Spec& a, const Spec& b) {
          a.template_kernel == b.template_kernel && a.cublas_baseline == b.cublas_baseline &&
          a.launch == b.launch &&
          a.tolerance == b.tolerance && a.timing == b.timing && a.checks == b.checks &&
-         a.tuning == b.tuning;
+         a.tuning == b.tuning && a.defines == b.defines;
 }
 
 }  // namespace kopt::spec

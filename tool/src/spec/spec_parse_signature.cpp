@@ -125,7 +125,8 @@ void parse_buffer(const Ctx& ctx, const json& j, const std::string& path, Param&
   p.role = parse_enum(ctx, need(ctx, j, "role", path), child(path, "role"), "kopt.spec.109",
                       "buffer role",
                       std::vector<std::pair<std::string, Role>>{
-                          {"input", Role::input}, {"output", Role::output}, {"inout", Role::inout}});
+                          {"input", Role::input}, {"output", Role::output}, {"inout", Role::inout},
+                          {"constant", Role::constant}});
   p.count = get_expr(ctx, need(ctx, j, "count", path), child(path, "count"));
   p.generator = default_generator(p.dtype);
   if (const json* init = opt(j, "init")) {
@@ -134,6 +135,17 @@ void parse_buffer(const Ctx& ctx, const json& j, const std::string& path, Param&
                "an output buffer has no initial contents; use role 'inout' to initialize it");
     }
     p.generator = parse_generator(ctx, *init, child(path, "init"));
+  }
+}
+
+/// "a::b::c" (an optional leading "::"): identifiers joined by "::".
+bool is_qualified_name(const std::string& name) {
+  size_t at = name.rfind("::", 0) == 0 ? 2 : 0;
+  while (true) {
+    const size_t next = name.find("::", at);
+    if (!is_identifier(name.substr(at, next == std::string::npos ? std::string::npos : next - at))) return false;
+    if (next == std::string::npos) return true;
+    at = next + 2;
   }
 }
 
@@ -166,7 +178,10 @@ std::vector<Param> parse_signature(const Ctx& ctx, const json& j, const std::str
     expect_object(ctx, e, p);
     Param param;
     param.name = get_string(ctx, need(ctx, e, "name", p), child(p, "name"));
-    check_identifier(ctx, param.name, child(p, "name"), "parameter name");
+    // A constant names a C++ variable, which may be qualified ("ns::table").
+    const bool qualified_constant = param.name.find("::") != std::string::npos && e.contains("role") &&
+                                    e["role"] == "constant" && is_qualified_name(param.name);
+    if (!qualified_constant) check_identifier(ctx, param.name, child(p, "name"), "parameter name");
     if (!seen.insert(param.name).second) {
       ctx.fail("kopt.spec.107", child(p, "name"), "duplicate parameter name '" + param.name + "'");
     }

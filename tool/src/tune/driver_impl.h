@@ -48,6 +48,9 @@ struct PipelineStats {
   std::vector<double> compile_ms;    // compiles that missed the cache
   int cache_hits = 0, compiles = 0, compiles_ready = 0;
   int withdrawn = 0;  // compiled, then withdrawn by the proposer before the GPU (Proposer::before_start)
+  /// Configurations left out before compiling, over the device's limits
+  /// (filtered_before_compile in proposers.h); nullopt when none could be.
+  std::optional<run::TunerStats::Filtered> filtered;
   double compile_wait_ms = 0;
   double check_ms = 0, timing_ms = 0;  // worker wall time checking / in the timed loops
   double host_gap_ms = 0, worker_other_ms = 0;
