@@ -213,6 +213,9 @@ if [[ " $STAGES " == *" example "* ]]; then
   mkdir -p "$LOGS/gen-example" && cp "$EX"/kernel_optimizer/sgemm/sgemm.cu "$EX"/kernel_optimizer/sgemm/sgemm_launch.h \
     "$LOGS/gen-example/" 2>/dev/null
   cp "$EX"/kernel_optimizer/sgemm/runs/run-*/summary.json "$LOGS/example.summary.json" 2>/dev/null
+  # The whole run folder (for kopt report and scripts/example_report.sh on a machine without a GPU).
+  tar -C "$EX"/kernel_optimizer/sgemm/runs -czf "$LOGS/example-run.tgz" . 2>/dev/null
+  grep -E "wall time|compiles|time split" "$LOGS/example.tune.log" | tail -4
   echo "-- a second build of optimize_sgemm with nothing changed (must not tune again)"
   cmake --build "$EX" --target optimize_sgemm >"$LOGS/example.retune.log" 2>&1
   echo "exit $?"; grep -cE "kopt generate|kopt: " "$LOGS/example.retune.log" | sed 's/^/kopt lines: /'; tail -2 "$LOGS/example.retune.log"
