@@ -1171,6 +1171,40 @@ add(rf("export_output_proc", lambda ctx: None, "--output /proc",
        note="refused before the export, not after it with a temporary file's name"))
 
 
+# kopt report: a run folder copied from elsewhere, missing or damaged. The
+# records' readers name the folder or the file (and the attempt); a damaged
+# summary.json is a warning naming its JSON path, and the report is made.
+def report(*extra):
+    return [K, "report", "{run}"] + list(extra)
+
+
+def report_made(ctx, res):
+    return [] if (ctx.run / "report.html").is_file() else ["exit 0 but no report.html in the run folder"]
+
+
+add(
+    Case("runfolder.report_missing_folder", [K, "report", "{dir}/no-such-run"], first="no-such-run.*does not exist"),
+    Case("runfolder.report_not_a_run_folder", [K, "report", "{dir}"], first="not a run folder.*run\\.json"),
+    rf("report_history_garbage", w("history.json", "{ garbage"), HIST, cmd=report()),
+    rf("report_history_index_string", edit_json("history.json", lambda d: d["attempts"][1].update(index="2")),
+       HIST + ".*attempts\\[1\\]", cmd=report()),
+    rf("report_history_missing", rep("history.json", "missing"), HIST, cmd=report()),
+    rf("report_run_json_missing", rep("run.json", "missing"), "run\\.json|run-001", cmd=report()),
+    rf("report_spec_json_edited", edit_json("spec.json", lambda d: d.update(description="edited")), "spec\\.json",
+       cmd=report()),
+    rf("report_summary_final_best_string", edit_json("summary.json", lambda d: d.update(final_best="x")),
+       "warning.*summary\\.json.*final_best", cmd=report(), exit=0, first_always=True, check=report_made,
+       note="a damaged summary.json is shown as far as it reads, with a warning naming the JSON path"),
+    rf("report_summary_garbage", w("summary.json", "{ garbage"), "warning.*summary\\.json", cmd=report(), exit=0,
+       first_always=True, check=report_made, note="made from history.json, with a warning"),
+    rf("report_out_is_directory", lambda ctx: None, "--out", cmd=report("--out", "{dir}")),
+    rf("report_out_proc", lambda ctx: None, "--out", cmd=report("--out", "/proc/kopt-bad-input.html"),
+       note="refused before the report is drawn"),
+    rf("report_read_only_folder", lambda ctx: None, "--out", cmd=report(), nobody=True,
+       note="a read-only run folder without --out: refused, naming --out"),
+)
+
+
 def make_read_only(case):
     """read_only_folder: chmod the run folder and everything in it a-w after the copy."""
     inner = case.setup
@@ -1187,7 +1221,7 @@ def make_read_only(case):
 
 
 for c in CASES:
-    if c.id == "runfolder.read_only_folder":
+    if c.id in ("runfolder.read_only_folder", "runfolder.report_read_only_folder"):
         make_read_only(c)
 
 

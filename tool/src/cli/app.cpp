@@ -169,6 +169,7 @@ App::App() {
   commands_.push_back(make_generate_command());
   commands_.push_back(make_bench_command());
   commands_.push_back(make_export_command());
+  commands_.push_back(make_report_command());
   commands_.push_back(make_worker_command());
   commands_.push_back(make_compile_worker_command());
 }

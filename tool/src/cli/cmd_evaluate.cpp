@@ -309,16 +309,22 @@ std::optional<nlohmann::json> EvaluateCommand::evaluate_one(eval::Evaluator& ev,
   if (compiled && !out.no_device) {
     try {
       model::Result res = ev.run(c, *compiled);
+      // A result the worker measured: its device is known (a compile error
+      // never started one, and asking would start it).
+      const bool simulated = !ev.device_lock_key().empty() && ev.device().simulated;
       out.all_ok = out.all_ok && res.verdict == model::Verdict::ok;
       if (!env_.quiet) {
         if (tty_) std::cerr << "\r\033[K";
         std::cerr << tag << ": " << model::verdict_name(res.verdict);
         if (res.geomean_ms) std::cerr << ", geomean " << *res.geomean_ms << " ms";
         if (res.speedup) std::cerr << ", " << *res.speedup << "x the reference";
+        if (res.geomean_ms && simulated) std::cerr << " (" << model::kSimulatedNote << ")";
         if (res.verdict != model::Verdict::ok) std::cerr << " - " << res.detail;
         std::cerr << "\n";
       }
-      return res.to_json();
+      nlohmann::json j = res.to_json();
+      if (simulated) j["simulated"] = true;  // the timings are made up (tests/fake_worker)
+      return j;
     } catch (const NoDeviceError& e) {
       out.no_device = true;
       out.no_device_reason = e.what();

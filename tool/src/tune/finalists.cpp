@@ -187,7 +187,8 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
     std::cerr << "kopt: dispatch: off the tuned shapes the variant the cost model predicts fastest runs ";
     if (tree.model->margin)
       std::cerr << "where it is predicted faster than variant 0 by " << *tree.model->margin * 100
-                << "% (leave-one-out over " << samples.size() << " tuned shapes)\n";
+                << "% (leave-one-out over " << samples.size() << " tuned shapes)"
+                << (device_->simulated ? std::string(" (") + model::kSimulatedNote + ")" : "") << "\n";
     else
       std::cerr << "nowhere: no margin up to 300% passed the leave-one-out check, and variant 0 runs there\n";
   }

@@ -139,6 +139,7 @@ int Driver::finish(const Finalists& f) {
       std::cerr << "kopt: best " << winner->label << ": geomean " << fmt(g) << " ms";
       if (initial_geomean_) std::cerr << ", " << fmt(*initial_geomean_ / g, 3) << "x the initial kernel";
       if (cublas_geomean_) std::cerr << ", " << fmt(*cublas_geomean_ / g, 3) << "x cuBLAS";
+      if (device_ && device_->simulated) std::cerr << " (" << model::kSimulatedNote << ")";
       std::cerr << "\n";
     } else if (!compile_only()) {
       std::cerr << "kopt: no candidate passed every case\n";

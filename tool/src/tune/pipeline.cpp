@@ -209,6 +209,7 @@ std::string Driver::progress_line(const model::Attempt& a, double mins, bool sev
   if (evals > 0 && stats_.evaluated > 0)
     line << " | ETA " << fmt(mins / stats_.evaluated * (evals - stats_.evaluated), 2) << " min";
   line << " | " << stop_->status();
+  if (device_ && device_->simulated) line << " | " << model::kSimulatedNote;
   return line.str();
 }
 
