@@ -172,21 +172,27 @@ void check_compiled(cuda::CompileResult& out, const spec::Spec& spec, const Cand
 }
 
 /// The constants a failed compile found undeclared, when those are its only
-/// errors (NVRTC's name expressions: `__nv_name_map(2): error: identifier
-/// "d_slopes" is undefined`); empty otherwise.
+/// errors: NVRTC reports a name expression it cannot resolve at its line of
+/// `__nv_name_map`, followed by that line (`#pragma nv_mangled_name
+/// &d_slopes`), as `identifier "d_slopes" is undefined`, or, for a qualified
+/// name whose namespace is missing, `name followed by "::" must be a class or
+/// namespace name`. Empty when any other error is in the log.
 std::set<std::string> undeclared_constants(const std::string& log, const spec::Spec& spec) {
   std::set<std::string> names, constants;
   for (const spec::Param& p : spec.signature)
     if (p.is_buffer && p.role == spec::Role::constant) constants.insert(p.name);
-  std::istringstream in(log);
-  static const std::regex undefined(R"re(__nv_name_map\(\d+\): error: identifier "([^"]+)" is undefined)re");
   static const std::regex summary(R"re(^\d+ errors? detected in the compilation)re");
-  for (std::string line; std::getline(in, line);) {
+  static const std::regex pragma(R"re(#pragma nv_mangled_name\s*&\s*(\S+))re");
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
     if (line.find("error") == std::string::npos || std::regex_search(line, summary)) continue;
     if (line.rfind("__nv_name_map(", 0) != 0) return {};  // an error of the kernel's own
     std::smatch m;
-    if (!std::regex_search(line, m, undefined)) continue;  // "Error in parsing name expression ...": the same
-    if (!constants.count(m[1].str())) return {};
+    std::string next;
+    while (std::getline(in, next) && next.find_first_not_of(" \t") == std::string::npos) {
+    }
+    if (!std::regex_search(next, m, pragma) || !constants.count(m[1].str())) return {};
     names.insert(m[1].str());
   }
   return names;
