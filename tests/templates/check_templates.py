@@ -13,11 +13,11 @@ compile (no GPU; CTest templates.compile): for each template,
      compiles N configurations of the template's space (all of it when smaller): every one must
      compile (the compile-only JSON's "failed" is 0, "compiled" is N or the space's size);
   2. the reference kernel (a spec reference of kind "kernel") compiles for sm_90 as the run
-     compiles it: `kopt evaluate --kernel <reference> --entry <entry>`, with the reference's
-     "defines" (as -DNAME=VALUE) and "compile_options" in a `// kopt:options` line in front of a
-     copy of its source, and --params set to the first value of
-     every tuning parameter (buffer counts may name them);
-  3. the initial kernel, when the spec has one, compiles (`kopt evaluate --spec`);
+     compiles it: `kopt evaluate --spec <name>.json --params <the first value of every tuning
+     parameter>` compiles the spec's reference before the template at that configuration, and
+     stops (kopt.eval.602) when it does not compile;
+  3. the initial kernel, when the spec has one, compiles (`kopt evaluate --spec`; the reference
+     is compiled there too);
   4. the planted kernels of tests/gpu/gallery/<name>.json (below), when there are any, compile.
 
 planted (GPU; CTest gpu.gallery_planted): for each template with a file
@@ -119,23 +119,16 @@ def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
                           % (out["compiled"], out.get("valid_configurations")))
 
     ref = spec.get("reference", {})
-    if ref.get("kind") == "kernel":
-        src = os.path.join(folder, ref["source"])
-        options = ["-D%s=%d" % (k, v) for k, v in sorted(ref.get("defines", {}).items())]
-        options += ref.get("compile_options", [])
-        if options:
-            text = "// kopt:options %s\n" % " ".join(options)
-            src_copy = os.path.join(work_dir, "%s_reference_%s" % (name, os.path.basename(src)))
-            with open(src_copy, "w") as f:
-                f.write(text + open(src).read())
-            src = src_copy
-        argv = [kopt, "evaluate", "--spec", spec_path, "--kernel", src, "--entry", ref["entry"],
-                "--arch", "sm_90", "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT
-        params = first_config(spec)
-        if params:
-            argv += ["--params", params]
-        failures += check_evaluate_compiles(run(argv, timeout=600), "reference " + ref["source"])
-
+    if ref.get("kind") == "kernel" and "template" in spec:
+        # The spec's reference is compiled as the run compiles it (its defines, options and the
+        # constants it declares) before any candidate is checked: a reference that does not
+        # compile stops `kopt evaluate` (kopt.eval.602, exit 2). The candidate is the template at
+        # the first value of every parameter.
+        argv = [kopt, "evaluate", "--spec", spec_path, "--params", first_config(spec), "--arch", "sm_90",
+                "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT
+        failures += check_evaluate_compiles(run(argv, timeout=900),
+                                            "reference %s (beside the template at its first configuration)"
+                                            % ref["source"])
     if "initial" in spec:
         p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT,
                 timeout=900)
