@@ -292,6 +292,61 @@ TEST_F(EvaluatorFeatures, ACaseThatDoesNotCompileIsNamed) {
   EXPECT_NE(r.log.find("[compiled for case 'c' (FW=17, WIDTH=128, n_total=256)]"), std::string::npos) << r.log;
 }
 
+TEST_F(EvaluatorFeatures, AReferenceNeedNotDeclareTheConstantsItDoesNotRead) {
+  // A reference that computes the answer its own way (pnpoly's computes the
+  // polygon) declares no constant: compiled without those symbols.
+  std::ofstream(dir_ / "ref.cu") << "extern \"C\" __global__ void ref(float* out, const float* in, int n) {}\n"
+                                    "// kopt:grid 1\n// kopt:block 32\n";
+  const spec::Spec s = spec();
+  eval::Evaluator ev(s, options());
+  const cuda::CompileResult r = ev.compile(initial(s));
+  ASSERT_TRUE(r.ok) << r.log;
+  const eval::EvalRequest rq = ev.build_request(initial(s), r, cuda::store_cubin(dir_ / "cache", r).string());
+  EXPECT_TRUE(rq.reference.symbols.empty());
+  EXPECT_EQ(rq.candidate.symbols.size(), 2u);  // a candidate must declare them (a misspelt name shows)
+  // Another error in the reference is still the reference's.
+  std::ofstream(dir_ / "ref.cu") << "extern \"C\" __global__ void ref(float* out, const float* in, int n) { x; }\n"
+                                    "// kopt:grid 1\n// kopt:block 32\n";
+  eval::Evaluator ev2(s, options());
+  try {
+    ev2.build_request(initial(s), r, cuda::store_cubin(dir_ / "cache", r).string());
+    ADD_FAILURE() << "the reference compiled";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.eval.602");
+    EXPECT_NE(std::string(e.what()).find("\"x\" is undefined"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(EvaluatorFeatures, ASumToleranceIsResolvedPerCaseAndConfiguration) {
+  // One partial sum per block of B threads: the output's count and the
+  // tolerance's partials follow the configuration.
+  json doc = to_json(spec());
+  doc["signature"][0]["count"] = "n_total // B";
+  doc["tolerance"] = {{"out", {{"kind", "sum"}, {"terms", "n_total"}, {"totals", 2}}}};  // two halves, say
+  doc["tuning"] = {{"params", {{"B", {32, 64, 48}}}}};
+  const spec::Spec s = spec::parse_spec(doc, dir_ / "conv.json");
+  eval::Evaluator ev(s, options());
+  eval::Candidate c = initial(s);
+  c.params = {{"B", 64}};
+  const cuda::CompileResult r = ev.compile(c);
+  ASSERT_TRUE(r.ok) << r.log;
+  const std::string cubin = cuda::store_cubin(dir_ / "cache", r).string();
+  const eval::EvalRequest rq = ev.build_request(c, r, cubin);
+  EXPECT_EQ(rq.cases[2].tolerance.at("out").terms_value, 256);
+  EXPECT_EQ(rq.cases[2].tolerance.at("out").partials_value, 2);  // 256 / 64 partials in 2 totals
+  EXPECT_EQ(rq.cases[0].tolerance.at("out").partials_value, 1);  // 128 / 64
+  // At B = 48 case c has 256 // 48 = 5 partials, no whole number of 2
+  // totals: that configuration cannot be checked (the run records it infeasible).
+  c.params = {{"B", 48}};
+  try {
+    ev.build_request(c, r, cubin);
+    ADD_FAILURE() << "expected kopt.eval.606";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.id(), "kopt.eval.606");
+    EXPECT_NE(std::string(e.what()).find("$.tolerance.out"), std::string::npos) << e.what();
+  }
+}
+
 // ---- device limits ----
 
 TEST(DeviceLimits, PerArchitectureWithoutAGpu) {

@@ -284,5 +284,114 @@ TEST_F(SpecFeatures, ConstraintsInPythonSpelling) {
   EXPECT_EQ(s.tuning.constraints[1].eval({{"bx", 16}}), 0);  // 16 & 31 == 16
 }
 
+TEST_F(SpecFeatures, ASumToleranceOfPartialSums) {
+  json doc = base();
+  // One partial sum per block of bx threads: W * H / bx partials of W * H terms.
+  doc["signature"][0]["count"] = "width * height // bx";
+  doc["tolerance"] = {{"out", {{"kind", "sum"}, {"terms", "width * height"}, {"partials", "width * height // bx"}}}};
+  const Spec s = parse(doc);
+  const Tolerance& t = s.tolerance.at("out");
+  EXPECT_EQ(t.kind, Tolerance::Kind::sum);
+  EXPECT_EQ(t.factor, 8.0);
+  EXPECT_EQ(t.atol, 0.0);
+  EXPECT_EQ(t.rtol, 0.0);  // not allclose's 1e-5
+  EXPECT_EQ(t.terms.eval(bindings_for(s.cases[0], {{"bx", 16}})), 64 * 32);
+  EXPECT_EQ(sum_partials(t, 128, bindings_for(s.cases[0], {{"bx", 16}})), 128);
+  EXPECT_TRUE(parse_spec(to_json(s), s.path) == s);
+  // Without partials or totals: one total of all the output's elements.
+  doc["tolerance"]["out"].erase("partials");
+  const Spec one = parse(doc);
+  EXPECT_TRUE(one.tolerance.at("out").partials.empty() && one.tolerance.at("out").totals.empty());
+  EXPECT_EQ(sum_partials(one.tolerance.at("out"), 96, {}), 96);
+  EXPECT_FALSE(to_json(one)["tolerance"]["out"].contains("partials"));
+  EXPECT_TRUE(parse_spec(to_json(one), one.path) == one);
+  // Or the totals: 2 totals of 64 partials each.
+  doc["tolerance"]["out"]["totals"] = 2;
+  const Spec two = parse(doc);
+  EXPECT_EQ(sum_partials(two.tolerance.at("out"), 128, {}), 64);
+  EXPECT_EQ(sum_partials(two.tolerance.at("out"), 127, {}), 0);
+  EXPECT_TRUE(parse_spec(to_json(two), two.path) == two);
+}
+
+TEST_F(SpecFeatures, SumToleranceErrorsNameTheJsonPath) {
+  json doc = base();
+  doc["tolerance"] = {{"out", {{"kind", "sum"}}}};
+  SpecError e = error_of(doc);
+  expect_has(e.what(), {"$.tolerance.out", "terms"});
+  doc["tolerance"]["out"] = {{"kind", "sum"}, {"terms", "width * Q"}};
+  e = error_of(doc);
+  EXPECT_EQ(e.id(), "kopt.spec.112");
+  expect_has(e.what(), {"$.tolerance.out.terms", "'Q'"});
+  // 64 * 32 outputs are no whole number of totals of 3 * bx = 48 partials.
+  doc["tolerance"]["out"] = {{"kind", "sum"}, {"terms", "width * height"}, {"partials", "3 * bx"}};
+  e = error_of(doc);
+  EXPECT_EQ(e.id(), "kopt.spec.119");
+  expect_has(e.what(), {"$.tolerance.out.partials", "2048 elements for case 'small'", "48 partial sums",
+                        "tuning parameters at their first value"});
+  doc["tolerance"]["out"] = {{"kind", "sum"}, {"terms", "width * height"}, {"totals", "3"}};
+  e = error_of(doc);
+  EXPECT_EQ(e.id(), "kopt.spec.119");
+  expect_has(e.what(), {"$.tolerance.out.totals", "no whole number of 3 totals"});
+  doc["tolerance"]["out"] = {{"kind", "sum"}, {"terms", "1"}, {"totals", 1}, {"partials", 1}};
+  expect_has(error_of(doc).what(), {"$.tolerance.out", "not both"});
+  doc["tolerance"]["out"] = {{"kind", "sum"}, {"terms", "0"}};
+  EXPECT_EQ(error_of(doc).id(), "kopt.spec.119");
+  doc["tolerance"]["out"] = {{"kind", "sum"}, {"terms", "1"}, {"rel_l2", 1e-5}};  // allclose's
+  EXPECT_EQ(error_of(doc).id(), "kopt.spec.105");
+}
+
+TEST_F(SpecFeatures, AViewTakesAnotherBuffersElements) {
+  json doc = base();
+  // The filter's constant copy is a view of a global one; "in"'s columns of a
+  // second layout as a view with a stride.
+  doc["signature"][2]["init"] = {{"kind", "view"}, {"of", "filter"}};
+  doc["signature"].push_back({{"name", "filter"}, {"type", "float"}, {"role", "input"}, {"count", "FW * FW"},
+                              {"init", {{"kind", "normal"}, {"fixed", true}}}});
+  doc["signature"].push_back({{"name", "col"}, {"type", "double"}, {"role", "input"}, {"count", "height + halo"},
+                              {"init", {{"kind", "view"}, {"of", "in"}, {"start", 1}, {"stride", "width + halo"}}}});
+  // A stride is an integer, not an expression.
+  EXPECT_EQ(error_of(doc).id(), "kopt.spec.104");
+  doc["signature"][5]["init"]["stride"] = 68;
+  doc["cases"][1]["inputs"] = {{"col", {{"kind", "view"}, {"of", "in"}, {"start", 1}, {"stride", 4100}}}};
+  const Spec s = parse(doc);
+  EXPECT_EQ(s.signature[2].generator.kind, Generator::Kind::view);
+  EXPECT_EQ(s.signature[2].generator.view_of, "filter");
+  EXPECT_TRUE(s.signature[4].generator.fixed);
+  EXPECT_EQ(s.signature[5].generator.view_stride, 68);
+  EXPECT_TRUE(parse_spec(to_json(s), s.path) == s);
+  EXPECT_EQ(to_json(s)["signature"][4]["init"]["fixed"], true);
+  EXPECT_FALSE(to_json(s)["signature"][1]["init"].contains("fixed"));  // other fingerprints stay the same
+}
+
+TEST_F(SpecFeatures, ViewErrorsNameTheJsonPath) {
+  json doc = base();
+  auto with_view = [&](const json& init) {
+    json d = doc;
+    d["signature"][2]["init"] = init;
+    return error_of(d);
+  };
+  SpecError e = with_view({{"kind", "view"}, {"of", "nothing"}});
+  EXPECT_EQ(e.id(), "kopt.spec.119");
+  expect_has(e.what(), {"$.signature[2].init.of", "'nothing' is not another input"});
+  e = with_view({{"kind", "view"}, {"of", "out"}});  // an output has no contents to take
+  expect_has(e.what(), {"$.signature[2].init.of", "'out'"});
+  e = with_view({{"kind", "view"}, {"of", "d_filter"}});  // itself
+  expect_has(e.what(), {"$.signature[2].init.of"});
+  // 25 elements from element 10 in steps of 5 need 131 of 'in': case small has (64+4)*(32+4).
+  e = with_view({{"kind", "view"}, {"of", "in"}, {"start", 10}, {"stride", 200}});
+  EXPECT_EQ(e.id(), "kopt.spec.119");
+  expect_has(e.what(), {"$.signature[2].init", "element 10 + (25 - 1) * 200 of 'in', which has 2448 elements",
+                        "case 'small'"});
+  e = with_view({{"kind", "view"}, {"of", "in"}, {"stride", 0}});
+  expect_has(e.what(), {"$.signature[2].init.stride", "stride >= 1"});
+  e = with_view({{"kind", "view"}, {"of", "in"}, {"fixed", true}});  // a view follows its buffer
+  EXPECT_EQ(e.id(), "kopt.spec.105");
+  // A view of a view.
+  doc["signature"].push_back({{"name", "copy"}, {"type", "float"}, {"role", "input"}, {"count", 4},
+                              {"init", {{"kind", "view"}, {"of", "d_filter"}}}});
+  e = with_view({{"kind", "view"}, {"of", "in"}});
+  expect_has(e.what(), {"$.signature[4].init.of", "'d_filter' is a view itself"});
+}
+
 }  // namespace
 }  // namespace kopt::spec

@@ -49,6 +49,13 @@ std::string describe_workload(const spec::Spec& s) {
   for (const auto& [name, t] : s.tolerance) {
     if (t.kind == spec::Tolerance::Kind::gemm)
       o << "  " << name << ": gemm bound |C-R| <= " << fmt(t.factor) << " * sqrt(K) * 2^-24 * sqrt(sum_k (a_ik*b_kj)^2) + 2^-24*|R| (FP32 accumulation; TF32/FP16 rounding fails)\n";
+    else if (t.kind == spec::Tolerance::Kind::sum)
+      o << "  " << name << ": sum of " << t.terms.text() << " terms in any order; the output holds "
+        << (t.partials.empty() ? (t.totals.empty() ? std::string("1") : t.totals.text()) + " total(s)"
+                               : "totals of " + t.partials.text() + " partials each")
+        << " as consecutive partial sums, added up and compared with the reference's totals within "
+        << fmt(t.atol) << " + (" << fmt(t.rtol) << " + " << fmt(t.factor)
+        << " * sqrt(terms) * u) * |ref| (u: unit roundoff of the output type)\n";
     else
       o << "  " << name << ": allclose |out-ref| <= " << fmt(t.atol) << " + " << fmt(t.rtol) << " * |ref|"
         << (t.rel_l2 ? ", relative L2 <= " + fmt(*t.rel_l2) : std::string()) << "\n";

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -107,9 +108,27 @@ std::vector<int> supported_archs() {
   return archs;
 }
 
+namespace {
+
+/// CUDA 13 moved CCCL's headers (<cub/...>, <thrust/...>, <cuda/std/...>)
+/// from the include folder to its cccl/ subfolder, which nvcc searches by
+/// itself and NVRTC does not: kopt adds it when the toolkit has it, so that
+/// a kernel that includes CUB compiles as it does with nvcc.
+const std::string& cccl_include_option() {
+  static const std::string opt = [] {
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::path(KOPT_CUDA_INCLUDE_DIR) / "cccl";
+    return std::filesystem::is_directory(dir, ec) ? "-I" + dir.string() : std::string();
+  }();
+  return opt;
+}
+
+}  // namespace
+
 std::vector<std::string> effective_options(const CompileRequest& r) {
   std::vector<std::string> opts = {"--std=c++17", "-arch=" + r.arch,
                                    std::string("-I") + KOPT_CUDA_INCLUDE_DIR};
+  if (!cccl_include_option().empty()) opts.push_back(cccl_include_option());
   for (const auto& [name, value] : r.defines) opts.push_back("-D" + name + "=" + std::to_string(value));
   for (const auto& o : r.options) opts.push_back(o);
   return opts;

@@ -72,8 +72,10 @@ std::string nvrtc_version();
 std::vector<int> supported_archs();
 
 /// The full option list NVRTC receives for a request (documented defaults:
-/// --std=c++17, -arch=<arch>, -I<CUDA include dir>, -default-device is NOT set,
-/// relocatable device code is never enabled).
+/// --std=c++17, -arch=<arch>, -I<CUDA include dir>, and -I<CUDA include
+/// dir>/cccl where the toolkit has that folder (CUDA 13 keeps CUB, Thrust and
+/// libcu++ there); -default-device is NOT set, relocatable device code is
+/// never enabled).
 std::vector<std::string> effective_options(const CompileRequest& request);
 
 /// How compiles that miss the cache run.

@@ -3,6 +3,9 @@
 #include "eval/kernel_params.h"
 
 #include <algorithm>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "util/error.h"
@@ -119,21 +122,40 @@ void refuse(cuda::CompileResult& out, const char* error_name, const std::string&
   out.log = why + (out.log.empty() ? "" : "\n" + out.log);
 }
 
-}  // namespace
+/// A sum tolerance's terms and partials for one case and candidate (the
+/// loader checked them with the tuning parameters at their first values;
+/// another configuration can make the output's count no multiple of partials).
+void resolve_sum(spec::Tolerance& tol, const std::string& out, const CaseSpec& cs, const spec::Bindings& b,
+                 const std::string& label) {
+  if (tol.kind != spec::Tolerance::Kind::sum) return;
+  int64_t count = 0;
+  for (const ArgSpec& a : cs.args)
+    if (a.name == out) count = a.count;
+  tol.terms_value = tol.terms.eval(b);
+  tol.partials_value = spec::sum_partials(tol, count, b);
+  if (tol.terms_value < 1 || tol.partials_value < 1) {
+    const std::string layout = !tol.partials.empty() ? "partials '" + tol.partials.text() + "'"
+                               : !tol.totals.empty() ? "totals '" + tol.totals.text() + "'"
+                                                     : "one total";
+    throw SpecError("kopt.eval.606", "$.tolerance." + out + " for " + label + ", case " + cs.name + ": terms '" +
+                                         tol.terms.text() + "' is " + std::to_string(tol.terms_value) +
+                                         " (at least 1 is needed) and " + layout + " must divide the " +
+                                         std::to_string(count) + " elements of '" + out + "' into whole totals");
+  }
+}
 
-cuda::CompileResult Evaluator::compile_for(const Candidate& c, const std::vector<const spec::Case*>& cases) {
-  const std::map<std::string, int64_t> defines =
-      cases.empty() ? spec_.constant_defines() : cases.front()->defines;
-  cuda::CompileResult out = compiler_->compile(request_for(c, defines));
-  if (!out.ok) return out;
-  // The parameters against the signature, from the PTX (no GPU needed).
+/// The checks of a compiled kernel against the spec: its parameters against
+/// the signature (from the PTX, no GPU needed), each constant against its
+/// __constant__ symbol in every case. Refuses `out` on a mismatch.
+void check_compiled(cuda::CompileResult& out, const spec::Spec& spec, const Candidate& c,
+                    const std::vector<const spec::Case*>& cases) {
+  if (!out.ok) return;
   if (out.param_sizes)
-    if (std::optional<std::string> why = param_mismatch(expected_params(spec_.signature), *out.param_sizes)) {
+    if (std::optional<std::string> why = param_mismatch(expected_params(spec.signature), *out.param_sizes)) {
       refuse(out, kParamMismatch, *why);
-      return out;
+      return;
     }
-  // Each constant must fit its __constant__ symbol in every case.
-  for (const spec::Param& p : spec_.signature) {
+  for (const spec::Param& p : spec.signature) {
     if (!p.is_buffer || p.role != spec::Role::constant) continue;
     const auto sym = out.symbols.find(p.name);
     if (sym == out.symbols.end() || !sym->second.bytes) continue;  // the worker checks it on the GPU
@@ -143,10 +165,46 @@ cuda::CompileResult Evaluator::compile_for(const Candidate& c, const std::vector
         refuse(out, "KOPT_CONSTANT_MISMATCH",
                "the constant '" + p.name + "' needs " + std::to_string(need) + " bytes for case '" + k->name +
                    "', but the kernel's __constant__ " + p.name + " holds " + std::to_string(*sym->second.bytes));
-        return out;
+        return;
       }
     }
   }
+}
+
+/// The constants a failed compile found undeclared, when those are its only
+/// errors: NVRTC reports a name expression it cannot resolve at its line of
+/// `__nv_name_map`, followed by that line (`#pragma nv_mangled_name
+/// &d_slopes`), as `identifier "d_slopes" is undefined`, or, for a qualified
+/// name whose namespace is missing, `name followed by "::" must be a class or
+/// namespace name`. Empty when any other error is in the log.
+std::set<std::string> undeclared_constants(const std::string& log, const spec::Spec& spec) {
+  std::set<std::string> names, constants;
+  for (const spec::Param& p : spec.signature)
+    if (p.is_buffer && p.role == spec::Role::constant) constants.insert(p.name);
+  static const std::regex summary(R"re(^\d+ errors? detected in the compilation)re");
+  static const std::regex pragma(R"re(#pragma nv_mangled_name\s*&\s*(\S+))re");
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("error") == std::string::npos || std::regex_search(line, summary)) continue;
+    if (line.rfind("__nv_name_map(", 0) != 0) return {};  // an error of the kernel's own
+    std::smatch m;
+    std::string next;
+    while (std::getline(in, next) && next.find_first_not_of(" \t") == std::string::npos) {
+    }
+    if (!std::regex_search(next, m, pragma) || !constants.count(m[1].str())) return {};
+    names.insert(m[1].str());
+  }
+  return names;
+}
+
+}  // namespace
+
+cuda::CompileResult Evaluator::compile_for(const Candidate& c, const std::vector<const spec::Case*>& cases) {
+  const std::map<std::string, int64_t> defines =
+      cases.empty() ? spec_.constant_defines() : cases.front()->defines;
+  cuda::CompileResult out = compiler_->compile(request_for(c, defines));
+  check_compiled(out, spec_, c, cases);
   return out;
 }
 
@@ -209,6 +267,18 @@ const KernelRef& Evaluator::reference_for(const spec::Case& kase) {
   if (auto it = reference_kernels_.find(kase.defines); it != reference_kernels_.end()) return it->second;
   Candidate rc = reference_candidate();
   cuda::CompileResult r = compile_for(rc, {&kase});
+  if (const std::set<std::string> absent = r.ok ? std::set<std::string>{} : undeclared_constants(r.log, spec_);
+      !absent.empty()) {
+    // A reference that computes the answer its own way need not read the
+    // constant memory: compiled without the symbols it does not declare,
+    // which the worker then does not fill.
+    cuda::CompileRequest req = request_for(rc, kase.defines);
+    req.symbols.erase(std::remove_if(req.symbols.begin(), req.symbols.end(),
+                                     [&](const std::string& n) { return absent.count(n) > 0; }),
+                      req.symbols.end());
+    r = compiler_->compile(req);
+    check_compiled(r, spec_, rc, {&kase});
+  }
   if (!r.ok)
     throw SpecError("kopt.eval.602", spec_.reference.kernel.source.string() + ": the reference kernel does not compile" +
                                          (spec_.has_case_defines() ? " for " + case_note(kase) : std::string()) +
@@ -297,6 +367,7 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
         cs.kernel = kernel_ref(own, cuda::store_cubin(opt_.cache_dir, own).string(), cand.entry, cand.label);
     }
     cs.tolerance = spec_.tolerance;
+    for (auto& [out, tol] : cs.tolerance) resolve_sum(tol, out, cs, b, cand.label);
     if (rq.reference_is_golden) {
       for (const auto& [out, path] : spec_.reference.npy) {
         std::string s = path.string();
@@ -341,7 +412,21 @@ void Evaluator::start(const Candidate& cand, const cuda::CompileResult& compiled
     return;
   }
   const std::string cubin = cuda::store_cubin(opt_.cache_dir, compiled).string();
-  EvalRequest rq = build_request(cand, compiled, cubin);
+  EvalRequest rq;
+  try {
+    rq = build_request(cand, compiled, cubin);
+  } catch (const SpecError& e) {
+    if (e.id() != "kopt.eval.606") throw;
+    // This configuration's output is no whole number of the sum tolerance's
+    // totals: it cannot be checked, so it is not run (like a launch over the
+    // device's limits).
+    Result res;
+    res.verdict = Verdict::infeasible;
+    res.detail = e.what();
+    st.done = std::move(res);
+    started_ = std::move(st);
+    return;
+  }
   if (time_reference) rq.time_reference = *time_reference && !rq.reference_is_golden;
   device();  // start the worker (throws NoDeviceError)
   lock_device();  // may wait for another process's measurements (throws util::Interrupted)

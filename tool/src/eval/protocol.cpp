@@ -34,6 +34,7 @@ const char* tolerance_kind_name(spec::Tolerance::Kind k) {
   switch (k) {
     case spec::Tolerance::Kind::allclose: return "allclose";
     case spec::Tolerance::Kind::gemm: return "gemm";
+    case spec::Tolerance::Kind::sum: return "sum";
   }
   return "allclose";
 }
@@ -148,7 +149,9 @@ json tolerance_to_json(const spec::Tolerance& t) {
          {"b", t.b},
          {"m", t.m},
          {"n", t.n},
-         {"k", t.k}};
+         {"k", t.k},
+         {"terms", t.terms_value},
+         {"partials", t.partials_value}};
   if (t.rel_l2) j["rel_l2"] = from_double(*t.rel_l2);
   return j;
 }
@@ -161,6 +164,8 @@ spec::Tolerance tolerance_from_json(const json& j, const std::string& path) {
     t.kind = spec::Tolerance::Kind::allclose;
   else if (kind == "gemm")
     t.kind = spec::Tolerance::Kind::gemm;
+  else if (kind == "sum")
+    t.kind = spec::Tolerance::Kind::sum;
   else
     fail(path + ".kind", "unknown tolerance kind '" + kind.substr(0, 60) + "'");
   t.rtol = dbl(j, "rtol", path);
@@ -173,6 +178,9 @@ spec::Tolerance tolerance_from_json(const json& j, const std::string& path) {
   t.m = str(j, "m", path);
   t.n = str(j, "n", path);
   t.k = str(j, "k", path);
+  t.terms_value = i64(j, "terms", path);
+  t.partials_value = i64(j, "partials", path);
+  if (t.terms_value < 1 || t.partials_value < 1) fail(path, "a sum tolerance needs terms and partials >= 1");
   return t;
 }
 

@@ -8,22 +8,50 @@
 
 namespace kopt::eval::detail {
 
+std::string Worker::inputs_key(const CaseSpec& c, int trial) {
+  std::string k = c.name + "#" + std::to_string(trial);
+  for (const auto* list : {&c.args, &c.constants})
+    for (const ArgSpec& a : *list)
+      if (a.is_buffer && a.role != spec::Role::output) k += "|" + a.name + "=" + std::to_string(a.count);
+  return k;
+}
+
+std::string Worker::reference_key(const CaseSpec& c, int trial) {
+  std::string k = inputs_key(c, trial) + "|out";
+  for (const ArgSpec& a : c.args)
+    if (a.is_buffer && a.role != spec::Role::input) k += "|" + a.name + "=" + std::to_string(a.count);
+  return k;
+}
+
 const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, int trial) {
-  auto k = key(c, trial);
+  auto k = inputs_key(c, trial);
   auto it = inputs_.find(k);
   if (it != inputs_.end()) return it->second;
   HostInputs in;
   std::vector<ArgSpec> made = c.args;  // inputs, inouts and constants are generated alike
   made.insert(made.end(), c.constants.begin(), c.constants.end());
   for (const auto& a : made) {
-    if (!a.is_buffer || a.role == spec::Role::output) continue;
+    if (!a.is_buffer || a.role == spec::Role::output || a.generator.kind == spec::Generator::Kind::view) continue;
     spec::Generator g = a.generator;
-    if (g.kind == spec::Generator::Kind::npy && trial > 1) {
+    const int t = g.fixed ? 1 : trial;  // fixed: the first trial's contents in every trial
+    if (g.kind == spec::Generator::Kind::npy && t > 1) {
       // A file gives one set of inputs; fresh trials use the uniform
       // generator over the file's range instead.
       g = spec::Generator{};
     }
-    in.data[a.name] = spec::generate(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, trial), c.name);
+    in.data[a.name] = spec::generate(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, t), c.name);
+  }
+  // Views last: the elements of a buffer made above, in this trial's contents.
+  for (const auto& a : made) {
+    if (!a.is_buffer || a.role == spec::Role::output || a.generator.kind != spec::Generator::Kind::view) continue;
+    const ArgSpec* of = nullptr;
+    for (const auto& b : made)
+      if (b.name == a.generator.view_of && b.generator.kind != spec::Generator::Kind::view) of = &b;
+    if (!of)
+      throw EnvironmentError("kopt.worker.018", "case " + c.name + ": '" + a.name + "' is a view of '" +
+                                                    a.generator.view_of + "', which no generator made");
+    in.data[a.name] = spec::view_elements(a.generator, a.dtype, a.count, in.data.at(of->name).data(), of->dtype,
+                                          of->count, a.name, c.name);
   }
   HostInputs& stored = inputs_.emplace(k, std::move(in)).first->second;
   for (const auto& [name, bytes] : stored.data) {
@@ -39,7 +67,7 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
 const ReferenceData& Worker::reference_for(const EvalRequest& rq, Kernel* ref_kernel, const CaseSpec& c,
                                            int trial, const HostInputs& in) {
   const KernelRef& ref_ref = ref_kernel ? ref_kernel->ref : rq.reference;
-  auto k = key(c, trial) + "@" + ref_ref.cubin_path + "|" + ref_ref.entry + (rq.reference_is_golden ? "|golden" : "");
+  auto k = reference_key(c, trial) + "@" + ref_ref.cubin_path + "|" + ref_ref.entry + (rq.reference_is_golden ? "|golden" : "");
   auto it = references_.find(k);
   if (it != references_.end()) return it->second;
   ReferenceData out;

@@ -317,7 +317,12 @@ class Worker {
   static spec::Tolerance tolerance_of(const CaseSpec& c, const ArgSpec& a);
 
   // ---- an evaluation (worker_evaluate.cpp; handle_evaluate: worker.cpp) ----
-  static std::string key(const CaseSpec& c, int trial) { return c.name + "#" + std::to_string(trial); }
+  /// The inputs of a case and trial: its name, the trial, and the counts of
+  /// the buffers made (a count may depend on the candidate's tuning
+  /// parameters, so candidates of one worker can need other inputs).
+  static std::string inputs_key(const CaseSpec& c, int trial);
+  /// The reference's outputs: the inputs' key and every output's count.
+  static std::string reference_key(const CaseSpec& c, int trial);
   const HostInputs& inputs_for(const EvalRequest& rq, const CaseSpec& c, int trial);
   const ReferenceData& reference_for(const EvalRequest& rq, Kernel* ref_kernel, const CaseSpec& c,
                                      int trial, const HostInputs& in);

@@ -234,6 +234,9 @@ void Worker::fill_constants(const Kernel& k, const CaseSpec& c, const HostInputs
   if (k.ref.kind != KernelRef::Kind::cubin || c.constants.empty()) return;
   for (const ArgSpec& a : c.constants) {
     const auto lowered = k.ref.symbols.find(a.name);
+    // A reference kernel compiled without a constant it does not declare
+    // (eval::Evaluator::reference_for) does not read it.
+    if (!candidate && lowered == k.ref.symbols.end()) continue;
     const std::string symbol = lowered != k.ref.symbols.end() ? lowered->second : a.name;
     CUdeviceptr ptr = 0;
     size_t bytes = 0;

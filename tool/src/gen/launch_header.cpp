@@ -189,7 +189,7 @@ HeaderPlan plan_header(const std::string& name, const std::vector<KernelVariant>
   static const std::regex ident("^[A-Za-z_][A-Za-z0-9_]*$");
   if (!std::regex_match(name, ident))
     throw UsageError("kopt.gen.102", "kernel name '" + name + "' is not a C identifier");
-  HeaderPlan p{name, variants, spec, size_order(spec), {}, variants.size(), nullptr, {}, {}, {}, "", ""};
+  HeaderPlan p{name, variants, spec, size_order(spec), {}, variants.size(), nullptr, {}, {}, {}, "", "", ""};
   const std::string where = spec.path.empty() ? "the spec" : spec.path.string();
   for (const auto& sz : p.sizes) check_header_name(sz, "size", where);
   std::vector<std::string> names = p.sizes;

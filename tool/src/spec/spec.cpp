@@ -104,8 +104,21 @@ const char* generator_kind_name(Generator::Kind k) {
     case Generator::Kind::constant: return "constant";
     case Generator::Kind::iota: return "iota";
     case Generator::Kind::npy: return "npy";
+    case Generator::Kind::view: return "view";
   }
   return "?";
+}
+
+int64_t sum_partials(const Tolerance& t, int64_t count, const Bindings& b) {
+  int64_t p = 0;
+  if (!t.partials.empty()) {
+    p = t.partials.eval(b);
+  } else {
+    const int64_t totals = t.totals.empty() ? 1 : t.totals.eval(b);
+    if (totals < 1 || count % totals != 0) return 0;
+    p = count / totals;
+  }
+  return p >= 1 && count % p == 0 ? p : 0;
 }
 
 const char* case_role_name(CaseRole r) {
@@ -128,7 +141,12 @@ std::vector<std::string> dtype_names() {
   return names;
 }
 const char* tolerance_kind_name(Tolerance::Kind k) {
-  return k == Tolerance::Kind::gemm ? "gemm" : "allclose";
+  switch (k) {
+    case Tolerance::Kind::gemm: return "gemm";
+    case Tolerance::Kind::sum: return "sum";
+    case Tolerance::Kind::allclose: break;
+  }
+  return "allclose";
 }
 double dtype_max_finite(DType t) {
   switch (t) {

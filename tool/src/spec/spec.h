@@ -75,7 +75,7 @@ const char* role_name(Role r);
 /// How the initial contents of an input (or inout) buffer are made.
 /// No script is ever executed to make inputs: these are the only kinds.
 struct Generator {
-  enum class Kind { uniform, normal, int_range, constant, iota, npy };
+  enum class Kind { uniform, normal, int_range, constant, iota, npy, view };
   Kind kind = Kind::uniform;
   double low = -1.0, high = 1.0;   // uniform: [low, high)
   double mean = 0.0, stddev = 1.0; // normal
@@ -83,6 +83,15 @@ struct Generator {
   double value = 0.0;              // constant
   double start = 0.0, step = 1.0;  // iota: start + i*step
   std::filesystem::path npy;       // npy: absolute path; may contain "{case}"
+  /// view: element i is element view_start + i * view_stride of buffer
+  /// `view_of` (an input, inout or constant of the signature made by another
+  /// kind), of the same case and trial; made by spec::view_elements.
+  std::string view_of;
+  int64_t view_start = 0, view_stride = 1;
+  /// The trial-1 contents in every trial (no fresh contents in trials 2 and
+  /// 3; an npy file's own contents): for data whose parts must agree, such as
+  /// a polygon and its edges' slopes in two files. Default: fresh.
+  bool fixed = false;
   nlohmann::json to_json() const;
   static Generator from_json(const nlohmann::json& j);  // trusted (already validated) input
 };
@@ -193,16 +202,37 @@ const char* reference_kind_name(Reference::Kind k);
 
 /// How an output is compared with the reference.
 struct Tolerance {
-  enum class Kind { allclose, gemm };
+  enum class Kind { allclose, gemm, sum };
   Kind kind = Kind::allclose;
   // allclose: |out - ref| <= atol + rtol * |ref| for every element.
   double rtol = 1e-5, atol = 1e-6;
   std::optional<double> rel_l2;  // optional extra bound on ||out-ref||_2/||ref||_2
   // gemm: |out - ref| <= factor * sqrt(K) * 2^-24 * sqrt(sum_k (a_ik*b_kj)^2)
   // (a K-aware FP32 accumulation bound; see README "Tolerances").
+  // sum: the same factor (eval::sum_allowed_error).
   double factor = 8.0;
   std::string a = "A", b = "B", m = "M", n = "N", k = "K";
+  // sum: the output holds G totals, each as P consecutive partial sums in
+  // any order (P = 1: the totals themselves); the reference writes the G
+  // totals into its first G elements. Each total adds up `terms` terms; the
+  // partials are added up and compared within atol + (rtol + factor *
+  // sqrt(terms) * u) * |ref|, u the unit roundoff of the output's type
+  // (eval/validate.h); rtol (default 0 for this kind) allows for each term's
+  // own error (an exp, a quotient).
+  // `partials` gives P, or `totals` gives G (at most one of them is set;
+  // neither: one total). The expressions name sizes, defines and tuning
+  // parameters; their values for one case and candidate are terms_value and
+  // partials_value (filled in by the evaluator: eval::CaseSpec).
+  Expr terms, partials, totals;
+  int64_t terms_value = 1, partials_value = 1;
 };
+
+/// P, the partial sums per total of a sum tolerance on an output of `count`
+/// elements with names bound by `b`: `partials`, or count / `totals` (one
+/// total when neither is set). 0 when that is below 1 or count is no whole
+/// number of totals of P partials. Throws SpecError (kopt.expr.*) when an
+/// expression cannot be evaluated.
+int64_t sum_partials(const Tolerance& t, int64_t count, const Bindings& b);
 
 struct Timing {
   int warmup = 10;

@@ -90,6 +90,10 @@ json tolerance_json(const Tolerance& t) {
   if (t.kind == Tolerance::Kind::allclose) {
     j.update({{"rtol", t.rtol}, {"atol", t.atol}});
     if (t.rel_l2) j["rel_l2"] = *t.rel_l2;
+  } else if (t.kind == Tolerance::Kind::sum) {
+    j.update({{"terms", expr_json(t.terms)}, {"factor", t.factor}, {"rtol", t.rtol}, {"atol", t.atol}});
+    if (!t.partials.empty()) j["partials"] = expr_json(t.partials);
+    if (!t.totals.empty()) j["totals"] = expr_json(t.totals);
   } else {
     j.update({{"factor", t.factor}, {"a", t.a}, {"b", t.b}, {"m", t.m}, {"n", t.n}, {"k", t.k}});
   }
@@ -117,7 +121,9 @@ json Generator::to_json() const {
     case Kind::constant: j["value"] = value; break;
     case Kind::iota: j.update({{"start", start}, {"step", step}}); break;
     case Kind::npy: j["path"] = npy.string(); break;
+    case Kind::view: j.update({{"of", view_of}, {"start", view_start}, {"stride", view_stride}}); break;
   }
+  if (fixed) j["fixed"] = true;  // written only when set: the fingerprint of other specs stays the same
   return j;
 }
 
@@ -163,7 +169,7 @@ json to_json(const Spec& s) {
 // ---------------------------------------------------------------------------
 
 bool operator==(const Generator& a, const Generator& b) {
-  if (a.kind != b.kind) return false;
+  if (a.kind != b.kind || a.fixed != b.fixed) return false;
   switch (a.kind) {
     case Generator::Kind::uniform: return a.low == b.low && a.high == b.high;
     case Generator::Kind::normal: return a.mean == b.mean && a.stddev == b.stddev;
@@ -171,6 +177,8 @@ bool operator==(const Generator& a, const Generator& b) {
     case Generator::Kind::constant: return a.value == b.value;
     case Generator::Kind::iota: return a.start == b.start && a.step == b.step;
     case Generator::Kind::npy: return a.npy == b.npy;
+    case Generator::Kind::view:
+      return a.view_of == b.view_of && a.view_start == b.view_start && a.view_stride == b.view_stride;
   }
   return false;
 }
@@ -217,6 +225,10 @@ bool operator==(const Tolerance& a, const Tolerance& b) {
   if (a.kind != b.kind) return false;
   if (a.kind == Tolerance::Kind::allclose) {
     return a.rtol == b.rtol && a.atol == b.atol && a.rel_l2 == b.rel_l2;
+  }
+  if (a.kind == Tolerance::Kind::sum) {
+    return a.terms == b.terms && a.partials == b.partials && a.totals == b.totals && a.factor == b.factor &&
+           a.rtol == b.rtol && a.atol == b.atol;
   }
   return a.factor == b.factor && a.a == b.a && a.b == b.b && a.m == b.m && a.n == b.n && a.k == b.k;
 }

@@ -156,7 +156,8 @@ Tolerance parse_one_tolerance(const Ctx& ctx, const json& j, const std::string& 
   if (const json* v = opt(j, "kind")) {
     t.kind = parse_enum(ctx, *v, child(path, "kind"), "kopt.spec.110", "tolerance kind",
                         std::vector<std::pair<std::string, Tolerance::Kind>>{
-                            {"allclose", Tolerance::Kind::allclose}, {"gemm", Tolerance::Kind::gemm}});
+                            {"allclose", Tolerance::Kind::allclose}, {"gemm", Tolerance::Kind::gemm},
+                            {"sum", Tolerance::Kind::sum}});
   }
   auto non_negative = [&](const char* key, double& field) {
     if (const json* v = opt(j, key)) {
@@ -173,6 +174,22 @@ Tolerance parse_one_tolerance(const Ctx& ctx, const json& j, const std::string& 
       non_negative("rel_l2", v);
       t.rel_l2 = v;
     }
+    return t;
+  }
+  if (t.kind == Tolerance::Kind::sum) {
+    // Names and per-case values are checked with the signature (spec_validate.cpp).
+    check_keys(ctx, j, path, {"kind", "terms", "partials", "totals", "factor", "rtol", "atol"});
+    t.terms = get_expr(ctx, need(ctx, j, "terms", path), child(path, "terms"));
+    const json* p = opt(j, "partials");
+    const json* g = opt(j, "totals");
+    if (p && g) ctx.fail("kopt.spec.119", path, "give 'partials' (per total) or 'totals', not both");
+    if (p) t.partials = get_expr(ctx, *p, child(path, "partials"));
+    if (g) t.totals = get_expr(ctx, *g, child(path, "totals"));
+    t.rtol = t.atol = 0;
+    non_negative("rtol", t.rtol);
+    non_negative("atol", t.atol);
+    non_negative("factor", t.factor);
+    if (!(t.factor > 0)) ctx.fail("kopt.spec.119", child(path, "factor"), "expected factor > 0");
     return t;
   }
   check_keys(ctx, j, path, {"kind", "factor", "a", "b", "m", "n", "k"});

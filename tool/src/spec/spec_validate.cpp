@@ -44,6 +44,7 @@ class Validator {
     check_launches(launch_given);
     check_constraints();
     check_overrides();
+    check_views();
     check_inputs_npy();
     check_tolerances();
     check_reference();
@@ -432,6 +433,50 @@ class Validator {
     }
   }
 
+  /// The generator of buffer `p` in case `ci` (a case's `inputs` override, else its `init`).
+  const Generator& generator_in(const Param& p, size_t ci) const {
+    const auto it = s_.cases[ci].input_overrides.find(p.name);
+    return it != s_.cases[ci].input_overrides.end() ? it->second : p.generator;
+  }
+
+  /// A view's buffer is an input, inout or constant of the signature made by
+  /// another kind, other than the view's own, and holds every element the view
+  /// takes, in every case (tuning parameters at their first value; a
+  /// candidate's sizes are checked again when its inputs are made).
+  void check_views() const {
+    for (size_t pi = 0; pi < s_.signature.size(); ++pi) {
+      const Param& p = s_.signature[pi];
+      if (!is_input(p)) continue;
+      for (size_t ci = 0; ci < s_.cases.size(); ++ci) {
+        const Generator& g = generator_in(p, ci);
+        if (g.kind != Generator::Kind::view) continue;
+        const bool own = s_.cases[ci].input_overrides.count(p.name) > 0;
+        const std::string path = own ? child(child(child("$.cases", ci), "inputs"), p.name)
+                                     : child(child("$.signature", pi), "init");
+        const Param* of = s_.find_param(g.view_of);
+        if (!of || !is_input(*of) || of == &p) {
+          ctx_.fail("kopt.spec.119", child(path, "of"),
+                    "'" + g.view_of + "' is not another input, inout or constant buffer of the signature (" +
+                        join(input_names()) + ")");
+        }
+        if (generator_in(*of, ci).kind == Generator::Kind::view) {
+          ctx_.fail("kopt.spec.119", child(path, "of"),
+                    "'" + g.view_of + "' is a view itself in case '" + s_.cases[ci].name +
+                        "'; a view takes the elements of a buffer made by another kind");
+        }
+        const int64_t n = counts_.at(p.name).at(ci), have = counts_.at(of->name).at(ci);
+        int64_t last = 0;
+        if (__builtin_mul_overflow(n - 1, g.view_stride, &last) ||
+            __builtin_add_overflow(last, g.view_start, &last) || last >= have) {
+          ctx_.fail("kopt.spec.119", path,
+                    "the view takes element " + std::to_string(g.view_start) + " + (" + std::to_string(n) +
+                        " - 1) * " + std::to_string(g.view_stride) + " of '" + of->name + "', which has " +
+                        std::to_string(have) + " elements in case '" + s_.cases[ci].name + "'" + tuning_note());
+        }
+      }
+    }
+  }
+
   std::vector<std::string> input_names() const {
     std::vector<std::string> out;
     for (const Param& p : s_.signature) {
@@ -512,9 +557,38 @@ class Validator {
       if (t.kind == Tolerance::Kind::gemm) {
         check_gemm_names(path, {{"a", t.a}, {"b", t.b}}, {{"m", t.m}, {"n", t.n}, {"k", t.k}});
       }
+      if (t.kind == Tolerance::Kind::sum) check_sum(name, t, path);
     }
     for (const Param& p : s_.signature) {
       if (is_output(p)) s_.tolerance.emplace(p.name, Tolerance{});  // default allclose
+    }
+  }
+
+  /// A sum tolerance: `terms` and `partials` (or `totals`) name sizes,
+  /// defines and tuning parameters, `terms` is >= 1 in every case, and the
+  /// output's count is a whole number of totals of partials elements each.
+  void check_sum(const std::string& name, const Tolerance& t, const std::string& path) {
+    const char* layout = t.totals.empty() ? "partials" : "totals";
+    check_names(t.terms, child(path, "terms"));
+    check_names(t.totals.empty() ? t.partials : t.totals, child(path, layout));
+    for (size_t ci = 0; ci < s_.cases.size(); ++ci) {
+      const Case& c = s_.cases[ci];
+      const int64_t terms = eval(t.terms, c, child(path, "terms"));
+      if (terms < 1) {
+        ctx_.fail("kopt.spec.119", child(path, "terms"),
+                  "expected at least 1, got " + std::to_string(terms) + " for case '" + c.name + "'" + tuning_note());
+      }
+      const bool per_total = t.totals.empty();
+      const Expr& e = per_total ? t.partials : t.totals;
+      if (e.empty()) continue;  // one total of every element
+      const int64_t value = eval(e, c, child(path, layout));  // errors named here, before sum_partials
+      const int64_t count = counts_.at(name).at(ci);
+      if (sum_partials(t, count, bindings_for(c, first_values_)) != 0) continue;
+      ctx_.fail("kopt.spec.119", child(path, layout),
+                "output '" + name + "' has " + std::to_string(count) + " elements for case '" + c.name +
+                    "', no whole number of " +
+                    (per_total ? "totals of " + std::to_string(value) + " partial sums" : std::to_string(value) + " totals") +
+                    tuning_note());
     }
   }
 
