@@ -6,7 +6,8 @@
     gallery.py kt-space [--kernels a,b]      # no GPU: Kernel Tuner's space sizes against the specs
 
 compare, for each kernel of templates/<name>/ listed in scripts/gallery_kernels.py:
-  1. `kopt optimize` on the spec with --budget evals=N (default 40; a fresh compile cache);
+  1. `kopt optimize` on the spec with --budget evals=N,minutes=M (N default 40, M from
+     GALLERY_KOPT_MINUTES, default 3; a fresh compile cache);
   2. Kernel Tuner 1.5's tune_kernel on the same kernel file and the same space (the cupy backend),
      with `--kt-strategy` (default: brute_force when the space has at most N configurations,
      else genetic_algorithm, its best single strategy at 1% in the published comparison) and
@@ -108,12 +109,17 @@ def kopt_bin():
     return os.environ.get("KOPT", os.path.join(ROOT, "build-gpu", "tool", "kopt"))
 
 
+# A wall-clock bound on each kopt run, so that one slow kernel (long compiles) cannot use up a
+# GPU call that has the other kernels still to do; the run reports "minutes" as its stop reason.
+KOPT_MINUTES = float(os.environ.get("GALLERY_KOPT_MINUTES", "3"))
+
+
 def kopt_optimize(name, evals, out):
     """Runs kopt optimize; returns its run folder, wall seconds and trajectory."""
     results = os.path.join(out, "kopt-runs")
     cache = os.path.join(out, "kopt-cache")  # fresh: tuning time includes every compile
     shutil.rmtree(cache, ignore_errors=True)
-    argv = [kopt_bin(), "optimize", "--spec", spec_path(name), "--budget", "evals=%d" % evals,
+    argv = [kopt_bin(), "optimize", "--spec", spec_path(name), "--budget", "evals=%d,minutes=%g" % (evals, KOPT_MINUTES),
             "--results-dir", results, "--cache-dir", cache, "--seed", "1"]
     t0 = time.time()
     with open(os.path.join(out, "kopt-optimize.out"), "w") as o, open(os.path.join(out, "kopt-optimize.err"), "w") as e:

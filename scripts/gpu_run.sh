@@ -206,6 +206,9 @@ if [[ " $STAGES " == *" example "* ]]; then
   mkdir -p "$LOGS/gen-example" && cp "$EX"/kernel_optimizer/sgemm/sgemm.cu "$EX"/kernel_optimizer/sgemm/sgemm_launch.h \
     "$LOGS/gen-example/" 2>/dev/null
   cp "$EX"/kernel_optimizer/sgemm/runs/run-*/summary.json "$LOGS/example.summary.json" 2>/dev/null
+  # The whole run folder (for kopt report and scripts/example_report.sh on a machine without a GPU).
+  tar -C "$EX"/kernel_optimizer/sgemm/runs -czf "$LOGS/example-run.tgz" . 2>/dev/null
+  grep -E "wall time|compiles|time split" "$LOGS/example.tune.log" | tail -4
   echo "-- a second build of optimize_sgemm with nothing changed (must not tune again)"
   cmake --build "$EX" --target optimize_sgemm >"$LOGS/example.retune.log" 2>&1
   echo "exit $?"; grep -cE "kopt generate|kopt: " "$LOGS/example.retune.log" | sed 's/^/kopt lines: /'; tail -2 "$LOGS/example.retune.log"
@@ -269,7 +272,7 @@ if [[ " $STAGES " == *" capture "* ]]; then
   echo "-- 3. optimize_sgemm again: tunes on the captured shapes"
   cmake --build "$CX" --target optimize_sgemm >"$LOGS/capture.tune.log" 2>&1
   echo "optimize_sgemm exit $?"
-  grep -E "captured shape|kopt generate|kopt: best|evaluated" "$LOGS/capture.tune.log" | tail -6
+  grep -E "application shapes|kopt generate|kopt: best|evaluated" "$LOGS/capture.tune.log" | tail -6
   cp "$CX/kernel_optimizer/sgemm/sgemm.cases.json" "$LOGS/capture.cases.json" 2>/dev/null
   CRUN="$(ls -d "$CX"/kernel_optimizer/sgemm/runs/run-* 2>/dev/null | tail -1)"
   if [ -n "$CRUN" ]; then

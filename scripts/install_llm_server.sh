@@ -69,7 +69,7 @@ pick_python() {
   command -v python3 || true
 }
 PY="$(pick_python)"
-[ -n "$PY" ] || die "no python3 found (scripts/install_deps.sh installs python3 and python3-venv)"
+[ -n "$PY" ] || die "no python3 found (scripts/install_deps.sh --tests installs python3 and python3-venv)"
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 ||
   die "$PY cannot create a venv with pip (Debian: apt-get install python3-venv)"
 command -v cmake >/dev/null || die "cmake is needed to build llama-cpp-python"

@@ -5,6 +5,10 @@ files for `kopt evaluate`, a spec for them with adversarial accuracy cases, and 
 generated pair for bench/.
 
     python3 scripts/tf32_configs.py OUT_DIR
+    python3 scripts/tf32_configs.py --wgmma OUT_DIR    the seeds of sgemm_tf32_wgmma.json instead:
+                                                       cfg_NN.cu, configs.txt, tf32_wgmma_kinds.json
+                                                       (every correctness case, the adversarial ones,
+                                                       two flagship shapes), adv_*.npy, gen/
 
 Writes into OUT_DIR (the formats of scripts/sgemm_kinds.py):
   tf32_kinds.json    sgemm_tf32.json with every correctness case, the adversarial cases below and a
@@ -37,15 +41,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sgemm_kinds  # noqa: E402  (write_inputs, check, full_config, pick; TEMPLATE_DIR)
 
-P = dict(SPLITK=1, SWZ=1, MINB=1)
-# (label, parameters): sgemm_tf32.json's five seeds and a 4-stage BK = 16 tile without swizzle.
+P = dict(SPLITK=1, SWZ=8, MINB=1, CVT=2, ACC2=1)
+# (label, parameters): at most 12 (one GPU call). Every configuration has the two-level sums (ACC2 =
+# 1, the only value the spec allows: one-level sums broke the 2x error contract on deep K). Large
+# shapes: 8-warp 128x128 blocks of 64 x 32 or 32 x 64 warp tiles (no spill; 64 x 64 warp tiles do
+# not fit the registers with two-level sums), the three CVT roundings side by side, BK 16, 256x64,
+# 4 stages; mid shapes: 4-warp blocks, two per SM; deep K with few outputs: cluster split-K.
 CONFIGS = [
-    ("tf32 128x128x32 8 warps", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, SWZ=8)),
-    ("tf32 128x64x16 4 warps", dict(P, BM=128, BN=64, BK=16, WM=64, WN=32, STAGES=4, SWZ=8, MINB=2)),
-    ("tf32 64x64x32 4 warps", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, MINB=2)),
-    ("tf32 64x64 split 4", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, SPLITK=4, MINB=2)),
-    ("tf32 64x32 split 8", dict(P, BM=64, BN=32, BK=32, WM=32, WN=16, STAGES=4, SPLITK=8, MINB=2)),
-    ("tf32 128x128x16 4 stages", dict(P, BM=128, BN=128, BK=16, WM=64, WN=32, STAGES=4)),
+    ("tf32 128x128x32 w64x32 cvt2", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3)),
+    ("tf32 128x128x32 w64x32 cvt1", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, CVT=1)),
+    ("tf32 128x128x32 w64x32 cvt0", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, CVT=0)),
+    ("tf32 128x128x32 w32x64 4st", dict(P, BM=128, BN=128, BK=32, WM=32, WN=64, STAGES=4)),
+    ("tf32 128x128x16 w64x32 4st", dict(P, BM=128, BN=128, BK=16, WM=64, WN=32, STAGES=4)),
+    ("tf32 256x64x32 w64x32", dict(P, BM=256, BN=64, BK=32, WM=64, WN=32, STAGES=3)),
+    ("tf32 128x128x32 w64x32 4st", dict(P, BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=4)),
+    ("tf32 128x64x16 4 warps 2/SM", dict(P, BM=128, BN=64, BK=16, WM=64, WN=32, STAGES=4, MINB=2)),
+    ("tf32 64x64x32 2/SM", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, SWZ=1, MINB=2)),
+    ("tf32 64x128x32 w32x64", dict(P, BM=64, BN=128, BK=32, WM=32, WN=64, STAGES=4)),
+    ("tf32 64x64 split 4", dict(P, BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4, SPLITK=4, SWZ=1, MINB=2)),
+    ("tf32 64x32 split 8", dict(P, BM=64, BN=32, BK=32, WM=32, WN=16, STAGES=4, SPLITK=8, SWZ=1, MINB=2)),
 ]
 
 # Performance cases of tf32_kinds.json (kopt evaluate): flagship and DeepBench shapes by class.
@@ -95,10 +109,40 @@ def adversarial_cases(out):
     return cases
 
 
+# Performance cases of the wgmma configurations' spec (kopt evaluate, --wgmma): two flagship shapes.
+WGMMA_PERF_SHAPES = [(4096, 2048, 1024), (3000, 1000, 2000)]
+
+
+def write_wgmma(out):
+    """The seeds of sgemm_tf32_wgmma.json as kernel files and a spec with every correctness case, the
+    adversarial cases and two flagship shapes (kopt evaluate in check_tf32.sh's wgmma stage)."""
+    spec = json.load(open(os.path.join(sgemm_kinds.TEMPLATE_DIR, "sgemm_tf32_wgmma.json")))
+    names = sorted(spec["tuning"]["params"])
+    configs = []
+    for seed in spec["tuning"]["seeds"]:
+        cfg = sgemm_kinds.full_config(seed, names)
+        label = "wgmma %dx%d k%d kstep%d layout%d" % (64 * cfg["WGM"], cfg["WN"] * cfg["WGN"], cfg["BK"], cfg["KSTEP"],
+                                                      cfg["LAYOUT"])
+        configs.append((label, cfg))
+    os.makedirs(out, exist_ok=True)
+    adv = adversarial_cases(out)
+    select = ["// Placeholder rule (not measured): variant 0 everywhere.",
+              "inline int select_variant(long long M, long long N, long long K) {",
+              "  (void)M; (void)N; (void)K;", "  return 0;", "}"]
+    sgemm_kinds.write_inputs(out, spec, "tf32_wgmma_kinds.json", configs, WGMMA_PERF_SHAPES, select,
+                             "tf32_configs.py --wgmma", extra_cases=adv)
+    print("tf32_configs --wgmma: %d configurations (the spec's seeds) -> %s" % (len(configs), out))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
+    ap.add_argument("--wgmma", action="store_true",
+                    help="write the seeds of sgemm_tf32_wgmma.json instead (kernel files, spec, configs.txt)")
     args = ap.parse_args()
+    if args.wgmma:
+        return write_wgmma(args.out)
     spec = json.load(open(os.path.join(sgemm_kinds.TEMPLATE_DIR, "sgemm_tf32.json")))
     names = sorted(spec["tuning"]["params"])
     configs = [(l, sgemm_kinds.full_config(p, names)) for l, p in CONFIGS]

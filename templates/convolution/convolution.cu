@@ -21,12 +21,16 @@
 // The kernel reads its filter from the __constant__ array d_filter, which the host fills
 // (Kernel Tuner: cmem_args={'d_filter': filter}); its third argument, filter, is not read. The
 // launch is Kernel Tuner's: problem size (image_width, image_height), grid divisors
-// block_size_x * tile_size_x and block_size_y * tile_size_y.
+// block_size_x * tile_size_x and block_size_y * tile_size_y. The kopt:static_shared line is the
+// size of sh_input, the kernel's own macros written as an expression (padding columns and '& 31'
+// included), so that configurations over the device's 48 KiB of static shared memory are left
+// out before compiling.
 //
 // kopt:entry convolution_kernel
 // kopt:grid ceil_div(image_width, block_size_x * tile_size_x), ceil_div(image_height, block_size_y * tile_size_y), 1
 // kopt:block block_size_x, block_size_y, 1
 // kopt:shared 0
+// kopt:static_shared (block_size_y * tile_size_y + filter_height // 2 * 2) * (block_size_x * tile_size_x + filter_width // 2 * 2 + use_padding * (block_size_x % 32 != 0) * ((block_size_x * tile_size_x + filter_width // 2 * 2 - block_size_x) % 32 != 0) * ((32 - (filter_width // 2 * 2 + block_size_x * tile_size_x - block_size_x)) & 31)) * 4
 
 #ifndef image_height
 #define image_height 4096

@@ -8,8 +8,8 @@
 // once to float. It reads the filter from the global buffer `filter` (the tuned kernel reads the
 // same values from its __constant__ copy d_filter). One thread per pixel.
 //
-// The sizes come as -D image_width, image_height, filter_width, filter_height (the reference's
-// compile options in the spec), the names the tuned kernel uses.
+// The sizes come as -D image_width, image_height, filter_width, filter_height (the spec's
+// defines: the filter's and each case's sizes), the names the tuned kernel uses.
 //
 // kopt:entry convolution_reference
 // kopt:grid ceil_div(image_width, 16), ceil_div(image_height, 16), 1

@@ -23,12 +23,18 @@
 // scale_A and scale_B without a bound check, up to the tile that holds the last point: the
 // buffers end there (the Kernel Tuner example allocates 3000 points for 2000 for the same
 // reason). The second kernel of the file, reduce_cross_term, adds the partial sums up; it is
-// not tuned here.
+// not tuned here (the spec's sum tolerance adds them up to check them).
+//
+// The kopt:static_shared line states the tiles' static shared memory, sh_A, sh_B, sh_scale_A and
+// sh_scale_B: three doubles per point of the block's A and B tiles (CUB's BlockReduce storage,
+// a few hundred bytes, is left out). Configurations over the device's 48 KiB of static shared
+// memory are left out before compiling.
 //
 // kopt:entry ExpDist
 // kopt:grid ceil_div(m, block_size_x * tile_size_x), ceil_div(n, block_size_y * tile_size_y), 1
 // kopt:block block_size_x, block_size_y, 1
 // kopt:shared 0
+// kopt:static_shared use_shared_mem * 24 * (block_size_x * tile_size_x + block_size_y * tile_size_y)
 
 #include <cub/block/block_reduce.cuh>
 

@@ -29,7 +29,7 @@
 // component (oldPosX ... oldVelZ); the two must hold the same bodies.
 //
 // kopt:entry nbody_kernel
-// kopt:grid ceil_div(n, BLOCK_SIZE * OUTER_UNROLL_FACTOR), 1, 1
+// kopt:grid ceil_div(n // OUTER_UNROLL_FACTOR, BLOCK_SIZE), 1, 1
 // kopt:block BLOCK_SIZE, 1, 1
 // kopt:shared 0
 

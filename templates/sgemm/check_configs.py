@@ -9,6 +9,7 @@ listed below and a seeded random draw) with
 
     nvcc -arch=sm_90 -cubin -Xptxas -v -DNAME=VALUE ... <template>
 
+(sm_90a instead for a template whose `// kopt:options` line names --gpu-architecture=sm_90a)
 and reports, per configuration, registers, spill stores/loads, stack frame, static and dynamic
 shared memory and threads per block. It also checks that the template's `// kopt:` launch
 annotations and the spec's template.launch agree, and that the dynamic shared memory and the
@@ -334,10 +335,10 @@ def launch_exprs(launch):
             "shared": Expr(launch.get("shared_bytes", 0))}
 
 
-def compile_one(nvcc, source, cfg, names, extra, workdir):
+def compile_one(nvcc, source, cfg, names, extra, workdir, arch="sm_90"):
     defines = ["-D%s=%d" % (n, cfg[n]) for n in names]
     out = os.path.join(workdir, "k_%d_%d.cubin" % (os.getpid(), abs(hash(config_str(cfg, names)))))
-    cmd = [nvcc, "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", out] + extra + defines + [source]
+    cmd = [nvcc, "-arch=" + arch, "-cubin", "-Xptxas", "-v", "-o", out] + extra + defines + [source]
     t0 = time.time()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     res = {"ok": p.returncode == 0, "seconds": time.time() - t0, "log": p.stdout, "cmd": " ".join(cmd)}
@@ -511,8 +512,8 @@ def main():
             min(valid, key=lambda c: (threads(c), tile(c))),
             max(valid, key=lambda c: (c["BK"], c["STAGES"], tile(c), smem(c))),
             max(valid, key=lambda c: (c["MINB"], tile(c), threads(c))),
-            max(valid, key=lambda c: (c.get("TM", c.get("WM")), -c.get("TN", c.get("WN")), threads(c))),
-            max(valid, key=lambda c: (c.get("TN", c.get("WN")), -c.get("TM", c.get("WM")), threads(c))),
+            max(valid, key=lambda c: (c.get("TM", c.get("WM", 1)), -c.get("TN", c.get("WN", 1)), threads(c))),
+            max(valid, key=lambda c: (c.get("TN", c.get("WN", 1)), -c.get("TM", c.get("WM", 1)), threads(c))),
         ]
         for c in extremes:
             picks.append(dict(c))
@@ -531,10 +532,14 @@ def main():
     extra = []
     for o in tuning.get("compile_options", []) + tmpl.get("compile_options", []):
         extra += ["-Xcompiler", o] if o.startswith("-f") else [o]
-    print("compiling %d configuration(s) with %s, %d at a time" % (len(sample), args.nvcc, args.jobs))
+    # A template that names its architecture (sgemm_tf32_wgmma.cu: `// kopt:options
+    # --gpu-architecture=sm_90a`, as kopt's NVRTC applies it) is compiled for that one.
+    m = re.search(r"--gpu-architecture[= ](sm_\w+)", ann.get("options", ""))
+    arch = m.group(1) if m else "sm_90"
+    print("compiling %d configuration(s) with %s for %s, %d at a time" % (len(sample), args.nvcc, arch, args.jobs))
     results = []
     with tempfile.TemporaryDirectory() as work, concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
-        futs = [ex.submit(compile_one, args.nvcc, source, c, names, extra, work) for c in sample]
+        futs = [ex.submit(compile_one, args.nvcc, source, c, names, extra, work, arch) for c in sample]
         for c, f in zip(sample, futs):
             r = f.result()
             r["config"] = config_str(c, names)

@@ -1,6 +1,6 @@
 // Split-TF32 ("3xTF32") SGEMM template: row-major C[M,N] = A[M,K] * B[K,N], float32 in and out,
 // the products on the tensor cores (mma.sync m16n8k8 TF32, sm_80 and newer), FP32-accurate.
-// Any M, N, K >= 1 is handled. NOT YET MEASURED ON A GPU: see docs/performance.md.
+// Any M, N, K >= 1 is handled. Measurements: docs/performance.md.
 //
 // kopt:entry sgemm_tf32
 // kopt:grid ceil_div(N, BN) * SPLITK, ceil_div(M, BM), 1
@@ -9,11 +9,11 @@
 //
 // ==== The arithmetic ==============================================================================
 //
-// Every element x of an A or B tile is split once, after its shared-memory load, into two TF32
-// numbers (11 significant bits each): hi = tf32(x) and lo = tf32(x - hi), both with cvt.rna (round
-// to nearest, ties away from zero, on the 13 low mantissa bits). x - hi is exact in FP32, |x - hi|
-// <= 2^-11 |x|, and |x - (hi + lo)| <= 2^-23 |x| (one unit in the last place of x: the split keeps
-// 22-23 of x's 24 bits). The product a*b is then taken as
+// Every element x of an A or B tile is split, after its shared-memory load, into two TF32 numbers
+// (11 significant bits each): hi = tf32(x) and lo = tf32(x - hi), both rounded to nearest (see CVT
+// for the instructions). x - hi is exact in FP32, |x - hi| <= 2^-11 |x|, and |x - (hi + lo)| <=
+// 2^-23 |x| (one unit in the last place of x: the split keeps 22-23 of x's 24 bits). The product
+// a*b is then taken as
 //     lo_a*hi_b + hi_a*lo_b + hi_a*hi_b
 // (three mma, the two small terms first), each product exact inside the tensor core (11 x 11 bits).
 // The fourth term lo_a*lo_b is dropped, as Ootomo and Yokota do ("Recovering single precision
@@ -30,22 +30,31 @@
 // relative error at K = 500000, over 200 times a plain FP32 dot product's, in the emulation of
 // tests/unit/test_sgemm_tf32.cpp. So, as Ootomo and Yokota do, the tensor core only sums the three
 // products of one k step (8 of K): t = lo*hi + hi*lo + hi*hi starts from a zero accumulator, and t
-// is added to the FP32 accumulator acc with an ordinary FADD (round to nearest) after every step.
-// In the emulation (a truncating adder, with 0 or 3 guard bits) this keeps the max and RMS errors
-// within 1.7x of a plain FP32 dot product's at K = 8 and at or below it from K = 16 on, for
-// uniform, wide-exponent, one-signed and split-adversarial inputs up to K = 500000; summing a whole
-// k-tile of 32 in the tensor core before the FADD reached 3.5x FP32's RMS error at K = 64.
+// is added to an FP32 accumulator with an ordinary FADD (round to nearest) after every step.
+// Summing a whole k-tile of 32 in the tensor core before the FADD reached 3.5x FP32's RMS error at
+// K = 64 in the emulation.
 //
-// Special values: NaN and Inf in the inputs give NaN in the outputs they reach (hi is Inf, x - hi
-// NaN); finite inputs above (2 - 2^-11) * 2^127 round to Inf in the split (FP32 would not).
+// The FP32 sums. A thread's accumulator is one chain of K / 8 FADDs (K / (8 SPLITK) per cluster
+// rank): half the roundings of a thread of a SIMT SGEMM, which does K FMAs in a row, so on the large
+// shapes the error is about 0.35x cuBLAS FP32's (measured on an H100). cuBLAS splits deep K with
+// few outputs much further (a GEMV-like tree: 300x1x70000 at 0.6x its own large-shape error), and
+// there a chain of K / 8 was 3-8x cuBLAS's error. ACC2 = 1 sums in two levels instead: the per-step
+// FADDs go into a partial sum that is added to the accumulator and cleared every P k-tiles, with P
+// = round(sqrt(8 KT / BK)) chosen at run time (KT: this rank's k-tiles), so that the two chains
+// are about as long: 2 sqrt(K / 8) FADDs instead of K / 8 (K = 500000: about 500 instead of
+// 62500). It costs one more register per accumulator, not one more instruction per step.
+//
+// Special values: NaN and Inf in the inputs give NaN or Inf in the outputs they reach (hi keeps
+// them; a NaN whose payload is in the 13 low bits only becomes Inf, as with cvt.rna); finite inputs
+// above (2 - 2^-11) * 2^127 round to Inf in the split (FP32 would not).
 //
 // ==== Parameters (preprocessor, -DNAME=VALUE; defaults below) ======================================
 //
 //   BM, BN, BK  block tile: a block computes C[row0 : row0+BM, col0 : col0+BN], K in steps of BK.
 //   WM, WN      warp tile: the block's (BM/WM) x (BN/WN) warps each own WM x WN of it, as
 //               (WM/16) x (WN/8) mma tiles of 16 x 8; each thread holds WM * WN / 32 accumulators
-//               plus the split fragments and the mma temporaries: WM * WN <= 2048 (64 x 32 takes
-//               about 240 registers).
+//               (twice that with ACC2 = 1) plus the split fragments and the mma temporaries:
+//               WM * WN <= 4096 (64 x 64: 128 accumulators, about 230 registers).
 //   STAGES      shared-memory buffers of the cp.async pipeline (>= 2; see Pipeline).
 //   SPLITK      1: a block walks all of K. 2, 4 or 8 (sm_90): blocks x*SPLITK .. x*SPLITK+SPLITK-1
 //               are one thread block cluster for one output tile; cluster rank r walks k-tiles
@@ -57,6 +66,20 @@
 //               groups of SWZ tile rows column by column (Triton's GROUP_M), so that blocks that run
 //               at the same time share A rows and B columns in L2.
 //   MINB        min blocks per SM of __launch_bounds__.
+//   CVT         how the split rounds to TF32 (the 13 low bits of a float are cleared, rounding to
+//               nearest). 0: integer arithmetic, (bits + 0x1000) & ~0x1FFF, ties away from zero,
+//               with a guard that leaves Inf and NaN unchanged (3 instructions for hi, FADD + 2 for
+//               lo: 6 per element). 1: hi with cvt.rn.tf32.f32 (one F2FP instruction on sm_90, ties
+//               to even), lo with the integer rounding (a NaN lo can only come from a NaN or Inf
+//               x, whose hi carries it): 4 per element. 2: both with cvt.rn.tf32.f32: 3 per
+//               element. cvt.rn.tf32.f32 exists from sm_90 on; below, CVT 1 and 2 act as 0. The
+//               F2FP throughput is not documented: the tuning decides.
+//   ACC2        0: one FP32 accumulator per output; 1: two-level sums (see The FP32 sums). The spec
+//               allows 1 only: measured on an H100, every ACC2 = 0 configuration broke the 2x error
+//               contract on deep K (8.9x cuBLAS FP32's max error on 300x1x70000, 5.3x its RMS on
+//               3x2x500000), while every ACC2 = 1 one met it (at worst 1.38x max, 1.19x RMS, on
+//               257x129x65), and the 128x128x32 block with ACC2 = 1 ran within 1% of its ACC2 = 0
+//               twin on every large shape (docs/performance.md). 0 stays for the CPU tests.
 // Threads per block: (BM/WM) * (BN/WN) * 32. Grid: x = ceil_div(N, BN) * SPLITK, y = ceil_div(M, BM).
 //
 // ==== Shared memory (dynamic, bytes = max(STAGES * (BM*(BK+8) + BK*(BN+4)) * 4, SPLITK > 1 ? BM*(BN+8)*4 : 0))
@@ -136,6 +159,12 @@
 #ifndef MINB
 #define MINB 1
 #endif
+#ifndef CVT
+#define CVT 0
+#endif
+#ifndef ACC2
+#define ACC2 1  // the spec allows 1 only: see ACC2 above
+#endif
 
 #if SPLITK != 1 && SPLITK != 2 && SPLITK != 4 && SPLITK != 8
 #error "SPLITK must be 1, 2, 4 or 8 (a portable thread block cluster holds at most 8 blocks)"
@@ -208,6 +237,13 @@ struct Layout {
   static TF32X3_HD int c_col(int warp, int lane, int ni, int i) {
     return warp_n0(warp) + ni * 8 + 2 * (lane & 3) + (i & 1);
   }
+  // ACC2: the k-tiles summed in the inner level before each fold, round(sqrt(8 * kt / BK)) >= 1 for
+  // kt k-tiles (inner chain inner * BK / 8 FADDs, outer chain kt / inner: about equal).
+  static TF32X3_HD int inner_tiles(int kt) {
+    int p = 1;
+    while (kBK * (4 * p * (p + 1) + 1) <= 32 * kt) ++p;  // (p + 1/2)^2 <= 8 kt / BK: round up
+    return p;
+  }
   // Rasterization: block (bx, by) of a gx x gy grid of output tiles (bx without the split-K rank)
   // computes tile row tm, tile column tn. One-to-one on [0, gx) x [0, gy) for every kSwz >= 1.
   static TF32X3_HD void tile_of(int bx, int by, int gx, int gy, int& tm, int& tn) {
@@ -267,7 +303,8 @@ constexpr int kMI = L::kMI, kNI = L::kNI;
 static_assert(BM > 0 && BN > 0 && BK > 0 && WM > 0 && WN > 0, "positive sizes");
 static_assert(BM % WM == 0 && BN % WN == 0, "the block tile is a whole number of warp tiles");
 static_assert(WM % 16 == 0 && WN % 8 == 0, "the warp tile is a whole number of 16 x 8 mma tiles");
-static_assert(WM * WN <= 2048, "warp tiles up to 64 x 32 (about 240 registers: acc, fragments, mma temporaries)");
+static_assert(WM * WN <= 4096 && (ACC2 == 0 || WM * WN <= 2048),
+              "warp tiles up to 64 x 64, 64 x 32 with ACC2 (128 accumulators per thread at most)");
 static_assert(BK % 16 == 0, "BK % 16 == 0 keeps the A fragment loads conflict-free (LDA = BK + 8)");
 static_assert(BN % 16 == 0, "BN % 16 == 0 keeps the B fragment loads conflict-free (LDB = BN + 4)");
 static_assert(L::kThreads <= 1024, "at most 1024 threads per block");
@@ -276,6 +313,7 @@ static_assert((BK * BN / 4) % L::kThreads == 0 && L::kChunksB >= 1, "B tile chun
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES in 2..8");
 static_assert(BM % SPLITK == 0, "each cluster rank reduces BM / SPLITK rows");
 static_assert(SWZ >= 1 && MINB >= 1, "SWZ, MINB >= 1");
+static_assert(CVT >= 0 && CVT <= 2 && (ACC2 == 0 || ACC2 == 1), "CVT in 0..2, ACC2 0 or 1");
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -293,11 +331,29 @@ __device__ __forceinline__ void cp_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// x = hi + lo + O(2^-23 |x|), both TF32 (cvt.rna: the 13 low bits zero).
+// TF32 rounding to nearest (the 13 low bits cleared), see CVT. tf32_int: ties away from zero on the
+// magnitude, a carry moving into the next binade (or to Inf); `guard`: Inf and NaN are left as they
+// are (else the + 0x1000 could carry a NaN's payload into the sign bit).
+template <bool kGuard>
+__device__ __forceinline__ unsigned tf32_int(float x) {
+  const unsigned u = __float_as_uint(x);
+  if (kGuard) return (fabsf(x) < __int_as_float(0x7F800000) ? u + 0x1000u : u) & 0xFFFFE000u;
+  return (u + 0x1000u) & 0xFFFFE000u;
+}
+__device__ __forceinline__ unsigned tf32_cvt(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned r;
+  asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+#else
+  return tf32_int<true>(x);
+#endif
+}
+// x = hi + lo + O(2^-23 |x|), both TF32.
 __device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(hi) : "f"(x));
-  const float rest = x - __uint_as_float(hi);  // exact
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(lo) : "f"(rest));
+  hi = CVT >= 1 ? tf32_cvt(x) : tf32_int<true>(x);
+  const float rest = x - __uint_as_float(hi);  // exact; NaN only where hi is Inf or NaN
+  lo = CVT == 2 ? tf32_cvt(rest) : tf32_int<false>(rest);
 }
 // d += A(16x8) * B(8x8), TF32 operands, FP32 accumulators (the fragments: see the top).
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
@@ -367,30 +423,36 @@ struct Frags {
   float2 a[kMI][2];
   float b[kNI][2];
 };
-__device__ __forceinline__ void load_frags(Frags& f, const float* sa, const float* sb, int warp, int lane, int s) {
+__device__ __forceinline__ void load_a(Frags& f, const float* sa, int warp, int lane, int s) {
 #pragma unroll
   for (int mi = 0; mi < kMI; ++mi)
 #pragma unroll
     for (int half = 0; half < 2; ++half)
       f.a[mi][half] = *reinterpret_cast<const float2*>(sa + L::a_frag(warp, lane, mi, s, half));
+}
+__device__ __forceinline__ void load_b(Frags& f, const float* sb, int warp, int lane, int ni, int s) {
 #pragma unroll
-  for (int ni = 0; ni < kNI; ++ni)
-#pragma unroll
-    for (int j = 0; j < 2; ++j) f.b[ni][j] = sb[L::b_frag(warp, lane, ni, s, j)];
+  for (int j = 0; j < 2; ++j) f.b[ni][j] = sb[L::b_frag(warp, lane, ni, s, j)];
 }
 
-// One k-tile from one stage. Per k step of 8 and mma tile: t = lo*hi + hi*lo + hi*hi in the tensor
-// core (t starts at zero: the first mma adds no accumulator), then acc += t with an FP32 add. The
-// steps are not unrolled (nothing but acc lives across them; unrolled, ptxas took 255 registers and
-// spilled for 64x32 warp tiles with 128 threads, now about 240); instead the next step's fragments
-// are loaded while this step's mma run.
+// One k-tile from one stage into `sum`. Per k step of 8 and mma tile: t = lo*hi + hi*lo + hi*hi in
+// the tensor core (t starts at zero: the first mma adds no accumulator), then sum += t with an FP32
+// add. Registers are the limit (the accumulators take WM * WN / 32 of them, and every mma tile in
+// flight 4 more for t), so each raw fragment is split as late as possible and its register refilled
+// with the next step's value right after: A (kMI x 4 values, used by every mma tile column) at the
+// start of a step, B (2 values, used by the kMI tiles of one column) column by column. The last
+// step reloads its own fragments (harmless, and no branch). The steps are not unrolled: nothing but
+// the accumulators and the raw fragments lives across them.
 __device__ __forceinline__ void compute_tile(const float* sa, const float* sb, int warp, int lane,
-                                             float (&acc)[kMI][kNI][4]) {
+                                             float (&sum)[kMI][kNI][4]) {
   Frags f;
-  load_frags(f, sa, sb, warp, lane, 0);
+  load_a(f, sa, warp, lane, 0);
+#pragma unroll
+  for (int ni = 0; ni < kNI; ++ni) load_b(f, sb, warp, lane, ni, 0);
 #pragma unroll 1
   for (int s = 0; s < L::kSteps; ++s) {
-    unsigned ahi[kMI][4], alo[kMI][4], bhi[kNI][2], blo[kNI][2];
+    const int next = s + 1 < L::kSteps ? s + 1 : s;
+    unsigned ahi[kMI][4], alo[kMI][4];
 #pragma unroll
     for (int mi = 0; mi < kMI; ++mi)
 #pragma unroll
@@ -398,23 +460,46 @@ __device__ __forceinline__ void compute_tile(const float* sa, const float* sb, i
         split(f.a[mi][half].x, ahi[mi][half], alo[mi][half]);          // a0 (half 0), a1 (half 1): k slot t
         split(f.a[mi][half].y, ahi[mi][half + 2], alo[mi][half + 2]);  // a2, a3: k slot t + 4
       }
+    load_a(f, sa, warp, lane, next);
 #pragma unroll
-    for (int ni = 0; ni < kNI; ++ni)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) split(f.b[ni][j], bhi[ni][j], blo[ni][j]);
-    if (s + 1 < L::kSteps) load_frags(f, sa, sb, warp, lane, s + 1);
-#pragma unroll
-    for (int ni = 0; ni < kNI; ++ni)
+    for (int ni = 0; ni < kNI; ++ni) {
+      unsigned bhi[2], blo[2];
+      split(f.b[ni][0], bhi[0], blo[0]);
+      split(f.b[ni][1], bhi[1], blo[1]);
+      load_b(f, sb, warp, lane, ni, next);
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi) {
         float t[4];
-        mma_first(t, alo[mi], bhi[ni]);  // the small terms first
-        mma(t, ahi[mi], blo[ni]);
-        mma(t, ahi[mi], bhi[ni]);        // the large one last
+        mma_first(t, alo[mi], bhi);  // the small terms first
+        mma(t, ahi[mi], blo);
+        mma(t, ahi[mi], bhi);        // the large one last
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mi][ni][i] += t[i];
+        for (int i = 0; i < 4; ++i) sum[mi][ni][i] += t[i];
       }
+    }
   }
+}
+
+__device__ __forceinline__ void zero(float (&x)[kMI][kNI][4]) {
+#pragma unroll
+  for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[mi][ni][i] = 0.f;
+}
+
+// acc += part; part = 0 (ACC2: the outer level of the two-level sums).
+__device__ __forceinline__ void fold(float (&acc)[kMI][kNI][4], float (&part)[kMI][kNI][4]) {
+#pragma unroll
+  for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        acc[mi][ni][i] += part[mi][ni][i];
+        part[mi][ni][i] = 0.f;
+      }
 }
 
 }  // namespace tf32x3
@@ -441,12 +526,7 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
   c.nvec = (N & 3) == 0;
 
   float acc[kMI][kNI][4];
-#pragma unroll
-  for (int mi = 0; mi < kMI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < kNI; ++ni)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.f;
+  zero(acc);
 
   const int KT_all = K / BK + (K % BK != 0);  // k-tiles of K
 #if SPLITK > 1
@@ -466,17 +546,35 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
     if (s < KT) load_tile(c, kb + s * BK, sA + s * L::kStageA, sB + s * L::kStageB);
     cp_commit();
   }
+#if ACC2
+  // Two-level sums: the k-tiles' FADDs go into part, folded into acc every `inner` k-tiles.
+  float part[kMI][kNI][4];
+  zero(part);
+  const int inner = L::inner_tiles(KT);
+  int left = inner;
+#endif
   int rd = 0, wr = STAGES - 1;  // stages of tile t and of tile t + STAGES - 1
   for (int t = 0; t < KT; ++t) {
     cp_wait<STAGES - 2>();
     __syncthreads();
     if (t + STAGES - 1 < KT) load_tile(c, kb + (t + STAGES - 1) * BK, sA + wr * L::kStageA, sB + wr * L::kStageB);
     cp_commit();
+#if ACC2
+    compute_tile(sA + rd * L::kStageA, sB + rd * L::kStageB, warp, lane, part);
+    if (--left == 0) {
+      fold(acc, part);
+      left = inner;
+    }
+#else
     compute_tile(sA + rd * L::kStageA, sB + rd * L::kStageB, warp, lane, acc);
+#endif
     rd = rd + 1 == STAGES ? 0 : rd + 1;
     wr = wr + 1 == STAGES ? 0 : wr + 1;
   }
   cp_wait<0>();  // only empty groups can be left
+#if ACC2
+  fold(acc, part);
+#endif
 
 #if SPLITK > 1
   {

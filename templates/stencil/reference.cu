@@ -4,8 +4,8 @@
 // rounded once to float; border points are not written (x_new keeps its initial contents
 // there, as in the tuned kernel). One thread per point over a 1-D grid, 64-bit indices.
 //
-// The grid size comes as -D domain_width / domain_height (the reference's compile options in
-// the spec), the names the tuned kernel uses.
+// The grid size comes as -D domain_width / domain_height (the spec's defines: each case's
+// sizes), the names the tuned kernel uses.
 //
 // kopt:entry stencil_reference
 // kopt:grid ceil_div(domain_width * domain_height, 256), 1, 1

@@ -214,6 +214,12 @@ def spec(name, mutate, first, exit=2, cmd=None, files=None, **kw):
     return Case("spec." + name, cmd or evaluate(), exit=exit, first=first, setup=setup, **kw)
 
 
+def per_case_define_in_constraint(doc, ctx):
+    """A define that depends on the case's size, named by a constraint."""
+    doc["defines"] = {"W": "N"}
+    doc["tuning"]["constraints"].append("BS <= W")
+
+
 def append_scalar(entry):
     def m(doc, ctx):
         doc["signature"].append(entry)
@@ -411,7 +417,21 @@ add(
     spec("entry_empty", setp(["initial", "entry"], ""), P("initial.entry")),
     spec("compile_options_string", setp(["initial", "compile_options"], "-O3"), P("initial.compile_options")),
     spec("defines_float", setp(["initial", "defines"], {"X": 1.5}), P("initial.defines.X")),
-    spec("define_is_param", setp(["initial", "defines"], {"BS": 64}), P("initial.defines")),
+    # The initial kernel may name a tuning parameter (its configuration); the template may not.
+    spec("define_is_param", setp(["template", "defines"], {"BS": 64}), P("template.defines.BS")),
+    spec("spec_define_is_param", setp(["defines"], {"BS": 64}), P("defines.BS")),
+    spec("spec_define_cycle", setp(["defines"], {"A": "B + 1", "B": "A"}), P("defines.A") + ".*cycle"),
+    spec("spec_define_unknown_name", setp(["defines"], {"A": "Q * 2"}), P("defines.A") + ".*'Q'"),
+    spec("spec_define_size_other_value", setp(["defines"], {"N": 4}), P("defines.N")),
+    spec("spec_define_in_constraint_per_case", per_case_define_in_constraint, P("tuning.constraints[1]") + ".*define 'W'"),
+    spec("constant_over_64k", append_scalar({"name": "c_table", "type": "float", "role": "constant", "count": "N * 8"}),
+         P("signature[3].count") + ".*65536"),
+    # A launch in a kernel's kopt: lines: its errors name the .cu file and line.
+    spec("annotation_grid_unknown_name", source("initial", "bad_grid.cu"), P("initial") + ".*bad_grid\\.cu:2: kopt:grid",
+         files={"bad_grid.cu": "// kopt:entry tiny_naive\n// kopt:grid ceil_div(N, TILE), 1, 1\n// kopt:block 64, 1, 1\n"
+                               "extern \"C\" __global__ void tiny_naive(const float* x, float* y, int N) {}\n"}),
+    spec("annotation_grid_syntax", source("initial", "bad_grid.cu"), "bad_grid\\.cu:2: kopt:grid",
+         files={"bad_grid.cu": "// kopt:entry tiny_naive\n// kopt:grid ceil_div(N, 64 +), 1, 1\n"}),
     spec("kernel_unknown_key", setp(["initial", "sources"], "x.cu"), P("initial.sources")),
     spec("baseline_kind_unknown", setp(["baseline"], {"kind": "mkl"}), P("baseline.kind")),
     spec("launch_grid_four", setp(["launch", "grid"], [1, 1, 1, 1]), P("launch.grid")),
@@ -483,6 +503,20 @@ add(
     spec("tolerance_string", setp(["tolerance", "y"], "loose"), P("tolerance.y")),
     spec("tolerance_gemm_factor_zero", setp(["tolerance", "y"], {"kind": "gemm", "factor": 0}),
          P("tolerance.y")),
+    spec("tolerance_sum_no_terms", setp(["tolerance", "y"], {"kind": "sum"}), P("tolerance.y"), stderr="terms"),
+    spec("tolerance_sum_totals_not_dividing", setp(["tolerance", "y"], {"kind": "sum", "terms": "N", "totals": 2}),
+         P("tolerance.y.totals"), stderr="no whole number of 2 totals"),
+    spec("tolerance_sum_both_layouts",
+         setp(["tolerance", "y"], {"kind": "sum", "terms": "N", "totals": 1, "partials": 1}), P("tolerance.y"),
+         stderr="not both"),
+    spec("generator_view_of_output", setp(["signature", 0, "init"], {"kind": "view", "of": "y"}),
+         P("signature[0].init.of")),
+    spec("generator_view_past_the_end",
+         append_scalar({"name": "x_odd", "type": "float", "role": "input", "count": "N",
+                        "init": {"kind": "view", "of": "x", "start": 1, "stride": 2}}),
+         P("signature[3].init"), stderr="which has 17 elements in case 'n17'"),
+    spec("generator_view_of_itself", setp(["signature", 0, "init"], {"kind": "view", "of": "x"}),
+         P("signature[0].init.of")),
     spec("timing_iterations_zero", setp(["timing", "iterations"], 0), P("timing.iterations")),
     spec("timing_iterations_float", setp(["timing", "iterations"], 1e10), P("timing.iterations")),
     spec("timing_warmup_negative", setp(["timing", "warmup"], -1), P("timing.warmup")),
@@ -1120,9 +1154,69 @@ def history_grew(ctx, res):
 
 add(rf("resume_without_spec", lambda ctx: None, None, cmd=resume(spec=None), exit=0, unchanged=False,
        check=history_grew, note="--resume RUN alone takes the spec from the run folder"))
+# A warm start whose configurations the run has already evaluated: the resumed
+# session tries none of them again and does not say it tries them first.
+def warm_start_of_recorded(ctx):
+    h = json.loads((ctx.run / "history.json").read_text())
+    configs = [a["params"] for a in h["attempts"] if a.get("kind") == "candidate" and a.get("params")]
+    results = [{"configuration": c, "invalidity": "correct",
+                "measurements": [{"name": "time", "value": 1.0 + i, "unit": "ms"}]} for i, c in enumerate(configs)]
+    ctx.write("w.json", json.dumps({"schema_version": "1.0.0", "results": results}))
+
+
+def recorded_seeds_not_again(ctx, res):
+    h = json.loads((ctx.run / "history.json").read_text())
+    keys = [json.dumps(a["params"], sort_keys=True) for a in h["attempts"]
+            if a.get("kind") == "candidate" and a.get("params")]
+    fails = ["a configuration evaluated twice: %s" % k for k in sorted(set(keys)) if keys.count(k) > 1]
+    if re.search(r"[1-9][0-9]* of [0-9]+ configuration\(s\) are in the space and are evaluated first", res.stderr_text):
+        fails.append("stderr says recorded configurations are evaluated first: %s" % short_text(res.stderr_text))
+    return fails
+
+
+add(rf("resume_warm_start_already_recorded", warm_start_of_recorded, None,
+       cmd=[a for a in resume("--warm-start", "{dir}/w.json") if a != "--quiet"], exit=0, unchanged=False,
+       stderr=r"w\.json \(T4 results, 3 entries\): 0 of 3 configuration\(s\) are in the space and are evaluated "
+              r"first(.|\n)*3 not used, already recorded in this run",
+       check=recorded_seeds_not_again,
+       note="a warm start the run has already evaluated: nothing is said to come first, nothing is evaluated twice"))
 add(rf("export_output_proc", lambda ctx: None, "--output /proc",
        cmd=[K, "export", "--format", "t4", "-o", "/proc/kopt-bad-input.json", "{run}"],
        note="refused before the export, not after it with a temporary file's name"))
+
+
+# kopt report: a run folder copied from elsewhere, missing or damaged. The
+# records' readers name the folder or the file (and the attempt); a damaged
+# summary.json is a warning naming its JSON path, and the report is made.
+def report(*extra):
+    return [K, "report", "{run}"] + list(extra)
+
+
+def report_made(ctx, res):
+    return [] if (ctx.run / "report.html").is_file() else ["exit 0 but no report.html in the run folder"]
+
+
+add(
+    Case("runfolder.report_missing_folder", [K, "report", "{dir}/no-such-run"], first="no-such-run.*does not exist"),
+    Case("runfolder.report_not_a_run_folder", [K, "report", "{dir}"], first="not a run folder.*run\\.json"),
+    rf("report_history_garbage", w("history.json", "{ garbage"), HIST, cmd=report()),
+    rf("report_history_index_string", edit_json("history.json", lambda d: d["attempts"][1].update(index="2")),
+       HIST + ".*attempts\\[1\\]", cmd=report()),
+    rf("report_history_missing", rep("history.json", "missing"), HIST, cmd=report()),
+    rf("report_run_json_missing", rep("run.json", "missing"), "run\\.json|run-001", cmd=report()),
+    rf("report_spec_json_edited", edit_json("spec.json", lambda d: d.update(description="edited")), "spec\\.json",
+       cmd=report()),
+    rf("report_summary_final_best_string", edit_json("summary.json", lambda d: d.update(final_best="x")),
+       "warning.*summary\\.json.*final_best", cmd=report(), exit=0, first_always=True, check=report_made,
+       note="a damaged summary.json is shown as far as it reads, with a warning naming the JSON path"),
+    rf("report_summary_garbage", w("summary.json", "{ garbage"), "warning.*summary\\.json", cmd=report(), exit=0,
+       first_always=True, check=report_made, note="made from history.json, with a warning"),
+    rf("report_out_is_directory", lambda ctx: None, "--out", cmd=report("--out", "{dir}")),
+    rf("report_out_proc", lambda ctx: None, "--out", cmd=report("--out", "/proc/kopt-bad-input.html"),
+       note="refused before the report is drawn"),
+    rf("report_read_only_folder", lambda ctx: None, "--out", cmd=report(), nobody=True,
+       note="a read-only run folder without --out: refused, naming --out"),
+)
 
 
 def make_read_only(case):
@@ -1141,7 +1235,7 @@ def make_read_only(case):
 
 
 for c in CASES:
-    if c.id == "runfolder.read_only_folder":
+    if c.id in ("runfolder.read_only_folder", "runfolder.report_read_only_folder"):
         make_read_only(c)
 
 

@@ -336,6 +336,7 @@ CheckReport check_tree(const Table& table, const fs::path& src, const std::strin
     std::string text;
   };
   std::vector<Finding> findings;
+  std::set<std::pair<std::string, std::string>> used;  // (part, part it includes)
 
   std::set<std::string> folders;
   std::vector<fs::path> files;  // relative to src
@@ -398,6 +399,7 @@ CheckReport check_tree(const Table& table, const fs::path& src, const std::strin
       }
       const std::string& to = tc[0];
       ++rep.includes;
+      used.insert({part, to});
       if (!table.find(to)) {
         add("'" + inc.path + "' names part '" + to + "', which " + table.origin + " does not list");
       } else if (!table.allows(part, to)) {
@@ -405,6 +407,16 @@ CheckReport check_tree(const Table& table, const fs::path& src, const std::strin
             table.allowed_text(part) + ")");
       }
     }
+  }
+  // A link no include uses allows more than the code needs: the table is
+  // kept to the links in use (a part without a folder, or written `*`, aside).
+  for (const auto& p : table.parts) {
+    if (p.star || !folders.count(p.name)) continue;
+    for (const auto& d : p.deps)
+      if (!used.count({p.name, d}))
+        findings.push_back({table.origin, p.line,
+                            table.origin + ":" + std::to_string(p.line) + ": part '" + p.name + "' lists '" + d +
+                                "' but no file of it includes a header of '" + d + "': remove the link"});
   }
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.path, a.line) < std::tie(b.path, b.line);

@@ -75,6 +75,8 @@ struct CheckReport {
 ///   <src>/<file>:<line>: '../x.h' reaches outside <src>
 ///   <src>/b/: folder 'b' is not a part in <table>  (its files are not checked)
 ///   <src>/<file>: not inside a part's folder
+///   <table>:<line>: part 'a' lists 'b' but no file of it includes a header
+///     of 'b': remove the link  (parts without a folder and `*` aside)
 /// An include resolves as the compiler does: next to the including file
 /// first (a subfolder of the same part, or `"x.h"` beside it), otherwise from
 /// `src`, whose first folder is the part. A quoted include without a folder

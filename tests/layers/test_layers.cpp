@@ -266,6 +266,20 @@ TEST_F(LayerCheck, PartWithoutFolderIsANoteOnly) {
   EXPECT_EQ(r.notes, (std::vector<std::string>{"part 'model' has no folder under src"}));
 }
 
+TEST_F(LayerCheck, ALinkNoIncludeUsesFailsNamingTheTableLine) {
+  good_tree();
+  CheckReport r = check("util:\nspec: util\nrun: util spec\ngen: util\ncli: *\n");
+  EXPECT_TRUE(r.ok()) << joined(r.errors);  // gen has no folder: its link is not judged
+  r = check("util:\nspec: util\nrun: util spec\ncli: *\n");
+  EXPECT_TRUE(r.ok()) << joined(r.errors);
+  file("spec/spec.h", "#pragma once\n");  // spec no longer uses util
+  r = check();
+  ASSERT_EQ(r.errors.size(), 1u) << joined(r.errors);
+  EXPECT_NE(r.errors[0].find(":3: part 'spec' lists 'util' but no file of it includes a header of 'util'"),
+            std::string::npos)
+      << r.errors[0];
+}
+
 // ------------------------------------------------------ the command line
 
 TEST_F(LayerCheck, CommandLineExitCodesAndSummary) {

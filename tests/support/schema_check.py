@@ -21,7 +21,7 @@ def require_jsonschema(what):
         import jsonschema
     except ImportError:
         print("SKIP: python3-jsonschema is not installed (apt-get install python3-jsonschema, "
-              "or scripts/install_deps.sh), so " + what)
+              "or scripts/install_deps.sh --tests), so " + what)
         sys.exit(77)
     if not hasattr(jsonschema, "Draft202012Validator"):
         print("SKIP: this python3-jsonschema has no Draft 2020-12 validator (version 4.0 or later is needed)")

@@ -13,10 +13,9 @@ compile (no GPU; CTest templates.compile): for each template,
      compiles N configurations of the template's space (all of it when smaller): every one must
      compile (the compile-only JSON's "failed" is 0, "compiled" is N or the space's size);
   2. the reference kernel (a spec reference of kind "kernel") compiles for sm_90 as the run
-     compiles it: `kopt evaluate --kernel <reference> --entry <entry>`, with the reference's
-     "defines" (as -DNAME=VALUE) and "compile_options" in a `// kopt:options` line in front of a
-     copy of its source, and --params set to the first value of
-     every tuning parameter (buffer counts may name them);
+     compiles it: `kopt evaluate --spec <name>.json` compiles the spec's reference before its
+     candidate, and stops (kopt.eval.602) when it does not compile; the candidate is the initial
+     kernel (step 3) or else the template at a configuration step 1 compiled;
   3. the initial kernel, when the spec has one, compiles (`kopt evaluate --spec`);
   4. the planted kernels of tests/gpu/gallery/<name>.json (below), when there are any, compile.
 
@@ -30,6 +29,9 @@ out_of_bounds, ...). One of them, "control", replaces nothing and expects ok, so
 rejection is the kernel's fault and not the harness's. Exit 77 (skipped) when kopt finds no CUDA
 device.
 
+Every compile gets --compile-timeout 900: the check is whether a kernel compiles, and on a loaded
+machine the convolution's fully unrolled configurations take over the default minute.
+
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
 import argparse
@@ -38,6 +40,9 @@ import os
 import shutil
 import subprocess
 import sys
+
+# What a compile may take here (kopt's default is 60 s; see the docstring).
+COMPILE_TIMEOUT = ["--compile-timeout", "900"]
 
 VERDICTS = {"ok", "compile_error", "infeasible", "launch_error", "runtime_error", "timeout",
             "wrong_result", "out_of_bounds", "nondeterministic", "worker_crash"}
@@ -76,11 +81,6 @@ def describe(p):
     return "exit %d\n--- stdout (end)\n%s\n--- stderr (end)\n%s" % (p.returncode, tail(p.stdout), tail(p.stderr))
 
 
-def first_config(spec):
-    params = spec.get("tuning", {}).get("params", {})
-    return ",".join("%s=%d" % (k, v[0]) for k, v in sorted(params.items()))
-
-
 def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
     """Returns a list of failure messages for one template."""
     failures = []
@@ -88,9 +88,11 @@ def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
     spec = json.load(open(spec_path))
     cache = os.path.join(work_dir, "cache")
 
+    compiled_config = None  # a configuration of the space that compiled (step 1)
     if "template" in spec:
         p = run([kopt, "optimize", "--spec", spec_path, "--arch", "sm_90", "--budget", "evals=%d" % evals,
-                 "--cache-dir", cache, "--results-dir", os.path.join(work_dir, "results"), "-q"], timeout=900)
+                 "--cache-dir", cache, "--results-dir", os.path.join(work_dir, "results"), "-q"] + COMPILE_TIMEOUT,
+                timeout=1800)
         if p.returncode != 77:
             failures.append("kopt optimize --arch sm_90: expected exit 77 (compile-only), got " + describe(p))
         else:
@@ -110,36 +112,33 @@ def check_compile(kopt, name, folder, work_dir, evals, planted_json=None):
                 else:
                     print("  template: %d configuration(s) of %s compiled for sm_90"
                           % (out["compiled"], out.get("valid_configurations")))
+                    compiled_config = next((c["params"] for c in out.get("candidates", []) if c.get("compiled")),
+                                           None)
 
     ref = spec.get("reference", {})
-    if ref.get("kind") == "kernel":
-        src = os.path.join(folder, ref["source"])
-        options = ["-D%s=%d" % (k, v) for k, v in sorted(ref.get("defines", {}).items())]
-        options += ref.get("compile_options", [])
-        if options:
-            text = "// kopt:options %s\n" % " ".join(options)
-            src_copy = os.path.join(work_dir, "%s_reference_%s" % (name, os.path.basename(src)))
-            with open(src_copy, "w") as f:
-                f.write(text + open(src).read())
-            src = src_copy
-        argv = [kopt, "evaluate", "--spec", spec_path, "--kernel", src, "--entry", ref["entry"],
-                "--arch", "sm_90", "--cache-dir", cache, "-q"]
-        params = first_config(spec)
-        if params:
-            argv += ["--params", params]
-        failures += check_evaluate_compiles(run(argv, timeout=600), "reference " + ref["source"])
-
+    if ref.get("kind") == "kernel" and "initial" not in spec and compiled_config:
+        # The spec's reference is compiled as the run compiles it (its defines, options and the
+        # constants it declares) before any candidate is checked: a reference that does not
+        # compile stops `kopt evaluate` (kopt.eval.602, exit 2). The candidate is the template at
+        # a configuration step 1 compiled. (With an initial kernel, step 3 does the same.)
+        params = ",".join("%s=%d" % (k, v) for k, v in sorted(compiled_config.items()))
+        argv = [kopt, "evaluate", "--spec", spec_path, "--params", params, "--arch", "sm_90",
+                "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT
+        failures += check_evaluate_compiles(run(argv, timeout=900), "reference %s (beside the template)"
+                                            % ref["source"])
     if "initial" in spec:
-        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"], timeout=600)
-        failures += check_evaluate_compiles(p, "initial " + spec["initial"]["source"])
+        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT,
+                timeout=900)
+        failures += check_evaluate_compiles(p, "initial " + spec["initial"]["source"] +
+                                            (" and reference " + ref["source"] if ref.get("kind") == "kernel" else ""))
 
     if planted_json and os.path.isfile(planted_json):
         try:
             files = [f for f, _ in write_planted(spec, folder, planted_json, os.path.join(work_dir, "planted-" + name))]
         except ValueError as ex:
             return failures + [str(ex)]
-        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q",
-                 "--kernel"] + files, timeout=900)
+        p = run([kopt, "evaluate", "--spec", spec_path, "--arch", "sm_90", "--cache-dir", cache, "-q"] + COMPILE_TIMEOUT +
+                ["--kernel"] + files, timeout=1800)
         failures += check_evaluate_compiles(p, "%d planted kernel(s) of tests/gpu/gallery/%s.json" % (len(files), name))
     return failures
 
@@ -207,7 +206,7 @@ def check_planted(kopt, name, folder, planted_json, work_dir):
     files = [f for f, _ in kernels]
     out = os.path.join(work_dir, name + "_planted.json")
     argv = [kopt, "evaluate", "--spec", spec_path, "--no-time", "--json", out,
-            "--cache-dir", os.path.join(work_dir, "cache"), "--kernel"] + files
+            "--cache-dir", os.path.join(work_dir, "cache")] + COMPILE_TIMEOUT + ["--kernel"] + files
     p = run(argv, timeout=1800)
     if p.returncode == 77:
         return True, []

@@ -7,13 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <httplib.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -22,7 +18,6 @@
 #include <mutex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,9 +27,12 @@
 #include "agent/http.h"
 #include "agent/llm.h"
 #include "eval/ncu.h"
+#include "support/files.h"
 #include "tune/driver.h"
 #include "run/store.h"
 #include "spec/spec.h"
+#include "support/fake_llm_server.h"
+#include "support/loopback_server.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -42,7 +40,10 @@
 namespace {
 
 namespace stdfs = std::filesystem;
+using kopt::test::LoopbackServer;
+using kopt::test::read_json;
 using kopt::test::TempDir;
+using FakeServer = kopt::test::FakeLlmServer;
 using kopt::agent::ChatRequest;
 using kopt::agent::ChatResponse;
 using kopt::agent::LlmConfig;
@@ -54,8 +55,6 @@ using nlohmann::json;
 
 const std::string kSentinel = "sk-AGENT-SENTINEL-5b9e0c7d13";
 const std::string kData = std::string(KOPT_TEST_DATA_DIR) + "/agent/";
-
-json read_json(const stdfs::path& p) { return json::parse(kopt::fs::read_file(p)); }
 
 
 // ---------------------------------------------------------------------------
@@ -752,27 +751,20 @@ TEST(AgentLoop, HybridTemplateConfigurationsCountAgainstTheEvaluations) {
 // fetch_url: the agent's libcurl client against a local page server
 
 TEST(AgentTools, FetchUrlGetsPagesAsTextWithinTheCaps) {
-  httplib::Server svr;
-  svr.Get("/guide", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("<html><head><style>p { color: red; }</style><script>var x = 1 < 2;</script></head>"
-                    "<body><h1>Coalescing</h1>\n\n<p>Adjacent threads &amp; adjacent &lt;addresses&gt;.</p>"
-                    "</body></html>",
-                    "text/html");
+  LoopbackServer srv([](httplib::Server& svr) {
+    svr.Get("/guide", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("<html><head><style>p { color: red; }</style><script>var x = 1 < 2;</script></head>"
+                      "<body><h1>Coalescing</h1>\n\n<p>Adjacent threads &amp; adjacent &lt;addresses&gt;.</p>"
+                      "</body></html>",
+                      "text/html");
+    });
+    svr.Get("/moved", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/guide"); });
+    svr.Get("/huge", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(5000000, 'x'), "text/plain");
+    });
   });
-  svr.Get("/moved", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/guide"); });
-  svr.Get("/huge", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(std::string(5000000, 'x'), "text/plain");
-  });
-  const int port = svr.bind_to_any_port("127.0.0.1");
-  std::thread th([&svr] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    svr.listen_after_bind();
-  });
-  for (int i = 0; i < 500 && !svr.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  const int port = srv.port();
+  const std::string base = srv.url();
 
   TempDir t;
   auto s = std::make_shared<Script>();
@@ -785,8 +777,7 @@ TEST(AgentTools, FetchUrlGetsPagesAsTextWithinTheCaps) {
   o.agent.doc_fetch_allow = {"http://127.0.0.1:" + std::to_string(port)};
   o.agent.doc_fetch_unchecked_endpoints = {"127.0.0.1:" + std::to_string(port)};
   const RunOut r = run_with(o, s);
-  svr.stop();
-  th.join();
+  srv.stop();
   EXPECT_EQ(r.code, 77);
   ASSERT_EQ(s->requests.size(), 2u);
   const auto res = tool_results(s->requests[1]);
@@ -808,38 +799,22 @@ TEST(AgentTools, FetchUrlGetsPagesAsTextWithinTheCaps) {
 /// redirect to URL); counts the requests for /guide.
 class PageServer {
  public:
-  PageServer() {
-    svr_.Get("/guide", [this](const httplib::Request&, httplib::Response& res) {
-      ++guide_hits_;
-      res.set_content("<p>Coalescing</p>", "text/html");
-    });
-    svr_.Get("/to", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_redirect(req.get_param_value("u"));
-    });
-    port_ = svr_.bind_to_any_port("127.0.0.1");
-    th_ = std::thread([this] {
-      sigset_t set;
-      sigemptyset(&set);
-      sigaddset(&set, SIGPIPE);
-      pthread_sigmask(SIG_BLOCK, &set, nullptr);
-      svr_.listen_after_bind();
-    });
-    for (int i = 0; i < 500 && !svr_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ~PageServer() {
-    svr_.stop();
-    th_.join();
-  }
-  int port() const { return port_; }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  std::string url(const std::string& path) const { return "http://" + endpoint() + path; }
+  int port() const { return server_.port(); }
+  std::string endpoint() const { return server_.endpoint(); }
+  std::string url(const std::string& path) const { return server_.url(path); }
   int guide_hits() const { return guide_hits_; }
 
  private:
-  httplib::Server svr_;
-  std::thread th_;
-  int port_ = 0;
   std::atomic<int> guide_hits_{0};
+  LoopbackServer server_{[this](httplib::Server& svr) {
+    svr.Get("/guide", [this](const httplib::Request&, httplib::Response& res) {
+      ++guide_hits_;
+      res.set_content("<p>Coalescing</p>", "text/html");
+    });
+    svr.Get("/to", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_redirect(req.get_param_value("u"));
+    });
+  }};
 };
 
 /// The fetch_url results the model got for `urls` (one turn), with `o` set up by `setup`.
@@ -945,62 +920,6 @@ TEST(AgentHttp, GetIsPinnedAndGuarded) {
 // ---------------------------------------------------------------------------
 // End to end: the real client against a fake OpenAI-compatible server
 
-class FakeServer {
- public:
-  explicit FakeServer(std::vector<json> replies) : replies_(std::move(replies)) {
-    svr_.Post(R"(.*)", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auth_.push_back(req.get_header_value("Authorization"));
-      bodies_.push_back(req.body);
-      api_key_params_.push_back(req.get_param_value("api_key"));
-      if (next_ >= replies_.size()) {
-        res.status = 400;
-        res.set_content(R"({"error": {"message": "script exhausted", "type": "invalid_request_error"}})",
-                        "application/json");
-        return;
-      }
-      res.set_content(replies_[next_++].dump(), "application/json");
-    });
-    port_ = svr_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] {
-      sigset_t set;
-      sigemptyset(&set);
-      sigaddset(&set, SIGPIPE);
-      pthread_sigmask(SIG_BLOCK, &set, nullptr);
-      svr_.listen_after_bind();
-    });
-    for (int i = 0; i < 500 && !svr_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ~FakeServer() {
-    svr_.stop();
-    thread_.join();
-  }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-  std::vector<std::string> auth() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return auth_;
-  }
-  std::vector<std::string> bodies() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return bodies_;
-  }
-  /// The api_key query parameter of each request ("" when none).
-  std::vector<std::string> api_key_params() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return api_key_params_;
-  }
-  int port() const { return port_; }
-
- private:
-  httplib::Server svr_;
-  std::thread thread_;
-  int port_ = 0;
-  std::mutex mu_;
-  std::vector<json> replies_;
-  size_t next_ = 0;
-  std::vector<std::string> auth_, bodies_, api_key_params_;
-};
-
 json chat_tool_reply(const std::string& name, const json& args, int n) {
   return {{"id", "chatcmpl-" + std::to_string(n)},
           {"object", "chat.completion"},
@@ -1094,7 +1013,7 @@ TEST(AgentE2E, FailThenRepairThenFasterAgainstAFakeServer) {
   EXPECT_NE(first.dump().find("evaluate_candidate"), std::string::npos);
 
   // Calls saved, the key sent to the server and written nowhere.
-  for (const auto& a : srv.auth()) EXPECT_EQ(a, "Bearer " + kSentinel);
+  for (const auto& rq : srv.received()) EXPECT_EQ(rq.authorization, "Bearer " + kSentinel);
   EXPECT_EQ(count_calls(dir), 4);
   for (int i = 1; i <= 4; ++i) {
     char buf[32];
@@ -1232,13 +1151,15 @@ TEST(AgentE2E, CredentialsInTheBaseUrlAreWrittenNowhere) {
     const std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(code, 77);
     ASSERT_FALSE(dir.empty());
-    EXPECT_EQ(srv.api_key_params(), (std::vector<std::string>{kUrlQueryKey, kUrlQueryKey})) << "the real URL is used";
+    std::vector<std::string> api_key_params;  // the api_key query parameter of each request
+    for (const auto& rq : srv.received()) api_key_params.push_back(rq.param("api_key"));
+    EXPECT_EQ(api_key_params, (std::vector<std::string>{kUrlQueryKey, kUrlQueryKey})) << "the real URL is used";
     expect_no_url_secret(dir, {out, err});
     expect_no_key_anywhere(dir);
   }
   // A run whose API calls fail: the error quotes the endpoint, without its credentials.
   {
-    FakeServer srv({});  // every call: HTTP 400
+    FakeServer srv(std::vector<json>{});  // every call: HTTP 400
     auto o = real_client_options(t, srv);
     o.agent.llm_base_url = secret_base_url(srv);
     o.quiet = false;
@@ -1263,7 +1184,7 @@ TEST(AgentE2E, CredentialsInTheBaseUrlAreWrittenNowhere) {
 // The same through the command line, with OPENAI_BASE_URL.
 TEST(AgentE2E, CredentialsInOpenAiBaseUrlAreNotPrintedByTheCli) {
   TempDir t;
-  FakeServer srv({});  // every call fails: the URL is quoted in the error
+  FakeServer srv(std::vector<json>{});  // every call fails: the URL is quoted in the error
   const std::string cmd = "cd " + t.path().string() + " && OPENAI_API_KEY=" + kSentinel + " OPENAI_BASE_URL='" +
                           secret_base_url(srv) + "' OPENAI_MODEL=fake-model KOPT_LLM_API=chat " + KOPT_CLI +
                           " optimize --spec " + kData + "vadd.json --strategy agent --arch sm_90 --max-iterations 2 " +

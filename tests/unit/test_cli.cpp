@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "cli_run.h"
 #include "temp_dir.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace {
 
@@ -66,7 +68,8 @@ TEST(Cli, TyposGetTheClosestName) {
 }
 
 TEST(Cli, HelpIsWrappedAtOneHundredColumnsWithoutFlagSyntax) {
-  for (const char* sub : {"", "devices", "evaluate", "optimize", "generate", "bench", "export", "replay", "worker"}) {
+  for (const char* sub : {"", "devices", "evaluate", "optimize", "generate", "bench", "export", "report", "replay",
+                          "worker"}) {
     const CliRun r = run(std::string(sub) + " --help");
     ASSERT_EQ(r.code, 0) << sub;
     std::istringstream lines(r.out);
@@ -155,6 +158,61 @@ TEST(Cli, CompileThreadsOutsideOneToTheCapAreRejectedOrLowered) {
   const CliRun r = run(fake_optimize(d, "--quiet --budget evals=2 --top 1 --compile-threads 100000"));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(first_line(r.err).find("warning: --compile-threads 100000"), std::string::npos) << r.err;
+}
+
+// The fake worker's timings are made up: every line with a latency or a ratio
+// says so, and so does `kopt report` of its run folder.
+TEST(Cli, SimulatedTimingsAreSaidToBeMadeUp) {
+  kopt::test::TempDir d("kopt-cli-simulated");
+  CliRun r = run(fake_optimize(d, "--budget evals=3 --top 2 --retime-rounds 1"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::regex timing(R"([0-9] ms\b|[0-9]x (cuBLAS|ref|the ))");
+  int timed_lines = 0;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (!std::regex_search(line, timing)) continue;
+    ++timed_lines;
+    EXPECT_NE(line.find("simulated (fake worker): the timings are made up"), std::string::npos) << line;
+  }
+  EXPECT_GE(timed_lines, 4) << r.err;  // the initial kernel, 3 progress lines, the best
+  // The run folder's device.json says so; `kopt report` of it too.
+  const fsys::path run_dir = d.path() / "results" / "run-001";
+  EXPECT_NE(kopt::fs::read_file(run_dir / "device.json").find("\"simulated\": true"), std::string::npos);
+  fsys::remove(run_dir / "report.html");
+  r = run("report " + run_dir.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, (run_dir / "report.html").string() + "\n");
+  EXPECT_NE(r.err.find("kopt: simulated (fake worker): the timings are made up"), std::string::npos) << r.err;
+  EXPECT_NE(kopt::fs::read_file(run_dir / "report.html").find("id=\"simulated\""), std::string::npos);
+}
+
+// `kopt report` of what is not a complete run folder: the folder or the file, exit 2.
+TEST(Cli, ReportNamesAMissingOrDamagedRunFolder) {
+  kopt::test::TempDir d("kopt-cli-report");
+  CliRun r = run("report " + (d.path() / "run-009").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("[kopt.run.901] " + (d.path() / "run-009").string() + " does not exist"),
+            std::string::npos) << r.err;
+  r = run("report " + d.path().string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("is not a run folder: run.json is missing"), std::string::npos) << r.err;
+  r = run("report");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("run_dir"), std::string::npos) << r.err;
+  // A damaged history: the file and the attempt.
+  r = run(fake_optimize(d, "--quiet --budget evals=2 --top 1"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fsys::path run_dir = d.path() / "results" / "run-001";
+  std::string history = kopt::fs::read_file(run_dir / "history.json");
+  history.replace(history.find("\"index\": 2"), 11, "\"index\": \"2\"");
+  kopt::fs::write_file_atomic(run_dir / "history.json", history);
+  r = run("report " + run_dir.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("history.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.first_err_line().find("attempts[1]"), std::string::npos) << r.err;
+  // --out a folder: refused before anything is written.
+  r = run("report " + run_dir.string() + " --out " + d.path().string());
+  EXPECT_EQ(r.code, 2);
 }
 
 TEST(Cli, AResultsFolderWhoseNameIsNotUtf8Works) {

@@ -19,6 +19,8 @@
 #include "model/ctest_resources.h"
 #include "spec/inputs.h"
 #include "spec/spec.h"
+#include "support/files.h"
+#include "support/shell.h"
 #include "temp_dir.h"
 #include "util/error.h"
 
@@ -27,31 +29,13 @@ namespace {
 namespace fsys = std::filesystem;
 using kopt::model::ctest_gpu_from_environment;
 using kopt::model::ctest_resource_spec;
+using kopt::test::slurp;
+using kopt::test::ShellRun;
 
 const std::string kChecker = std::string(KOPT_SOURCE_DIR) + "/tests/cmake/check_resource_spec.cmake";
 
-struct ShellRun {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-ShellRun shell(const std::string& cmd) {
-  ShellRun r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string slurp(const fsys::path& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+/// `cmd`'s exit code, and its stdout and stderr together in out.
+ShellRun shell(const std::string& cmd) { return kopt::test::run_shell(cmd, kopt::test::Stderr::into_out); }
 
 /// Runs the resource spec checker (tests/cmake/check_resource_spec.cmake) on `text`.
 ShellRun check_spec(const std::string& text, const std::string& defines = "") {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
+#include "temp_dir.h"
 #include "util/fs.h"
 
 namespace {
@@ -33,14 +34,8 @@ const std::string kConfig = "BM=128,BN=128,BK=16,WM=64,WN=64,TM=8,TN=16,STAGES=2
 
 class EvaluateTemplate : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = stdfs::temp_directory_path() / ("kopt-evtpl-" + std::to_string(::getpid()));
-    stdfs::remove_all(dir_);
-    stdfs::create_directories(dir_);
-  }
-  void TearDown() override { stdfs::remove_all(dir_); }
   std::string cache() const { return " --cache-dir " + (dir_ / "cache").string(); }
-  stdfs::path dir_;
+  kopt::test::TempDir dir_{"kopt-evtpl"};
 };
 
 TEST_F(EvaluateTemplate, ParamsWithoutKernelEvaluateTheTemplate) {

@@ -4,32 +4,21 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "spec/expr.h"
+#include "support/expect_error.h"
 #include "util/error.h"
 
 namespace kopt::spec {
 namespace {
 
+using kopt::test::expect_error;
+
 int64_t ev(const std::string& text, const Bindings& vars = {}) { return Expr::parse(text).eval(vars); }
 
-/// Runs `f`, expects a SpecError with `id` whose what() contains every needle.
-void expect_error(const std::function<void()>& f, const std::string& id,
-                  const std::vector<std::string>& needles) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "'" << n << "' not in: " << e.what();
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected SpecError " << id;
-}
 void expect_parse_error(const std::string& text, const std::string& id,
                         const std::vector<std::string>& needles) {
   expect_error([&] { Expr::parse(text); }, id, needles);
@@ -58,8 +47,8 @@ TEST(Expr, PrecedenceAndAssociativity) {
   EXPECT_EQ(ev("2*3%4"), 2);       // (2*3)%4
   EXPECT_EQ(ev("7%4*3"), 9);       // (7%4)*3
   EXPECT_EQ(ev("1+2<4"), 1);       // additive above comparison
-  EXPECT_EQ(ev("1<2==1"), 1);      // (1<2)==1
-  EXPECT_EQ(ev("3>2>1"), 0);       // (3>2)>1 == 1>1
+  EXPECT_EQ(ev("1<2==2"), 1);      // chained as in Python: 1<2 and 2==2
+  EXPECT_EQ(ev("3>2>1"), 1);       // 3>2 and 2>1 (C would say (3>2)>1, 0)
   EXPECT_EQ(ev("1||0&&0"), 1);     // && binds tighter than ||
   EXPECT_EQ(ev("(1||0)&&0"), 0);
   EXPECT_EQ(ev("!0+1"), 2);        // unary binds tightest
@@ -74,6 +63,66 @@ TEST(Expr, PrecedenceAndAssociativity) {
   EXPECT_EQ(ev("(BM/TM)*(BN/TN)", {{"BM", 64}, {"TM", 4}, {"BN", 128}, {"TN", 8}}), 256);
   EXPECT_EQ(ev("BM*BK*4 <= 49152", {{"BM", 128}, {"BK", 96}}), 1);
   EXPECT_EQ(ev("BM*BK*4 <= 49152", {{"BM", 128}, {"BK", 97}}), 0);
+}
+
+TEST(Expr, PythonOperatorsAndPrecedence) {
+  // and / or / not, as Kernel Tuner's restrictions write them.
+  EXPECT_EQ(ev("1 and 0 or 1"), 1);
+  EXPECT_EQ(ev("1 or 0 and 0"), 1);  // and binds tighter than or
+  EXPECT_EQ(ev("not 0"), 1);
+  EXPECT_EQ(ev("not 2 == 3"), 1);    // not (2 == 3): below comparisons, as in Python
+  EXPECT_EQ(ev("!2 == 3"), 0);       // (!2) == 3: '!' is C's unary operator
+  EXPECT_EQ(ev("not not 5"), 1);
+  EXPECT_EQ(ev("0 and 1/0"), 0);     // short-circuits
+  EXPECT_EQ(ev("1 or 1/0"), 1);
+  EXPECT_EQ(ev("x % 32 == 0 and x <= 1024", {{"x", 64}}), 1);
+  // Bitwise operators bind tighter than comparisons (Python; C's '==' would bind first).
+  EXPECT_EQ(ev("x & 31 == 0", {{"x", 64}}), 1);
+  EXPECT_EQ(ev("x & 31 == 0", {{"x", 65}}), 0);
+  EXPECT_EQ(ev("6 & 3"), 2);
+  EXPECT_EQ(ev("6 | 3"), 7);
+  EXPECT_EQ(ev("6 ^ 3"), 5);
+  EXPECT_EQ(ev("~0"), -1);
+  EXPECT_EQ(ev("1 << 10"), 1024);
+  EXPECT_EQ(ev("1024 >> 3"), 128);
+  EXPECT_EQ(ev("-9 >> 1"), -5);      // arithmetic shift, like Python
+  EXPECT_EQ(ev("1 | 2 ^ 3 & 4"), 3);  // & above ^ above |: 1 | (2 ^ (3 & 4))
+  EXPECT_EQ(ev("1 << 2 + 1"), 8);    // + above <<
+  EXPECT_EQ(ev("2 + 3 & 4"), 4);     // (2 + 3) & 4
+  // Floor division and power.
+  EXPECT_EQ(ev("7 // 2"), 3);
+  EXPECT_EQ(ev("-7 // 2"), -4);      // toward -infinity; '/' truncates (-3)
+  EXPECT_EQ(ev("7 // -2"), -4);
+  EXPECT_EQ(ev("-8 // 2"), -4);
+  EXPECT_EQ(ev("2 ** 10"), 1024);
+  EXPECT_EQ(ev("2 ** 3 ** 2"), 512);  // right-associative
+  EXPECT_EQ(ev("-2 ** 2"), -4);      // ** above unary minus on its left
+  EXPECT_EQ(ev("2 ** -0"), 1);
+  EXPECT_EQ(ev("(-1) ** 5"), -1);
+  EXPECT_EQ(ev("(-1) ** 1000000000000"), 1);
+  EXPECT_EQ(ev("0 ** 0"), 1);
+  EXPECT_EQ(ev("2 * 3 // 4"), 1);    // same level as *, left to right
+  // Chained comparisons.
+  EXPECT_EQ(ev("32 <= x * y <= 1024", {{"x", 16}, {"y", 8}}), 1);
+  EXPECT_EQ(ev("32 <= x * y <= 1024", {{"x", 64}, {"y", 32}}), 0);
+  EXPECT_EQ(ev("1 < 2 < 3 < 2"), 0);
+  EXPECT_EQ(ev("3 > 1 == 1"), 1);
+  EXPECT_EQ(Expr::parse("a < b < c").names(), (std::set<std::string>{"a", "b", "c"}));
+}
+
+TEST(Expr, CppFormMeansWhatTheEvaluatorComputes) {
+  EXPECT_EQ(Expr::parse("ceil_div(N, BM)").cpp(), "ceil_div(N, BM)");
+  EXPECT_EQ(Expr::parse("x & 31 == 0 and not y").cpp(), "(((x & 31) == 0) && (!y))");
+  EXPECT_EQ(Expr::parse("a < b <= c").cpp(), "((a < b) && (b <= c))");
+  EXPECT_EQ(Expr::parse("N // 2 + 2 ** K").cpp(), "(floor_div(N, 2) + ipow(2, K))");
+  EXPECT_EQ(Expr::parse("x // 5000000000 - -y").cpp(), "(floor_div(x, 5000000000LL) - (-y))");
+  EXPECT_EQ(Expr::parse("a or b").cpp(), "(a || b)");
+  EXPECT_EQ(Expr::parse("~a").cpp(), "(~a)");
+  // C's operators alone: the text, as written (it means the same in C++).
+  EXPECT_EQ(Expr::parse("-M * 4096").cpp(), "-M * 4096");
+  EXPECT_EQ(Expr::parse("(KIND == 0) * BM + !x && y < 3 || z").cpp(), "(KIND == 0) * BM + !x && y < 3 || z");
+  EXPECT_EQ(Expr::parse("min(1, 2, N)").cpp(), "min(1, 2, N)");
+  EXPECT_EQ(Expr().cpp(), "");
 }
 
 TEST(Expr, DivisionTruncatesTowardZeroLikeC) {
@@ -177,6 +226,20 @@ TEST(ExprErrors, Syntax002) {
   expect_parse_error("min(1,)", "kopt.expr.002", {"found ')'", "column 7"});
   expect_parse_error("min(1 2)", "kopt.expr.002", {"',' or ')'", "'min'"});
   expect_parse_error("* 2", "kopt.expr.002", {"found '*'", "column 1"});
+}
+
+TEST(ExprErrors, NewOperators) {
+  expect_eval_error("1 << 64", {}, "kopt.expr.006", {"shift count in 0..63", "'<<'"});
+  expect_eval_error("1 >> -1", {}, "kopt.expr.006", {"shift count"});
+  expect_eval_error("1 << 63", {}, "kopt.expr.005", {"overflow in '<<'"});
+  EXPECT_EQ(ev("-1 << 63"), kMin);
+  EXPECT_EQ(ev("-1 << 62"), kMin / 2);
+  expect_eval_error("2 ** 63", {}, "kopt.expr.005", {"overflow in '**'"});
+  expect_eval_error("2 ** -1", {}, "kopt.expr.006", {"exponent >= 0"});
+  expect_eval_error("N // 0", {{"N", 3}}, "kopt.expr.004", {"division by zero", "column 3"});
+  expect_parse_error("a and", "kopt.expr.002", {"found end of expression"});
+  expect_parse_error("and + 1", "kopt.expr.002", {"found 'and'", "column 1"});  // a keyword, not a name
+  expect_parse_error("a not b", "kopt.expr.002", {"found 'not'"});
 }
 
 TEST(ExprErrors, NestingAndLengthAreBounded002) {

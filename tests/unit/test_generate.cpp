@@ -432,8 +432,9 @@ TEST(GenerateHeader, NamesTheHeaderCannotDeclareAreRefused) {
   fsys::remove_all(d);
 }
 
-// `kopt generate` from such an initial kernel: exit 2, the reason on stderr,
-// and no generated file.
+// `kopt generate` from such an initial kernel: exit 2, the reason on stderr
+// (the spec's check of the kernel's launch, naming the file and line), and
+// no generated file.
 TEST(GenerateCli, AnInitialKernelWhoseLaunchDoesNotCompileIsRefused) {
   const fsys::path d = temp_dir("cli");
   std::ofstream(d / "tmpl_initial.cu")
@@ -448,8 +449,10 @@ TEST(GenerateCli, AnInitialKernelWhoseLaunchDoesNotCompileIsRefused) {
   std::ifstream in(d / "err.txt");
   std::string first;
   std::getline(in, first);
-  EXPECT_NE(first.find("[kopt.gen.107]"), std::string::npos) << first;
-  EXPECT_NE(first.find("tmpl_initial.cu: kopt:grid 'ceil_div(N, BS)' uses 'BS'"), std::string::npos) << first;
+  // The spec refuses it when it loads: the initial kernel's kopt: lines are its launch.
+  EXPECT_NE(first.find("[kopt.spec.112]"), std::string::npos) << first;
+  EXPECT_NE(first.find("$.initial: "), std::string::npos) << first;
+  EXPECT_NE(first.find("tmpl_initial.cu:2: kopt:grid: 'BS' in 'ceil_div(N, BS)'"), std::string::npos) << first;
   EXPECT_FALSE(fsys::exists(d / "out" / "k_launch.h"));
   EXPECT_FALSE(fsys::exists(d / "out" / "k.cu"));
   fsys::remove_all(d);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "spec/inputs.h"
+#include "support/expect_error.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -24,21 +25,7 @@ namespace {
 
 namespace stdfs = std::filesystem;
 using kopt::test::TempDir;
-
-void expect_error(const std::function<void()>& f, const std::string& id,
-                  const std::vector<std::string>& needles) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "'" << n << "' not in: " << e.what();
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected SpecError " << id;
-}
+using kopt::test::expect_error;
 
 template <typename T>
 std::vector<T> as(const std::vector<uint8_t>& bytes) {
@@ -237,6 +224,35 @@ TEST(Inputs, ZeroAndNegativeCounts) {
   expect_error([] { generate(uniform(0, 1), DType::f32, -1, 1); }, "kopt.inputs.203", {"-1"});
   expect_error([] { generate(uniform(0, 1), DType::f64, std::numeric_limits<int64_t>::max(), 1); },
                "kopt.inputs.203", {});
+}
+
+TEST(Inputs, AViewTakesElementsInStepsAndConvertsTypes) {
+  // Records of (x, y, z, m): the y components, as floats and as doubles.
+  std::vector<float> records(4 * 5);
+  for (size_t i = 0; i < records.size(); ++i) records[i] = 0.5f * static_cast<float>(i);
+  const auto* src = reinterpret_cast<const uint8_t*>(records.data());
+  Generator g;
+  g.kind = Generator::Kind::view;
+  g.view_of = "bodies";
+  g.view_start = 1;
+  g.view_stride = 4;
+  const std::vector<uint8_t> ys = view_elements(g, DType::f32, 5, src, DType::f32, 20, "posY", "n5");
+  ASSERT_EQ(ys.size(), 20u);
+  for (int i = 0; i < 5; ++i) {
+    float y = 0;
+    std::memcpy(&y, ys.data() + 4 * i, 4);
+    EXPECT_EQ(y, records[static_cast<size_t>(1 + 4 * i)]);
+  }
+  const std::vector<uint8_t> yd = view_elements(g, DType::f64, 5, src, DType::f32, 20, "posY", "n5");
+  double last = 0;
+  std::memcpy(&last, yd.data() + 8 * 4, 8);
+  EXPECT_EQ(last, 8.5);  // element 17
+  EXPECT_TRUE(view_elements(g, DType::f32, 0, src, DType::f32, 20, "posY", "n5").empty());
+  // Six elements would need element 21 of 20: named, with the case.
+  expect_error([&] { view_elements(g, DType::f32, 6, src, DType::f32, 20, "posY", "n5"); }, "kopt.inputs.204",
+               {"case n5", "'posY' is a view of 6 elements of 'bodies' from element 1 in steps of 4", "has 20"});
+  // A view is made from its buffer, never generated.
+  expect_error([&] { generate(g, DType::f32, 5, 1); }, "kopt.inputs.205", {"'bodies'"});
 }
 
 TEST(Inputs, DeriveSeedSeparatesItsInputs) {

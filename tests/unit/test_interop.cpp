@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,9 @@
 #include "run/interop.h"
 #include "run/store.h"
 #include "spec_error.h"
+#include "support/files.h"
+#include "support/run_fixture.h"
+#include "support/shell.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -28,6 +32,9 @@ namespace {
 namespace fsys = std::filesystem;
 using kopt::model::Attempt;
 using kopt::model::Verdict;
+using kopt::test::ShellRun;
+using kopt::test::read_json;
+using kopt::test::run_shell;
 using kopt::test::TempDir;
 using kopt::test::spec_error;
 using nlohmann::json;
@@ -39,53 +46,32 @@ void write(const fsys::path& p, const std::string& text) {
   out << text;
 }
 
-json read_json(const fsys::path& p) { return json::parse(kopt::fs::read_file(p)); }
-
 /// The SpecError `f` throws: its id and message (fails the test when none).
 // ---------------------------------------------------------------------------
 // Export
 
+/// A synthetic attempt (kopt::test::synthetic_attempt: three launches a
+/// performance case) labelled by its configuration, then a correctness case "1x1".
 Attempt attempt(const std::string& kind, std::map<std::string, int64_t> params, Verdict v,
-                const std::vector<std::pair<std::string, double>>& cases = {}) {
-  Attempt a;
-  a.kind = kopt::model::parse_attempt_kind(kind).value();
-  a.params = params;
-  a.label = kopt::search::config_key(params);
+                const kopt::test::CaseMedians& cases = {}) {
+  Attempt a = kopt::test::synthetic_attempt(kind, kopt::search::config_key(params), params, v, cases);
   a.source = "// kernel\n";
-  a.result.verdict = v;
   a.result.compile_ms = 321.5;
   a.result.check_ms = 12.25;
   a.result.timing_ms = 40.5;
   if (v != Verdict::ok) a.result.detail = "why";
-  std::vector<double> medians;
-  for (const auto& [name, ms] : cases) {
-    kopt::model::CaseResult c;
-    c.name = name;
-    c.role = "performance";
-    c.passed = v == Verdict::ok;
-    if (v == Verdict::ok) {
-      c.latency = kopt::model::latency_stats({ms * 0.99, ms, ms * 1.01});
-      c.latency->raw_ms = {ms * 0.99, ms, ms * 1.01};
-      medians.push_back(c.latency->median_ms);
-    }
-    a.result.cases.push_back(c);
-  }
   kopt::model::CaseResult small;
   small.name = "1x1";
   small.role = "correctness";
   small.passed = v == Verdict::ok;
   a.result.cases.push_back(small);
-  if (v == Verdict::ok && !medians.empty()) a.result.geomean_ms = kopt::model::geomean(medians);
   return a;
 }
 
 fsys::path make_run(const TempDir& d, const std::vector<Attempt>& attempts) {
-  kopt::run::RunInfo info;
-  info.strategy = "random";
-  auto store = kopt::run::RunStore::create(d / "results", json{{"format_version", 1}, {"name", "t"}},
-                                           json{{"name", "Fake GPU"}}, info);
-  for (const Attempt& a : attempts) store.record(a);
-  return store.dir();
+  return kopt::test::make_run(d / "results", attempts, json{{"format_version", 1}, {"name", "t"}},
+                              json{{"name", "Fake GPU"}})
+      .dir();
 }
 
 TEST(InteropExport, MapsEveryVerdictAndLeavesOutWhatIsNoConfiguration) {
@@ -369,6 +355,9 @@ TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
     SearchProposer p(std::move(o));
     p.prepare({});
     ASSERT_EQ(p.accepted_seeds().size(), 2u);
+    EXPECT_TRUE(notes.empty());  // said at the first proposal, once a resumed run's records are known
+
+    const std::vector<std::string> order = drive(p);
     ASSERT_EQ(notes.size(), 4u);
     EXPECT_EQ(notes[0],
               "--warm-start w.json: 2 of 8 configuration(s) are in the space and are evaluated first, then the " +
@@ -382,8 +371,6 @@ TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
     EXPECT_NE(notes[3].find("1 not used, recorded as failed (first: $.r[7]: CompilationFailedConfig)"),
               std::string::npos)
         << notes[3];
-
-    const std::vector<std::string> order = drive(p);
     ASSERT_GE(order.size(), 2u);
     EXPECT_EQ(order[0], "A=8,B=2");
     EXPECT_EQ(order[1], "A=2,B=4");
@@ -397,22 +384,58 @@ TEST(InteropSeeds, FittingSeedsComeFirstAndAreNeverProposedAgain) {
   }
 }
 
-TEST(InteropSeeds, AResumedRunSkipsSeedsItRecorded) {
+/// Two seeds from a warm-start file, with the report's lines kept in `notes`.
+SearchProposerOptions two_seeds(std::vector<std::string>* notes) {
   SearchProposerOptions o = small_space("exhaustive");
   o.seeds = {seed({{"A", 8}, {"B", 2}}, "$.r[0]"), seed({{"A", 2}, {"B", 4}}, "$.r[1]")};
-  SearchProposer p(std::move(o));
-  p.prepare({});
+  o.seeds_from = "--warm-start w.json";
+  o.note = [notes](const std::string& l) { notes->push_back(l); };
+  return o;
+}
+
+/// An ok attempt of `params` that an earlier session of the run recorded.
+void observe_recorded(SearchProposer& p, int index, std::map<std::string, int64_t> params) {
   Attempt recorded;
-  recorded.index = 1;
-  recorded.params = {{"A", 8}, {"B", 2}};
+  recorded.index = index;
+  recorded.params = std::move(params);
   recorded.result.verdict = Verdict::ok;
   recorded.result.geomean_ms = 1.0;
   p.observe_recorded(recorded);
+}
+
+TEST(InteropSeeds, AResumedRunSkipsSeedsItRecorded) {
+  std::vector<std::string> notes;
+  SearchProposer p(two_seeds(&notes));
+  p.prepare({});
+  observe_recorded(p, 1, {{"A", 8}, {"B", 2}});
   const std::vector<std::string> order = drive(p);
   ASSERT_FALSE(order.empty());
   EXPECT_EQ(order[0], "A=2,B=4");
   EXPECT_EQ(order.size(), 10u);
   EXPECT_EQ(p.summary().at("warm_start").at("not_used").at("already recorded in this run").at("count"), 1);
+  // The report counts only the seed still to be evaluated as tried first.
+  EXPECT_EQ(p.summary().at("warm_start").at("tried_first"), 1);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0], "--warm-start w.json: 1 of 2 configuration(s) are in the space and are evaluated first, then "
+                      "the exhaustive search goes on");
+  EXPECT_EQ(notes[1], "--warm-start w.json: 1 not used, already recorded in this run (first: $.r[0]: a previous "
+                      "session of the run evaluated it)");
+}
+
+TEST(InteropSeeds, AResumedRunThatRecordedEverySeedSaysNoneComesFirst) {
+  std::vector<std::string> notes;
+  SearchProposer p(two_seeds(&notes));
+  p.prepare({});
+  observe_recorded(p, 1, {{"A", 2}, {"B", 4}});
+  observe_recorded(p, 2, {{"A", 8}, {"B", 2}});
+  const std::vector<std::string> order = drive(p);
+  EXPECT_EQ(order.size(), 9u);  // the 11 valid ones less the 2 recorded
+  EXPECT_EQ(std::count(order.begin(), order.end(), "A=8,B=2") + std::count(order.begin(), order.end(), "A=2,B=4"), 0);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes[0], "--warm-start w.json: 0 of 2 configuration(s) are in the space and are evaluated first, then "
+                      "the exhaustive search goes on");
+  EXPECT_EQ(p.summary().at("warm_start").at("tried_first"), 0);
+  EXPECT_EQ(p.summary().at("warm_start").at("not_used").at("already recorded in this run").at("count"), 2);
 }
 
 TEST(InteropSeeds, TheBudgetCountsSeeds) {
@@ -428,22 +451,6 @@ TEST(InteropSeeds, TheBudgetCountsSeeds) {
 // The CLI end to end: optimize with the fake worker, export, warm start.
 
 const std::string kSpec = std::string(KOPT_SOURCE_DIR) + "/templates/transpose/transpose.json";
-
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran run(const TempDir& d, const std::string& cmd) {
-  static int n = 0;
-  const fsys::path out = d / ("out" + std::to_string(++n)), err = d / ("err" + std::to_string(n));
-  const int status = std::system((cmd + " >" + out.string() + " 2>" + err.string()).c_str());
-  Ran r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = kopt::fs::read_file(out);
-  r.err = kopt::fs::read_file(err);
-  return r;
-}
 
 std::string optimize(const TempDir& d, const std::string& results, const std::string& extra) {
   return std::string(KOPT_CLI) + " optimize --spec " + kSpec +
@@ -467,17 +474,17 @@ std::vector<std::string> candidates(const fsys::path& run) {
 
 TEST(InteropCli, ExportThenWarmStartFromTheExport) {
   TempDir d;
-  Ran r = run(d, optimize(d, "first", "--strategy random --budget evals=4 --seed 11 --quiet"));
+  ShellRun r = run_shell(optimize(d, "first", "--strategy random --budget evals=4 --seed 11 --quiet"));
   ASSERT_EQ(r.code, 0) << r.err;
   const fsys::path first = d / "first" / "run-001";
 
   // To stdout, and to a file: the same document.
-  r = run(d, std::string(KOPT_CLI) + " export --format t4 " + first.string());
+  r = run_shell(std::string(KOPT_CLI) + " export --format t4 " + first.string());
   ASSERT_EQ(r.code, 0) << r.err;
   const json doc = json::parse(r.out);
   EXPECT_NE(r.err.find("kopt: exported 4 candidate(s)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("reference/initial/baseline attempt(s) (no configuration)"), std::string::npos) << r.err;
-  r = run(d, std::string(KOPT_CLI) + " export --format t4 --quiet " + first.string() + " -o " +
+  r = run_shell(std::string(KOPT_CLI) + " export --format t4 --quiet " + first.string() + " -o " +
                  (d / "t4.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
@@ -498,7 +505,7 @@ TEST(InteropCli, ExportThenWarmStartFromTheExport) {
   std::sort(by_time.begin(), by_time.end());
 
   // A new run from it: the four come first, fastest first, then the search's own.
-  r = run(d, optimize(d, "second", "--strategy random --budget evals=6 --seed 99 --warm-start " + (d / "t4.json").string()));
+  r = run_shell(optimize(d, "second", "--strategy random --budget evals=6 --seed 99 --warm-start " + (d / "t4.json").string()));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("kopt: --warm-start " + (d / "t4.json").string() +
                        " (T4 results, 4 entries): 4 of 4 configuration(s) are in the space and are evaluated first"),
@@ -516,7 +523,7 @@ TEST(InteropCli, ExportThenWarmStartFromTheExport) {
 
 TEST(InteropCli, WarmStartFromAKernelTunerCacheReportsWhatDoesNotFit) {
   TempDir d;
-  const Ran r = run(d, optimize(d, "results", "--strategy random --budget evals=3 --warm-start " + kData +
+  const ShellRun r = run_shell(optimize(d, "results", "--strategy random --budget evals=3 --warm-start " + kData +
                                                   "/transpose_kernel_tuner_cache.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("(Kernel Tuner cache of kernel 'transpose_tuned' on 'NVIDIA A100-SXM4-40GB', 6 entries): "
@@ -538,27 +545,27 @@ TEST(InteropCli, WarmStartFromAKernelTunerCacheReportsWhatDoesNotFit) {
 TEST(InteropCli, BadUseIsRefusedBeforeAnyWork) {
   TempDir d;
   const std::string kopt = KOPT_CLI;
-  Ran r = run(d, kopt + " export --format csv " + d.path().string());
+  ShellRun r = run_shell(kopt + " export --format csv " + d.path().string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("kopt.cli.010"), std::string::npos) << r.err;
-  r = run(d, kopt + " export " + d.path().string());
+  r = run_shell(kopt + " export " + d.path().string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--format"), std::string::npos) << r.err;
-  r = run(d, kopt + " export --format t4 " + d.path().string());
+  r = run_shell(kopt + " export --format t4 " + d.path().string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("kopt.run.901"), std::string::npos) << r.err;
 
   write(d / "bad.json", R"({"results": [{"configuration": {"TILE": 32}, "invalidity": "great"}]})");
-  r = run(d, optimize(d, "results", "--budget evals=3 --warm-start " + (d / "bad.json").string()));
+  r = run_shell(optimize(d, "results", "--budget evals=3 --warm-start " + (d / "bad.json").string()));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("[kopt.interop.002] " + (d / "bad.json").string() + ": $.results[0].invalidity: "),
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fsys::exists(d / "results" / "run-001"));
-  r = run(d, optimize(d, "results", "--budget evals=3 --warm-start " + (d / "nothere.json").string()));
+  r = run_shell(optimize(d, "results", "--budget evals=3 --warm-start " + (d / "nothere.json").string()));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--warm-start"), std::string::npos) << r.err;
-  r = run(d, optimize(d, "results", "--strategy agent --warm-start " + kData + "/kernel_tuner_style_t4.json"));
+  r = run_shell(optimize(d, "results", "--strategy agent --warm-start " + kData + "/kernel_tuner_style_t4.json"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("kopt.opt.006"), std::string::npos) << r.err;
 }

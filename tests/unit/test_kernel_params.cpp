@@ -14,18 +14,14 @@
 #include "eval/evaluator.h"
 #include "eval/kernel_params.h"
 #include "spec/spec.h"
+#include "temp_dir.h"
 #include "util/fs.h"
 
 namespace kopt {
 namespace {
 
 namespace stdfs = std::filesystem;
-
-stdfs::path fresh_dir(const std::string& name) {
-  stdfs::path d = stdfs::temp_directory_path() / ("kopt-test-" + name + "-" + std::to_string(::getpid()));
-  stdfs::remove_all(d);
-  return d;
-}
+using kopt::test::TempDir;
 
 // ---------------------------------------------------------------------------
 // The PTX parameter list
@@ -74,7 +70,8 @@ TEST(PtxParams, ReadsEveryParameterKind) {
 }
 
 TEST(PtxParams, NvrtcResultsCarryTheParameterSizes) {
-  const stdfs::path dir = fresh_dir("ptx-params");
+  const TempDir tmp;
+  const stdfs::path dir = tmp / "ptx-params";  // not created yet
   cuda::Compiler c(dir);
   cuda::CompileRequest r;
   r.source = R"(
@@ -108,7 +105,6 @@ template <int N> __global__ void scaled(float* p, double s) { p[0] = N * s; }
   cuda::CompileResult old = c.compile(r);
   EXPECT_FALSE(old.cache_hit);
   EXPECT_EQ(old.param_sizes, res.param_sizes);
-  stdfs::remove_all(dir);
 }
 
 // ---------------------------------------------------------------------------
@@ -164,7 +160,8 @@ TEST(KernelParams, ExpectedSizesFollowTheSignature) {
 
 TEST(KernelParams, TheEvaluatorRefusesAKernelWhoseParametersDoNotMatch) {
   const spec::Spec s = spec::load_spec(stdfs::path(KOPT_SOURCE_DIR) / "templates" / "sgemm" / "sgemm.json");
-  const stdfs::path dir = fresh_dir("param-verdict");
+  const TempDir tmp;
+  const stdfs::path dir = tmp / "param-verdict";  // not created yet
   eval::EvaluatorOptions eo;
   eo.cache_dir = dir;
   eo.arch = "sm_90";  // no device needed
@@ -188,7 +185,6 @@ TEST(KernelParams, TheEvaluatorRefusesAKernelWhoseParametersDoNotMatch) {
   // The matching kernel compiles.
   c.source = "extern \"C\" __global__ void sg(const float* A, const float* B, float* C, int M, int N, int K) {}\n";
   EXPECT_TRUE(ev.compile(c).ok);
-  stdfs::remove_all(dir);
 }
 
 }  // namespace

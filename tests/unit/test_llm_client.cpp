@@ -5,27 +5,22 @@
 // everything. No network and no real sleeping.
 #include <gtest/gtest.h>
 
-#include <httplib.h>
 #include <netinet/in.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/llm.h"
 #include "agent/llm_wire.h"
+#include "support/fake_llm_server.h"
+#include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -42,6 +37,8 @@ using kopt::agent::ToolCall;
 using kopt::agent::ToolDef;
 using nlohmann::json;
 namespace wire = kopt::agent::wire;
+using FakeServer = kopt::test::FakeLlmServer;
+using Reply = kopt::test::FakeLlmServer::Reply;
 
 namespace {
 
@@ -50,109 +47,6 @@ const std::string kSentinel = "sk-SENTINEL-7f3a9c21d4e8b6";
 std::string fixture(const std::string& name) {
   return kopt::fs::read_file(std::string(KOPT_TEST_DATA_DIR) + "/llm/" + name);
 }
-
-// ---------------------------------------------------------------------------
-// A fake OpenAI-compatible server: scripted replies, recorded requests.
-// ---------------------------------------------------------------------------
-
-struct Reply {
-  int status = 200;
-  std::string body;
-  std::map<std::string, std::string> headers;
-  int delay_ms = 0;
-};
-
-struct Received {
-  std::string path;
-  std::string body;
-  bool has_authorization = false;
-  std::string authorization;
-  std::string all_headers;  // "name: value\n" for every header
-  json json_body() const { return json::parse(body); }
-};
-
-class FakeServer {
- public:
-  FakeServer() {
-    bypass_proxies();
-    svr_.set_keep_alive_max_count(1);
-    svr_.Post(R"(.*)", [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); });
-    port_ = svr_.bind_to_any_port("127.0.0.1");
-    if (port_ <= 0) throw std::runtime_error("fake server: bind failed");
-    thread_ = std::thread([this] {
-      // Writes to a connection the client gave up on must not kill the test
-      // binary: block SIGPIPE in the server's threads (the worker threads
-      // inherit the mask), so send() fails with EPIPE instead.
-      sigset_t set;
-      sigemptyset(&set);
-      sigaddset(&set, SIGPIPE);
-      pthread_sigmask(SIG_BLOCK, &set, nullptr);
-      svr_.listen_after_bind();
-    });
-    for (int i = 0; i < 500 && !svr_.is_running(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ~FakeServer() {
-    svr_.stop();
-    thread_.join();
-  }
-  FakeServer(const FakeServer&) = delete;
-  FakeServer& operator=(const FakeServer&) = delete;
-
-  /// Replies in order; the last one repeats.
-  void push(Reply r) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    replies_.push_back(std::move(r));
-  }
-  void push_json(const std::string& body, int status = 200) { push(Reply{status, body, {}, 0}); }
-
-  std::vector<Received> received() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return received_;
-  }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-
- private:
-  /// libcurl honours http_proxy: make sure the loopback server is reached directly.
-  static void bypass_proxies() {
-    for (const char* name : {"no_proxy", "NO_PROXY"}) {
-      const char* old = std::getenv(name);
-      const std::string value = old && *old ? std::string(old) + ",127.0.0.1" : std::string("127.0.0.1");
-      if (!old || std::string(old).find("127.0.0.1") == std::string::npos) ::setenv(name, value.c_str(), 1);
-    }
-  }
-
-  void handle(const httplib::Request& req, httplib::Response& res) {
-    Reply reply;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      Received r;
-      r.path = req.path;
-      r.body = req.body;
-      r.has_authorization = req.has_header("Authorization");
-      r.authorization = req.get_header_value("Authorization");
-      for (const auto& [name, value] : req.headers) r.all_headers += name + ": " + value + "\n";
-      received_.push_back(std::move(r));
-      if (replies_.empty()) {
-        reply = Reply{500, R"({"error":{"message":"no scripted reply"}})", {}, 0};
-      } else {
-        reply = replies_.front();
-        if (replies_.size() > 1) replies_.pop_front();
-      }
-    }
-    if (reply.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(reply.delay_ms));
-    res.status = reply.status;
-    for (const auto& [name, value] : reply.headers) res.set_header(name, value);
-    res.set_content(reply.body, "application/json");
-  }
-
-  httplib::Server svr_;
-  int port_ = 0;
-  std::thread thread_;
-  mutable std::mutex mutex_;
-  std::deque<Reply> replies_;
-  std::vector<Received> received_;
-};
 
 /// Records what the client's hooks saw; never sleeps.
 struct HookLog {
@@ -489,22 +383,14 @@ TEST(LlmWire, UsageAddsUp) {
 
 namespace {
 
+/// A .env file holding `text`, in a folder of its own removed at the end.
 class TempDotenv {
  public:
-  explicit TempDotenv(const std::string& text) {
-    std::string tmpl = (stdfs::temp_directory_path() / "kopt-dotenv-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    dir_ = tmpl;
-    std::ofstream(path()) << text;
-  }
-  ~TempDotenv() {
-    std::error_code ec;
-    stdfs::remove_all(dir_, ec);
-  }
+  explicit TempDotenv(const std::string& text) { std::ofstream(path()) << text; }
   std::string path() const { return (dir_ / ".env").string(); }
 
  private:
-  stdfs::path dir_;
+  kopt::test::TempDir dir_{"kopt-dotenv"};
 };
 
 using Env = std::map<std::string, std::string>;

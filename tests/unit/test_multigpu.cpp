@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/evaluator_pool.h"
+#include "support/files.h"
+#include "support/shell.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -26,6 +28,8 @@
 namespace {
 
 namespace fsys = std::filesystem;
+using kopt::test::read_json;
+using kopt::test::ShellRun;
 using kopt::test::TempDir;
 using nlohmann::json;
 
@@ -94,11 +98,6 @@ TEST(MultiGpuPlan, SplitsALauncherLikeAShell) {
 
 // --- whole runs -------------------------------------------------------------
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
 class MultiGpuRun : public ::testing::Test {
  protected:
   TempDir dir_;
@@ -112,19 +111,11 @@ class MultiGpuRun : public ::testing::Test {
 
   /// `kopt optimize` on the transpose template with the fake worker; `env`
   /// is put before it ("A=1 B=2"), `extra` after.
-  Ran optimize(const std::string& env, const std::string& extra, const std::string& results = "results") {
-    static int n = 0;
-    const fsys::path out = dir_.path() / ("out" + std::to_string(++n)), err = dir_.path() / ("err" + std::to_string(n));
-    const std::string cmd = "env FAKE_LAUNCHER_DIR=" + launcher_dir().string() + " " + env + " " + KOPT_CLI +
-                            " optimize --arch sm_90 --top 2 --retime-rounds 2 --seed 7 --results-dir " +
-                            (dir_.path() / results).string() + " --cache-dir " + cache_dir().string() +
-                            " " + extra + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    Ran r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = kopt::fs::read_file(out);
-    r.err = kopt::fs::read_file(err);
-    return r;
+  ShellRun optimize(const std::string& env, const std::string& extra, const std::string& results = "results") {
+    return kopt::test::run_shell("env FAKE_LAUNCHER_DIR=" + launcher_dir().string() + " " + env + " " + KOPT_CLI +
+                                 " optimize --arch sm_90 --top 2 --retime-rounds 2 --seed 7 --results-dir " +
+                                 (dir_.path() / results).string() + " --cache-dir " + cache_dir().string() + " " +
+                                 extra);
   }
   static std::string fake(const std::string& args = "") {
     return std::string(" --worker-command \"") + KOPT_FAKE_WORKER + " worker" + args + "\"";
@@ -137,7 +128,6 @@ class MultiGpuRun : public ::testing::Test {
     EXPECT_EQ(runs.size(), 1u);
     return runs.empty() ? fsys::path() : runs[0];
   }
-  static json read_json(const fsys::path& p) { return json::parse(kopt::fs::read_file(p)); }
   static std::vector<json> candidates(const fsys::path& run) {
     std::vector<json> out;
     const json history = read_json(run / "history.json");
@@ -165,7 +155,7 @@ TEST_F(MultiGpuRun, SpreadsCandidatesOverTwoDevicesAndRetimesOnOne) {
   // 300 ms an evaluation: longer than a candidate's compile on a busy 2-core
   // machine with a cold compile cache, so both workers have work at once
   // (with 40 ms the run was compile-bound there and the check below flaked).
-  const Ran r = optimize("KOPT_FAKE_EVAL_MS=300", "--spec " + kSpec + " --budget evals=12 --devices 0,1" + fake() +
+  const ShellRun r = optimize("KOPT_FAKE_EVAL_MS=300", "--spec " + kSpec + " --budget evals=12 --devices 0,1" + fake() +
                                                      through_launcher());
   ASSERT_EQ(r.code, 0) << r.err;
   const fsys::path run = only_run();
@@ -219,7 +209,7 @@ TEST_F(MultiGpuRun, SpreadsCandidatesOverTwoDevicesAndRetimesOnOne) {
 
 TEST_F(MultiGpuRun, ALostWorkerIsDroppedItsCandidateRequeuedAndTheRunGoesOn) {
   // Device 1's worker exits on its 3rd candidate, and its host cannot be reached again.
-  const Ran r = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_LOSE=1 FAKE_LAUNCHER_LOSE_AFTER=2",
+  const ShellRun r = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_LOSE=1 FAKE_LAUNCHER_LOSE_AFTER=2",
                          "--spec " + kSpec + " --budget evals=10 --devices 0,1" + fake() + through_launcher());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("device 1 (worker 1) dropped: [kopt.worker."), std::string::npos) << r.err;
@@ -245,7 +235,7 @@ TEST_F(MultiGpuRun, ALostWorkerIsDroppedItsCandidateRequeuedAndTheRunGoesOn) {
 }
 
 TEST_F(MultiGpuRun, LosingEveryDeviceEndsTheRunAndResumeFinishesIt) {
-  const Ran lost = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_LOSE='0 1' FAKE_LAUNCHER_LOSE_AFTER=2",
+  const ShellRun lost = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_LOSE='0 1' FAKE_LAUNCHER_LOSE_AFTER=2",
                             "--spec " + kSpec + " --budget evals=10 --devices 0,1" + fake() + through_launcher());
   EXPECT_EQ(lost.code, 3) << lost.err;
   EXPECT_NE(lost.err.find("[kopt.pool.005] every device was dropped"), std::string::npos) << lost.err;
@@ -256,7 +246,7 @@ TEST_F(MultiGpuRun, LosingEveryDeviceEndsTheRunAndResumeFinishesIt) {
   // candidates in flight when the devices went are not recorded.
   EXPECT_EQ(before.size(), 3u);
   for (const auto& a : before) EXPECT_EQ(a["verdict"], "ok") << a.dump();
-  const Ran resumed = optimize("KOPT_FAKE_EVAL_MS=20", "--resume " + run.string() + " --devices 0,1" + fake() +
+  const ShellRun resumed = optimize("KOPT_FAKE_EVAL_MS=20", "--resume " + run.string() + " --devices 0,1" + fake() +
                                                            " --worker-launcher \"sh -c\"");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   const auto after = candidates(run);
@@ -267,7 +257,7 @@ TEST_F(MultiGpuRun, LosingEveryDeviceEndsTheRunAndResumeFinishesIt) {
 }
 
 TEST_F(MultiGpuRun, AWorkerThatDiesOnAHealthyDeviceIsRestartedAndItsCandidateRunOnceMore) {
-  const Ran r = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_CRASH=1 FAKE_LAUNCHER_LOSE_AFTER=1",
+  const ShellRun r = optimize("KOPT_FAKE_EVAL_MS=20 FAKE_LAUNCHER_CRASH=1 FAKE_LAUNCHER_LOSE_AFTER=1",
                          "--spec " + kSpec + " --budget evals=8 --devices 0,1" + fake() + through_launcher());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("running it once more"), std::string::npos) << r.err;
@@ -279,13 +269,13 @@ TEST_F(MultiGpuRun, AWorkerThatDiesOnAHealthyDeviceIsRestartedAndItsCandidateRun
 }
 
 TEST_F(MultiGpuRun, ADeviceWithoutAGpuIsDroppedAtTheStart) {
-  const Ran r = optimize("FAKE_LAUNCHER_NODEV=1",
+  const ShellRun r = optimize("FAKE_LAUNCHER_NODEV=1",
                          "--spec " + kSpec + " --budget evals=4 --devices 0,1" + fake() + through_launcher());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("device 1 (worker 1) dropped: [kopt.worker.077]"), std::string::npos) << r.err;
   for (const auto& a : candidates(only_run())) EXPECT_EQ(a["device"], 0);
   // Every device without a GPU: as a plain run without one (--arch: compile only, exit 77).
-  const Ran none = optimize("FAKE_LAUNCHER_NODEV=0", "--spec " + kSpec + " --budget evals=4 --devices 0" + fake() +
+  const ShellRun none = optimize("FAKE_LAUNCHER_NODEV=0", "--spec " + kSpec + " --budget evals=4 --devices 0" + fake() +
                                                          through_launcher(), "results2");
   EXPECT_EQ(none.code, 77) << none.err;
 }
@@ -293,7 +283,7 @@ TEST_F(MultiGpuRun, ADeviceWithoutAGpuIsDroppedAtTheStart) {
 // Without a launcher the devices are this machine's: those past the count
 // the first worker reports get no thread and no worker, with one note.
 TEST_F(MultiGpuRun, DevicesPastThoseTheMachineHasAreLeftOutBeforeTheirWorkersStart) {
-  const Ran r = optimize("KOPT_FAKE_DEVICE_COUNT=2", "--spec " + kSpec + " --budget evals=4 --devices 0,1,2,3,7" +
+  const ShellRun r = optimize("KOPT_FAKE_DEVICE_COUNT=2", "--spec " + kSpec + " --budget evals=4 --devices 0,1,2,3,7" +
                                                          fake(" --device {device}"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("--devices: this machine has 2 CUDA devices (0 to 1); left out: device 2, 3, 7"),
@@ -309,11 +299,11 @@ TEST_F(MultiGpuRun, DevicesPastThoseTheMachineHasAreLeftOutBeforeTheirWorkersSta
 }
 
 TEST_F(MultiGpuRun, ResumeOfAMultiDeviceRunEvaluatesOnlyWhatIsMissing) {
-  const Ran first = optimize("KOPT_FAKE_EVAL_MS=10", "--spec " + kSpec + " --budget evals=6 --devices 0,1" + fake() +
+  const ShellRun first = optimize("KOPT_FAKE_EVAL_MS=10", "--spec " + kSpec + " --budget evals=6 --devices 0,1" + fake() +
                                                          through_launcher());
   ASSERT_EQ(first.code, 0) << first.err;
   const fsys::path run = only_run();
-  const Ran second = optimize("KOPT_FAKE_EVAL_MS=10", "--resume " + run.string() + " --budget evals=11 --devices 0,1" +
+  const ShellRun second = optimize("KOPT_FAKE_EVAL_MS=10", "--resume " + run.string() + " --budget evals=11 --devices 0,1" +
                                                           fake() + through_launcher());
   ASSERT_EQ(second.code, 0) << second.err;
   const auto cands = candidates(run);
@@ -326,9 +316,9 @@ TEST_F(MultiGpuRun, ResumeOfAMultiDeviceRunEvaluatesOnlyWhatIsMissing) {
 
 TEST_F(MultiGpuRun, OneDeviceOrAShellLauncherGivesThePlainRunsResult) {
   const std::string common = "--spec " + kSpec + " --budget evals=8";
-  const Ran plain = optimize("", common + fake(), "plain");
-  const Ran one = optimize("", common + " --devices 0" + fake(" --device {device}"), "one");
-  const Ran shell = optimize("", common + " --devices 0 --worker-launcher \"sh -c\"" + fake(), "shell");
+  const ShellRun plain = optimize("", common + fake(), "plain");
+  const ShellRun one = optimize("", common + " --devices 0" + fake(" --device {device}"), "one");
+  const ShellRun shell = optimize("", common + " --devices 0 --worker-launcher \"sh -c\"" + fake(), "shell");
   ASSERT_EQ(plain.code, 0) << plain.err;
   ASSERT_EQ(one.code, 0) << one.err;
   ASSERT_EQ(shell.code, 0) << shell.err;
@@ -344,16 +334,16 @@ TEST_F(MultiGpuRun, OneDeviceOrAShellLauncherGivesThePlainRunsResult) {
 
 TEST_F(MultiGpuRun, BadDeviceListsAndLaunchersAreUsageErrors) {
   const std::string common = "--spec " + kSpec + fake();
-  const Ran bad = optimize("", common + " --devices 0,x");
+  const ShellRun bad = optimize("", common + " --devices 0,x");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("[kopt.pool.001] --devices: 'x' is not a device number"), std::string::npos) << bad.err;
-  const Ran both = optimize("", common + " --device 1 --devices 0,1");
+  const ShellRun both = optimize("", common + " --device 1 --devices 0,1");
   EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.err.find("[kopt.pool.004]"), std::string::npos) << both.err;
-  const Ran twice = optimize("", common + " --devices 0,0");
+  const ShellRun twice = optimize("", common + " --devices 0,0");
   EXPECT_EQ(twice.code, 2);
   EXPECT_NE(twice.err.find("[kopt.pool.003]"), std::string::npos) << twice.err;
-  const Ran missing = optimize("", common + " --worker-launcher kopt-no-such-launcher");
+  const ShellRun missing = optimize("", common + " --worker-launcher kopt-no-such-launcher");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("[kopt.pool.002] --worker-launcher: 'kopt-no-such-launcher' is not a program on PATH"),
             std::string::npos)

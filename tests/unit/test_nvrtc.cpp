@@ -5,17 +5,13 @@
 
 #include "cuda/nvrtc.h"
 #include "eval/worker.h"
+#include "temp_dir.h"
 #include "util/fs.h"
 
 namespace {
 
 namespace fsys = std::filesystem;
-
-fsys::path fresh_dir(const std::string& name) {
-  fsys::path d = fsys::temp_directory_path() / ("kopt-test-" + name + "-" + std::to_string(::getpid()));
-  fsys::remove_all(d);
-  return d;
-}
+using kopt::test::TempDir;
 
 const char* kKernel = R"(
 extern "C" __global__ void scale(float* x, int n) {
@@ -95,7 +91,8 @@ TEST(Nvrtc, CacheKeyCoversSourceOptionsDefinesAndArch) {
 }
 
 TEST(Nvrtc, DiskCacheHitsAcrossCompilerInstances) {
-  const auto dir = fresh_dir("cache");
+  const TempDir tmp;
+  const auto dir = tmp / "cache";  // not created yet
   std::vector<char> first;
   {
     kopt::cuda::Compiler c(dir);
@@ -121,11 +118,11 @@ TEST(Nvrtc, DiskCacheHitsAcrossCompilerInstances) {
   auto again = c.compile(bad);
   EXPECT_FALSE(again.ok);
   EXPECT_TRUE(again.cache_hit);
-  fsys::remove_all(dir);
 }
 
 TEST(Nvrtc, TornCacheEntryIsRecompiled) {
-  const auto dir = fresh_dir("torn");
+  const TempDir tmp;
+  const auto dir = tmp / "torn";  // not created yet
   kopt::cuda::Compiler c(dir);
   auto res = c.compile(request());
   ASSERT_TRUE(res.ok);
@@ -135,18 +132,17 @@ TEST(Nvrtc, TornCacheEntryIsRecompiled) {
   ASSERT_TRUE(again.ok);
   EXPECT_FALSE(again.cache_hit);
   EXPECT_EQ(again.cubin, res.cubin);
-  fsys::remove_all(dir);
 }
 
 TEST(Nvrtc, StoreCubinIsContentAddressed) {
-  const auto dir = fresh_dir("store");
+  const TempDir tmp;
+  const auto dir = tmp / "store";  // not created yet
   kopt::cuda::Compiler c;
   auto res = c.compile(request());
   ASSERT_TRUE(res.ok);
   auto p = kopt::cuda::store_cubin(dir, res);
   EXPECT_EQ(p.filename().string(), res.key + ".cubin");
   EXPECT_EQ(kopt::fs::read_file(p).size(), res.cubin.size());
-  fsys::remove_all(dir);
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/files.h"
+#include "support/shell.h"
 #include "temp_dir.h"
 #include "model/dispatch.h"
 #include "util/fs.h"
@@ -26,6 +28,9 @@
 namespace {
 
 namespace fsys = std::filesystem;
+using kopt::test::read_json;
+using kopt::test::run_shell;
+using kopt::test::ShellRun;
 using kopt::test::TempDir;
 using nlohmann::json;
 
@@ -42,11 +47,6 @@ int run(const std::string& cmd) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-json read_json(const fsys::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
 /// The options every run of a test shares, without --spec (for --resume RUN alone).
 std::string common_args(const TempDir& d) {
   return std::string(" --arch sm_90 --quiet --top 2 --retime-rounds 1 --results-dir ") +
@@ -56,22 +56,6 @@ std::string common_args(const TempDir& d) {
 
 std::string resume_cmd(const TempDir& d, const fsys::path& run, const std::string& extra) {
   return std::string(KOPT_CLI) + " optimize --resume " + run.string() + common_args(d) + " " + extra;
-}
-
-/// Exit code, stdout and stderr of `cmd` (run by /bin/sh).
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-Ran run_capturing(const TempDir& d, const std::string& cmd) {
-  static int n = 0;
-  const fsys::path out = d.path() / ("out" + std::to_string(++n)), err = d.path() / ("err" + std::to_string(n));
-  const int status = std::system((cmd + " >" + out.string() + " 2>" + err.string()).c_str());
-  Ran r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = kopt::fs::read_file(out);
-  r.err = kopt::fs::read_file(err);
-  return r;
 }
 
 /// `cmd` started in the background with `env` added, exec'd by /bin/sh (the
@@ -443,7 +427,7 @@ TEST(OptimizeE2E, SecondResumeOfARunInUseExitsTwoAndTouchesNothing) {
   // The second (not quiet): refused at once, on its first stderr line.
   std::string loud = resume_cmd(d, r, "--budget evals=40");
   loud.erase(loud.find(" --quiet"), 8);
-  const Ran second = run_capturing(d, loud);
+  const ShellRun second = run_shell(loud);
   EXPECT_EQ(second.code, 2) << second.err;
   const std::string line = second.err.substr(0, second.err.find('\n'));
   EXPECT_NE(line.find("[kopt.run.908] " + r.string() + " is in use: pid " + std::to_string(first) + " on host "),
@@ -461,7 +445,7 @@ TEST(OptimizeE2E, SecondResumeOfARunInUseExitsTwoAndTouchesNothing) {
     EXPECT_EQ(it->second, content) << file << " was rewritten";
   }
   // kill -9 leaves no stuck lock: the next resume takes it over and finishes.
-  const Ran third = run_capturing(d, resume_cmd(d, r, "--budget evals=14"));
+  const ShellRun third = run_shell(resume_cmd(d, r, "--budget evals=14"));
   EXPECT_EQ(third.code, 0) << third.err;
   checked_history(r);
   EXPECT_FALSE(fsys::exists(r / "run.lock")) << "a run that ends removes its lock";
@@ -497,7 +481,7 @@ TEST(OptimizeE2E, SigtermMidRunWritesTheSummaryAndSaysHowToResume) {
 
   // Resuming finishes the run without redoing anything.
   const size_t recorded = h["attempts"].size();
-  const Ran resumed = run_capturing(d, resume_cmd(d, r, "--budget evals=8"));
+  const ShellRun resumed = run_shell(resume_cmd(d, r, "--budget evals=8"));
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(checked_history(r)["attempts"].size(), std::max<size_t>(recorded, 9u));
   EXPECT_FALSE(read_json(r / "summary.json").contains("interrupted"));
@@ -536,12 +520,12 @@ TEST(OptimizeE2E, ResumeAloneTakesTheRunsSpecAndSettings) {
   ASSERT_EQ(checked_history(r)["attempts"].size(), 4u);
 
   // No --spec, no --budget: the run's own (evals=3, met already): nothing new.
-  Ran again = run_capturing(d, resume_cmd(d, r, ""));
+  ShellRun again = run_shell(resume_cmd(d, r, ""));
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(checked_history(r)["attempts"].size(), 4u);
 
   // A larger budget: the search goes on with the run's strategy and seed.
-  again = run_capturing(d, resume_cmd(d, r, "--budget evals=5"));
+  again = run_shell(resume_cmd(d, r, "--budget evals=5"));
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(checked_history(r)["attempts"].size(), 6u);
   const json sm = read_json(r / "summary.json");
@@ -550,13 +534,13 @@ TEST(OptimizeE2E, ResumeAloneTakesTheRunsSpecAndSettings) {
   EXPECT_FALSE(fsys::exists(d.path() / "results" / "run-002"));
 
   // Without a budget again: the last session's (evals=5), not run.json's.
-  again = run_capturing(d, resume_cmd(d, r, ""));
+  again = run_shell(resume_cmd(d, r, ""));
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(checked_history(r)["attempts"].size(), 6u);
 
   // --resume of a folder that is not a run: exit 2 naming it, nothing written.
   fsys::create_directories(d.path() / "empty");
-  const Ran bad = run_capturing(d, resume_cmd(d, d.path() / "empty", ""));
+  const ShellRun bad = run_shell(resume_cmd(d, d.path() / "empty", ""));
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("[kopt.run.901] " + (d.path() / "empty").string()), std::string::npos) << bad.err;
   EXPECT_TRUE(fsys::is_empty(d.path() / "empty"));
@@ -575,7 +559,7 @@ TEST(OptimizeE2E, ResumeAloneRefusesARunWhoseKernelFilesChanged) {
   const std::string before = kopt::fs::read_file(r / "history.json");
   for (const auto& e : fsys::directory_iterator(mine))
     if (e.path().extension() == ".cu") std::ofstream(e.path(), std::ios::app) << "\n// edited\n";
-  const Ran again = run_capturing(d, resume_cmd(d, r, "--budget evals=4"));
+  const ShellRun again = run_shell(resume_cmd(d, r, "--budget evals=4"));
   EXPECT_EQ(again.code, 2) << again.err;
   EXPECT_NE(again.err.find("[kopt.run.902] " + (r / "spec.json").string() + ": a file that it names"),
             std::string::npos)
@@ -666,7 +650,7 @@ TEST(OptimizeE2E, WaitingForTheGpuCanBeStoppedAndCompileOnlyNeverWaits) {
                           " --arch sm_90 --budget evals=2 --results-dir " + (d.path() / "results").string() +
                           " --cache-dir " + (d.path() / "cache").string() + " --worker-command '" +
                           KOPT_FAKE_WORKER + " --no-device'";
-  const Ran c = run_capturing(d, cmd);
+  const ShellRun c = run_shell(cmd);
   EXPECT_EQ(c.code, 77) << c.err;
   EXPECT_EQ(c.err.find("waiting for the GPU"), std::string::npos) << c.err;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(50));

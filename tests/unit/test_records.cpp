@@ -135,6 +135,15 @@ json full_summary() {
                     {"speedup_vs_reference", nullptr}, {"speedup_vs_initial", 16.0}}},
           {"reference_geomean_ms", nullptr}, {"initial_geomean_ms", 8.0},
           {"counts", {{"ok", 5}, {"timeout", 0}}}, {"attempts", 7},
+          {"accuracy", {{"cublas_index", 2},
+                        {"kernels", json::array({json{{"variant", 0}, {"index", 3}, {"label", "BM=64"},
+                                                      {"cases", json::array({json{{"name", "big"}, {"role", "performance"},
+                                                                                  {"rel_error_max", 2.5e-7},
+                                                                                  {"rel_error_rms", 6e-8},
+                                                                                  {"cublas_rel_error_max", 2e-7},
+                                                                                  {"cublas_rel_error_rms", 5e-8}},
+                                                                             json{{"name", "1x1x1"},
+                                                                                  {"rel_error_max", 0.0}}})}}})}}},
           {"budget", {{"evaluations", 40}, {"minutes", 0.0}, {"patience", 0}}},
           {"budget_used", {{"evaluations", 6}, {"search_minutes", 0.25}}}, {"stop", "evaluations: 6 of 6"},
           {"tuner", {{"candidates_per_minute", 24.0}, {"gpu_measured_fraction", 0.5}, {"compile_ms_median", 80.0},
@@ -194,6 +203,11 @@ TEST(Records, SummaryReadsEveryKeyAndWritesTheSameDocument) {
   EXPECT_EQ(s.shape_classes->size(), 1u);
   EXPECT_EQ(s.others.size(), 2u);  // the proposer's own: agent, warm_start
   EXPECT_EQ(s.interrupted->signal, "SIGTERM");
+  ASSERT_TRUE(s.accuracy);
+  EXPECT_EQ(*s.accuracy->cublas_index, 2);
+  ASSERT_EQ(s.accuracy->kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(*s.accuracy->kernels[0].cases[0].cublas_rel_error_rms, 5e-8);
+  EXPECT_FALSE(s.accuracy->kernels[0].cases[1].cublas_rel_error_max);
 }
 
 TEST(Records, SummaryErrorsNameTheFileAndTheJsonPath) {
@@ -213,6 +227,10 @@ TEST(Records, SummaryErrorsNameTheFileAndTheJsonPath) {
       {[](json& d) { d["best"]["kind"] = "baseline2"; }, "summary.json: $.best.kind: expected initial, baseline"},
       {[](json& d) { d["retime"][0]["geomeans_ms"][0] = -1; }, "summary.json: $.retime[0].geomeans_ms[0]: "},
       {[](json& d) { d["budget_used"]["search_minutes"] = "1"; }, "summary.json: $.budget_used.search_minutes: "},
+      {[](json& d) { d["accuracy"]["kernels"][0]["cases"][0]["rel_error_max"] = "2.5e-7"; },
+       "summary.json: $.accuracy.kernels[0].cases[0].rel_error_max: expected a number"},
+      {[](json& d) { d["accuracy"]["kernels"][0]["cases"][1]["cublas_rel_error_rms"] = -1; },
+       "summary.json: $.accuracy.kernels[0].cases[1].cublas_rel_error_rms: "},
   };
   for (const Case& c : cases) {
     json doc = full_summary();
@@ -233,6 +251,83 @@ TEST(Records, SummaryErrorsNameTheFileAndTheJsonPath) {
   ASSERT_TRUE(t.specialization);
   EXPECT_TRUE(t.specialization->dispatch.is_null());
   EXPECT_EQ(t.specialization->variants.size(), 2u);
+}
+
+// summary.json "accuracy": the errors of the kernels the run ships beside
+// cuBLAS's, derived from the history; the store writes it for the kernels the
+// summary names when it is written.
+TEST(Records, AccuracyFollowsTheShippedKernels) {
+  auto with_errors = [](Attempt a, double scale) {
+    for (const char* name : {"1x1x1", "big"}) {
+      kopt::model::CaseResult c;
+      c.name = name;
+      c.role = std::string(name) == "big" ? "performance" : "correctness";
+      c.passed = true;
+      c.rel_error_max = scale * (c.role == "performance" ? 4e-7 : 1e-7);
+      c.rel_error_rms = scale * 1e-7 / 4;
+      a.result.cases.push_back(c);
+    }
+    return a;
+  };
+  std::vector<Attempt> h = {with_errors(attempt(1, AttemptKind::initial, Verdict::ok, 9.0), 1),
+                            with_errors(attempt(2, AttemptKind::baseline, Verdict::ok, 1.0), 0.5),
+                            with_errors(attempt(3, AttemptKind::candidate, Verdict::ok, 2.0), 1.5),
+                            with_errors(attempt(4, AttemptKind::candidate, Verdict::ok, 1.5), 3),
+                            attempt(5, AttemptKind::candidate, Verdict::ok, 1.2)};  // no errors measured
+  Summary s;
+  s.best = kopt::run::SummaryBest{};
+  s.best->index = 4;
+  auto acc = kopt::run::accuracy_of(s, h);
+  ASSERT_TRUE(acc);
+  EXPECT_EQ(*acc->cublas_index, 2);
+  ASSERT_EQ(acc->kernels.size(), 1u);
+  EXPECT_EQ(*acc->kernels[0].index, 4);
+  ASSERT_EQ(acc->kernels[0].cases.size(), 2u);
+  EXPECT_EQ(acc->kernels[0].cases[1].name, "big");
+  EXPECT_EQ(acc->kernels[0].cases[1].role, "performance");
+  EXPECT_DOUBLE_EQ(*acc->kernels[0].cases[1].rel_error_max, 12e-7);
+  EXPECT_DOUBLE_EQ(*acc->kernels[0].cases[1].cublas_rel_error_max, 2e-7);
+  // The re-timing's winner wins over the search's best; the variants over both.
+  s.final_best = kopt::run::FinalBest{};
+  s.final_best->index = 3;
+  EXPECT_EQ(*kopt::run::accuracy_of(s, h)->kernels[0].index, 3);
+  s.specialization = kopt::run::Specialization{};
+  for (int v : {3, 4}) {
+    kopt::run::SpecializationVariant sv;
+    sv.variant = static_cast<int>(s.specialization->variants.size());
+    sv.index = v;
+    s.specialization->variants.push_back(sv);
+  }
+  acc = kopt::run::accuracy_of(s, h);
+  ASSERT_EQ(acc->kernels.size(), 2u);
+  EXPECT_EQ(acc->kernels[1].variant, 1);
+  EXPECT_EQ(*acc->kernels[1].index, 4);
+  // Nothing measured (another tolerance), or no winner: no key.
+  s = Summary{};
+  s.best = kopt::run::SummaryBest{};
+  s.best->index = 5;
+  EXPECT_FALSE(kopt::run::accuracy_of(s, h));
+  EXPECT_FALSE(kopt::run::accuracy_of(Summary{}, h));
+
+  // The store: summary() has the search's best (#4, the fastest of #1-#4);
+  // write_summary follows the final_best the driver sets afterwards.
+  TempDir d;
+  auto store = kopt::run::RunStore::create(d.path(), json{{"name", "w"}}, json::object(), {});
+  for (size_t i = 0; i < 4; ++i) {
+    Attempt a = h[i];
+    a.index = 0;
+    store.record(a);
+  }
+  Summary fresh = store.summary();
+  ASSERT_TRUE(fresh.accuracy);
+  EXPECT_EQ(*fresh.accuracy->kernels[0].index, 4);
+  fresh.final_best = kopt::run::FinalBest{};
+  fresh.final_best->index = 3;
+  store.write_summary(fresh);
+  const json written = kopt::parse_json_file(store.dir() / "summary.json", "summary");
+  EXPECT_EQ(written["accuracy"]["kernels"][0]["index"], 3) << written["accuracy"].dump();
+  EXPECT_EQ(written["accuracy"]["cublas_index"], 2);
+  EXPECT_EQ(written["accuracy"]["kernels"][0]["cases"][1]["cublas_rel_error_max"], 2e-7);
 }
 
 TEST(Records, TheStoreCountsEveryVerdict) {

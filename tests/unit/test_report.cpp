@@ -18,6 +18,7 @@
 #include "xml_check.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/json_read.h"
 
 namespace stdfs = std::filesystem;
 using kopt::test::TempDir;
@@ -231,6 +232,64 @@ TEST(Heatmap, LargeHistoryStaysUsable) {
   EXPECT_NE(svg.find("<title>#7 BM=7: timeout: it went wrong on purpose</title>"), std::string::npos);
 }
 
+// Labels of 13 parameters are cut long before the ones that differ: rows are
+// labelled by the parameters that vary, a column each, the rest said once.
+TEST(Heatmap, RowsAreLabelledByTheParametersThatDiffer) {
+  auto h = sample_history();  // the reference, the initial kernel: no parameters
+  std::vector<Attempt> tuned;
+  int index = 8;
+  for (int bm : {64, 128})
+    for (int stages : {2, 3}) {
+      std::map<std::string, int64_t> p = {{"ASYNC_A", 1}, {"BK", 16}, {"BM", bm},  {"BN", 128}, {"KIND", 0},
+                                          {"MINB", 1},    {"PAD", 4},  {"SPLITK", 1}, {"STAGES", stages},
+                                          {"TM", 8},      {"TN", 8},  {"WM", 64},   {"WN", 64}};
+      std::string label;
+      for (const auto& [k, v] : p) label += (label.empty() ? "" : ",") + k + "=" + std::to_string(v);
+      Attempt a = attempt(index++, "candidate", label, Verdict::ok, {1.0 * bm / 64, 0.5 * stages, 0.5});
+      a.params = p;
+      h.push_back(a);
+    }
+  h.push_back(attempt(index, "candidate", "agent's rewrite", Verdict::ok, {1, 1, 1}));  // no parameters
+  const std::string svg = kopt::report::heatmap_svg(h, kCases);
+  EXPECT_EQ(xml_problem(svg), "");
+  // Columns: # and the two parameters that vary, in the label's order.
+  EXPECT_EQ(count(svg, "class=\"param-header\""), 3u);
+  EXPECT_NE(svg.find("font-weight=\"bold\" fill=\"#222222\">BM</text>"), std::string::npos);
+  EXPECT_LT(svg.find(">BM</text>"), svg.find(">STAGES</text>"));
+  // The eleven others, once.
+  EXPECT_NE(svg.find("Same in every row with parameters: ASYNC_A=1, BK=16, BN=128, KIND=0, MINB=1, PAD=4, "
+                     "SPLITK=1, TM=8, TN=8, WM=64, WN=64</text>"),
+            std::string::npos);
+  // A candidate's row: its index and its two values, nothing cut.
+  const std::string r10 = row_of(svg, 10);  // BM=128, STAGES=2
+  EXPECT_NE(r10.find(">#10</text>"), std::string::npos) << r10;
+  EXPECT_NE(r10.find("class=\"param\" x=\""), std::string::npos);
+  EXPECT_NE(r10.find("\">128</text>"), std::string::npos) << r10;
+  EXPECT_NE(r10.find("\">2</text>"), std::string::npos) << r10;
+  EXPECT_NE(r10.find("<title>#10 ASYNC_A=1,BK=16,BM=128"), std::string::npos);  // the whole label in the tooltip
+  // Nothing of the label columns is cut (the index, the parameters, their
+  // headers); a long label of a row without parameters and a verdict across a
+  // rejected row may be, with the whole text in their tooltips.
+  const std::regex label_text(R"re(<text class="(label|param|param-header)"[^>]*>(<title>[^<]*</title>)?([^<]*)</text>)re");
+  int labels = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label_text); it != std::sregex_iterator(); ++it, ++labels)
+    EXPECT_EQ((*it)[3].str().find("\u2026"), std::string::npos) << (*it)[0];
+  EXPECT_GE(labels, 3 + 3 * 4);  // 3 headers; an index and two values in each of the 4 tuned rows
+  // Rows without parameters keep their label.
+  EXPECT_NE(row_of(svg, 1).find("class=\"label-text\""), std::string::npos);
+  EXPECT_NE(row_of(svg, 1).find(">reference</text>"), std::string::npos) << row_of(svg, 1);
+  EXPECT_NE(row_of(svg, index).find(">agent&#39;s rewrite</text>"), std::string::npos);
+  // The cells start right of the labels (the headers' right edges).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r10, m, std::regex(R"re(<rect class="cell" x="(\d+)")re")));
+  const double grid_left = std::stod(m[1]);
+  const std::regex header(R"re(class="param-header" x="(\d+)")re");
+  int headers = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), header); it != std::sregex_iterator(); ++it, ++headers)
+    EXPECT_LT(std::stod((*it)[1]), grid_left);
+  EXPECT_EQ(headers, 3);
+}
+
 TEST(Heatmap, EmptyInputs) {
   EXPECT_EQ(xml_problem(kopt::report::heatmap_svg({}, kCases)), "");
   EXPECT_EQ(xml_problem(kopt::report::heatmap_svg(sample_history(), {})), "");
@@ -308,16 +367,20 @@ TEST(Report, SummaryAndSortableHistory) {
                            "compile_error: 1", "wrong_result: 1", "run-003", "cublas", "Best kernel per case"})
     EXPECT_NE(html.find(want), std::string::npos) << want;
   // History table: one body row per attempt, numeric columns marked.
-  const auto t = html.find("<table class=\"sortable\" id=\"history-table\">");
+  const auto t = html.find("<table class=\"sortable full\" id=\"history-table\">");
   ASSERT_NE(t, std::string::npos);
   const std::string table = html.substr(t, html.find("</table>", t) - t);
   EXPECT_EQ(count(table, "<tr class=\""), h.size());
   EXPECT_EQ(count(table, "<tr class=\"rejected"), 2u);
   EXPECT_EQ(count(table, "<tr class=\"ok best\""), 1u);
-  EXPECT_GE(count(table, "<th data-type=\"num\">"), 7u);  // #, geomean, speedup, 3 cases, compile, time
-  EXPECT_NE(table.find("<th data-type=\"num\">big ms</th>"), std::string::npos);
-  EXPECT_NE(table.find("data-v=\"0.25\""), std::string::npos);
+  EXPECT_EQ(count(table, "<th data-type=\"num\">"), 5u);  // #, geomean, speedup, compile, time
+  // No column per case (the table would scroll sideways): the heatmap has them.
+  EXPECT_EQ(table.find("big ms"), std::string::npos);
+  EXPECT_NE(table.find("data-v=\"0.5\""), std::string::npos);  // BM=64's geomean
   EXPECT_NE(table.find("it went wrong on purpose"), std::string::npos);
+  // The kind beside the label, for all but candidates.
+  EXPECT_NE(table.find("<td class=\"label\">naive.cu <span class=\"kind\">(initial)</span></td>"), std::string::npos);
+  EXPECT_NE(table.find("<td class=\"label\">BM=64</td>"), std::string::npos);
   // Numbers sort numerically: the script compares Number(data-v).
   EXPECT_NE(html.find("Number(x) - Number(y)"), std::string::npos);
   EXPECT_NE(html.find("addEventListener('click'"), std::string::npos);
@@ -390,4 +453,129 @@ TEST(Report, WriteReportsIntoTheRunFolder) {
   EXPECT_NE(html2.find("#8 late one"), std::string::npos);  // the new best
   EXPECT_NE(html2.find("<th>Attempts</th><td>8</td>"), std::string::npos);
   EXPECT_EQ(count(kopt::fs::read_file(store.dir() / "heatmap.svg"), "<g class=\"row "), 8u);
+}
+
+// A label of NAME=VALUE pairs without a space wraps between its pairs (a
+// <wbr> after each comma), not inside a name; the charts' note names the
+// axis they share.
+TEST(Report, LongLabelsWrapBetweenPairsAndTheScaleIsNamed) {
+  auto h = sample_history();
+  h[2].label = "BM=64,BN=128,STAGES=3";  // #3, the best
+  json s = sample_summary();
+  s["best"]["label"] = h[2].label;
+  std::string html = kopt::report::report_html(typed(s), h, "", "x");
+  EXPECT_NE(html.find("<td class=\"label\">BM=64,<wbr>BN=128,<wbr>STAGES=3</td>"), std::string::npos);
+  EXPECT_NE(html.find("#3 BM=64,<wbr>BN=128,<wbr>STAGES=3 <span class=\"muted\">(candidate)</span>"),
+            std::string::npos);
+  // The best (0.25 to 1 ms) against the reference (2 to 8 ms): 32x, a log axis.
+  EXPECT_NE(html.find("Log scale, one axis for both charts."), std::string::npos);
+  // The reference 4 times faster (also where it was timed with #5): 0.25 to
+  // 4 ms, 16x, linear.
+  for (auto& c : h[0].result.cases) c.latency->median_ms /= 4;
+  h[4].result.cases[0].reference_latency->median_ms /= 4;
+  html = kopt::report::report_html(typed(s), h, "", "x");
+  EXPECT_NE(html.find("Linear scale, one axis for both charts."), std::string::npos);
+  EXPECT_EQ(html.find("Log scale"), std::string::npos);
+}
+
+// A run with the fake worker: the header says that the timings are made up.
+TEST(Report, SaysWhenTheTimingsAreSimulated) {
+  const auto h = sample_history();
+  json s = sample_summary();
+  const std::string real = kopt::report::report_html(typed(s), h, kopt::report::heatmap_svg(h, kCases), "x");
+  EXPECT_EQ(real.find("id=\"simulated\""), std::string::npos);
+  EXPECT_EQ(real.find("made up"), std::string::npos);
+  s["gpu"]["simulated"] = true;
+  const std::string fake = kopt::report::report_html(typed(s), h, kopt::report::heatmap_svg(h, kCases), "x");
+  const auto p = fake.find("<p class=\"simulated\" id=\"simulated\">simulated (fake worker): the timings are made up.");
+  ASSERT_NE(p, std::string::npos);
+  EXPECT_LT(p, fake.find("<section id=\"summary\">"));  // before any number
+  // Only true says so.
+  s["gpu"]["simulated"] = "yes";
+  EXPECT_EQ(kopt::report::report_html(typed(s), h, "", "x").find("id=\"simulated\""), std::string::npos);
+}
+
+// The shipped kernels' errors beside cuBLAS's, per case, ratios over 2 marked.
+TEST(Report, ShowsAccuracyBesideCublas) {
+  auto h = sample_history();
+  Attempt cublas = attempt(8, "baseline", "cuBLAS sgemm (FP32, no TF32)", Verdict::ok, {0.9, 0.45, 0.2});
+  const double ulp = std::ldexp(1.0, -24);  // errors in units of 2^-24: ratios exact
+  for (auto& c : cublas.result.cases) {
+    c.rel_error_max = 2 * ulp;
+    c.rel_error_rms = ulp / 2;
+  }
+  h.push_back(cublas);
+  for (auto& c : h[2].result.cases) {  // #3 BM=64, the best
+    c.rel_error_max = (c.name == "tall" ? 5 : 3) * ulp;
+    c.rel_error_rms = ulp / 2;
+  }
+  const std::string html = kopt::report::report_html(typed(sample_summary()), h, "", "x");
+  const auto sec = html.find("<section id=\"accuracy\">");
+  ASSERT_NE(sec, std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#accuracy\">Accuracy</a>"), std::string::npos);
+  const std::string table = html.substr(sec, html.find("</section>", sec) - sec);
+  EXPECT_NE(table.find("The winner, #3 BM=64"), std::string::npos) << table;
+  EXPECT_NE(table.find("(attempt #8)"), std::string::npos);
+  EXPECT_EQ(count(table, "<tr><td class=\"name\">"), 3u);  // big, tall, wide
+  // big: ours 3 units, cuBLAS's 2: 1.5x; the RMS alike: 1x.
+  EXPECT_NE(table.find("<tr><td class=\"name\">big</td><td>performance</td><td class=\"num\" data-v=\"1.7881393432617188e-07\">1.79e-07</td>"
+                       "<td class=\"num\" data-v=\"1.1920928955078125e-07\">1.19e-07</td><td class=\"num\" data-v=\"1.5\">1.5</td>"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(count(table, "<td class=\"num\" data-v=\"1\">1</td>"), 3u);
+  EXPECT_NE(table.find("<td class=\"num worse\" data-v=\"2.5\">2.5</td>"), std::string::npos);  // tall: over 2x
+  // Without errors measured (another tolerance): no section, no link.
+  const std::string none = kopt::report::report_html(typed(sample_summary()), sample_history(), "", "x");
+  EXPECT_EQ(none.find("id=\"accuracy\""), std::string::npos);
+  EXPECT_EQ(none.find("#accuracy"), std::string::npos);
+}
+
+// write_reports: what it could not show as the run folder has it, and --out.
+TEST(Report, WriteReportsSaysWhatItCouldNotShow) {
+  TempDir t;
+  auto store = kopt::run::RunStore::create(t.path(), json{{"name", "sgemm"}}, json{{"name", "NVIDIA H200"}}, {});
+  for (Attempt a : sample_history()) {
+    a.index = 0;
+    store.record(a);
+  }
+  // Missing: made from the history.
+  auto w = kopt::report::write_reports(store, kCases);
+  EXPECT_EQ(w.html, store.dir() / "report.html");
+  EXPECT_EQ(w.heatmap, store.dir() / "heatmap.svg");
+  ASSERT_EQ(w.notes.size(), 1u);
+  EXPECT_NE(w.notes[0].find("summary.json is missing"), std::string::npos) << w.notes[0];
+  // Up to date: nothing to say.
+  store.write_summary();
+  EXPECT_TRUE(kopt::report::write_reports(store, kCases).notes.empty());
+  // Damaged: the file and the JSON path, and the rest is shown.
+  json doc = kopt::parse_json_file(store.dir() / "summary.json", "summary");
+  doc["final_best"] = "x";
+  kopt::fs::write_file_atomic(store.dir() / "summary.json", doc.dump());
+  w = kopt::report::write_reports(store, kCases);
+  ASSERT_EQ(w.notes.size(), 1u);
+  EXPECT_NE(w.notes[0].find("summary.json: $.final_best: expected an object"), std::string::npos) << w.notes[0];
+  EXPECT_NE(w.notes[0].find("the report shows the rest of it"), std::string::npos);
+  EXPECT_NE(kopt::fs::read_file(w.html).find("#3 BM=64"), std::string::npos);
+  // No JSON: made from the history.
+  kopt::fs::write_file_atomic(store.dir() / "summary.json", "{ garbage");
+  w = kopt::report::write_reports(store, kCases);
+  ASSERT_EQ(w.notes.size(), 1u);
+  EXPECT_NE(w.notes[0].find("summary.json"), std::string::npos) << w.notes[0];
+  EXPECT_NE(w.notes[0].find("made from history.json"), std::string::npos) << w.notes[0];
+  // Stale: its history keys are made again.
+  store.write_summary();
+  Attempt late = attempt(0, "candidate", "late one", Verdict::ok, {0.5, 0.25, 0.125});
+  store.record(late);
+  w = kopt::report::write_reports(store, kCases);
+  ASSERT_EQ(w.notes.size(), 1u);
+  EXPECT_NE(w.notes[0].find("counts 7 attempts and history.json 8"), std::string::npos) << w.notes[0];
+  // Elsewhere: the report where it is asked for, the heatmap beside it, the run folder untouched.
+  const std::string before = kopt::fs::read_file(store.dir() / "report.html");
+  w = kopt::report::write_reports(store, kCases, t.path() / "out" / "r.html");
+  EXPECT_EQ(w.heatmap, t.path() / "out" / "heatmap.svg");
+  EXPECT_TRUE(stdfs::is_regular_file(t.path() / "out" / "r.html"));
+  EXPECT_TRUE(stdfs::is_regular_file(t.path() / "out" / "heatmap.svg"));
+  EXPECT_EQ(kopt::fs::read_file(store.dir() / "report.html"), before);
+  // The performance cases: the spec's (none here: {"name": "sgemm"}), else those the history timed.
+  EXPECT_EQ(kopt::report::performance_cases(store), kCases);
 }

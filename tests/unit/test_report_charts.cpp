@@ -266,9 +266,16 @@ TEST(ReportCharts, ComparisonSvgIsWellFormedLogScaledAndEscaped) {
     EXPECT_TRUE(kopt::test::valid_utf8(svg));
     EXPECT_EQ(svg.find("href"), std::string::npos);
     EXPECT_EQ(svg.find("<big"), std::string::npos);
-    // Decade grid lines: 0.1 .. 100 ms (tuned 0.9 .. 2.4 and more, cuBLAS 0.25 .. 2).
-    EXPECT_NE(svg.find(">0.1</text>"), std::string::npos);
+    // A log axis (9 ms is 36x 0.25 ms) between 1-2-5 values around the data:
+    // 0.2 .. 10 ms, labelled at 0.2, 0.5, 1, 2, 5, 10.
+    EXPECT_NE(svg.find("data-axis=\"log\" data-axis-min=\"0.20000000000000001\" data-axis-max=\"10\""),
+              std::string::npos) << svg.substr(0, 400);
+    for (const char* tick : {">0.2</text>", ">0.5</text>", ">1</text>", ">5</text>", ">10 ms</text>"})
+      EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+    EXPECT_EQ(svg.find(">100"), std::string::npos);
   }
+  // Both charts: one axis and one width, so that they draw a time at the same place.
+  EXPECT_EQ(attr_values(rp::comparison_svg(c, true), "width")[0], attr_values(rp::comparison_svg(c, false), "width")[0]);
   const std::string shapes = rp::comparison_svg(c, false);
   EXPECT_NE(shapes.find("&lt;big &amp; &quot;bold&quot;&gt;"), std::string::npos);
   EXPECT_EQ(count(shapes, "<g class=\"cmp-row\""), 3u);
@@ -301,6 +308,75 @@ TEST(ReportCharts, ComparisonSvgIsWellFormedLogScaledAndEscaped) {
   // Empty: still a well-formed chart.
   EXPECT_EQ(xml_problem(rp::comparison_svg(rp::ShapeComparison{}, true)), "");
   EXPECT_NE(rp::comparison_svg(rp::ShapeComparison{}, false).find("(no performance cases)"), std::string::npos);
+}
+
+// The axis fits the data: every latency below 1 ms gives an axis to 1 ms,
+// not 10; a spread over 20x goes logarithmic between 1-2-5 values.
+TEST(ReportCharts, LatencyAxisFitsTheData) {
+  rp::LatencyAxis a = rp::latency_axis({0.21, 0.35, 0.87, 0.5});
+  EXPECT_FALSE(a.log);
+  EXPECT_DOUBLE_EQ(a.lo, 0);
+  EXPECT_DOUBLE_EQ(a.hi, 1.0);
+  ASSERT_EQ(a.ticks.size(), 6u);  // 0, 0.2, ..., 1
+  EXPECT_NEAR(a.ticks[1], 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(a.fraction(0.5), 0.5);
+  EXPECT_DOUBLE_EQ(a.fraction(0), 0);
+  // Linear ends on the first round step at or above the largest: 2.5, 25, 0.05...
+  EXPECT_DOUBLE_EQ(rp::latency_axis({1.1, 2.3}).hi, 2.5);
+  EXPECT_DOUBLE_EQ(rp::latency_axis({3, 21}).hi, 25);
+  EXPECT_DOUBLE_EQ(rp::latency_axis({0.004, 0.05}).hi, 0.05);
+  // Log: the spread is over 20x.
+  a = rp::latency_axis({0.25, 9});
+  EXPECT_TRUE(a.log);
+  EXPECT_DOUBLE_EQ(a.lo, 0.2);
+  EXPECT_DOUBLE_EQ(a.hi, 10);
+  EXPECT_EQ(a.ticks, (std::vector<double>{0.2, 0.5, 1, 2, 5, 10}));
+  EXPECT_NEAR(a.fraction(1), std::log10(5) / std::log10(50), 1e-12);
+  // Over many decades: the decades and both ends, lines at 2..9 between.
+  a = rp::latency_axis({0.003, 40});
+  EXPECT_DOUBLE_EQ(a.lo, 0.002);
+  EXPECT_DOUBLE_EQ(a.hi, 50);
+  ASSERT_EQ(a.ticks.size(), 6u);
+  EXPECT_DOUBLE_EQ(a.ticks.front(), 0.002);
+  EXPECT_NEAR(a.ticks[1], 0.01, 1e-15);
+  EXPECT_DOUBLE_EQ(a.ticks.back(), 50);
+  EXPECT_FALSE(a.minor.empty());
+  for (double v : a.minor) EXPECT_TRUE(v > a.lo && v < a.hi) << v;
+  // The smallest value always has a bar: the axis starts below it.
+  EXPECT_GT(rp::latency_axis({0.2, 9}).fraction(0.2), 0);
+  // Nothing to show: no ticks; values that are not finite and positive are ignored.
+  EXPECT_TRUE(rp::latency_axis({}).ticks.empty());
+  EXPECT_TRUE(rp::latency_axis({0, -1, NAN, INFINITY}).ticks.empty());
+  EXPECT_EQ(rp::latency_axis({0.5, NAN}).hi, 0.5);
+}
+
+// The per-shape chart of a run whose latencies are all below 1 ms runs to 1
+// ms (linear) and on the same axis as the per-class chart.
+TEST(ReportCharts, ComparisonChartsShareAFittedAxis) {
+  std::vector<Attempt> h = {attempt(1, "initial", "naive.cu", Verdict::ok, {4, 0.8, 2}),
+                            attempt(2, "baseline", "cuBLAS sgemm (FP32, no TF32)", Verdict::ok, {0.61, 0.12, 0.45}),
+                            attempt(3, "candidate", "BM=64", Verdict::ok, {0.55, 0.2, 0.48})};
+  json s = {{"final_best", {{"index", 3}, {"label", "BM=64"}, {"geomean_ms", 0.37}}}};
+  const auto c = rp::compare_shapes(typed(s), h, spec_doc());
+  const rp::LatencyAxis axis = rp::comparison_axis(c);
+  EXPECT_FALSE(axis.log);
+  EXPECT_DOUBLE_EQ(axis.hi, 0.8);  // the largest is 0.61 ms: steps of 0.2 (0.61 / 5 = 0.122 -> 0.2)
+  const std::string classes = rp::comparison_svg(c, true), shapes = rp::comparison_svg(c, false);
+  for (const std::string& svg : {classes, shapes}) {
+    EXPECT_NE(svg.find("data-axis=\"linear\" data-axis-min=\"0\" data-axis-max=\"0.80000000000000004\""),
+              std::string::npos) << svg.substr(0, 400);
+    EXPECT_NE(svg.find(">0.8 ms</text>"), std::string::npos);
+    EXPECT_NE(svg.find("median ms, linear scale"), std::string::npos);
+  }
+  // Linear: a bar's width is proportional to its time, and equal in both charts.
+  const std::regex bar(R"re(<rect class="bar (tuned|baseline)" x="(\d+)" y="\d+" width="([0-9.]+)" height="\d+" fill="#[0-9a-f]+" data-ms="([^"]+)")re");
+  std::map<double, double> width_of;
+  for (const std::string& svg : {classes, shapes})
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), bar); it != std::sregex_iterator(); ++it)
+      width_of[std::stod((*it)[4])] = std::stod((*it)[3]);
+  ASSERT_TRUE(width_of.count(0.61) && width_of.count(0.12));
+  EXPECT_NEAR(width_of[0.61] / width_of[0.12], 0.61 / 0.12, 0.05);
+  EXPECT_NEAR(width_of[0.61], 560 * 0.61 / 0.8, 0.1);
 }
 
 TEST(ReportCharts, BestSoFarOverEvaluations) {
@@ -377,11 +453,11 @@ TEST(ReportCharts, DispatchTableFromTheSpecialisation) {
   const std::string html = rp::dispatch_html(t);
   EXPECT_NE(html.find("<table id=\"dispatch-variants\">"), std::string::npos);
   EXPECT_NE(html.find("<table class=\"sortable\" id=\"dispatch-shapes\">"), std::string::npos);
-  EXPECT_NE(html.find("<td>BM=16</td><td><code>variants/v1.cu</code></td><td>tall</td>"), std::string::npos) << html;
-  EXPECT_NE(html.find("<td>big, deep</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>BM=16</td><td class=\"file\"><code>variants/v1.cu</code></td><td class=\"name\">tall</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td class=\"name\">big, deep</td>"), std::string::npos);
   EXPECT_NE(html.find("<th data-type=\"num\">M</th><th data-type=\"num\">N</th><th data-type=\"num\">K</th>"),
             std::string::npos);
-  EXPECT_NE(html.find("<td>tall</td><td class=\"num\" data-v=\"7680\">7680</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"name\">tall</td><td class=\"num\" data-v=\"7680\">7680</td>"), std::string::npos);
   EXPECT_NE(html.find(">2.33x</td>"), std::string::npos);  // 2.1 / 0.9
 }
 
@@ -396,7 +472,9 @@ TEST(ReportCharts, DispatchTableShowsTheMeasuredTree) {
   EXPECT_EQ(t.code, "  if (N <= 64) return 1;\n  return 0;\n");
   EXPECT_NE(t.rule.find("decision tree"), std::string::npos) << t.rule;
   EXPECT_EQ(t.rule.find("nearest tuned shape"), std::string::npos) << t.rule;
-  EXPECT_NE(rp::dispatch_html(t).find("<pre id=\"dispatch-code\"><code>  if (N &lt;= 64) return 1;"), std::string::npos)
+  // One line per line of C++: a preformatted block, its line breaks kept.
+  EXPECT_NE(rp::dispatch_html(t).find("<pre id=\"dispatch-code\"><code>  if (N &lt;= 64) return 1;\n  return 0;\n</code></pre>"),
+            std::string::npos)
       << rp::dispatch_html(t);
   // A damaged tree (a variant that does not exist) falls back to the words of the nearest-shape rule.
   s["specialization"]["dispatch"]["nodes"][1]["variant"] = 7;
@@ -417,7 +495,7 @@ TEST(ReportCharts, DispatchTableOfOneConfiguration) {
   ASSERT_EQ(t.shapes.size(), 3u);
   for (const auto& sh : t.shapes) EXPECT_EQ(sh.variant, 0);
   EXPECT_DOUBLE_EQ(*t.shapes[0].median_ms, 2.5);
-  EXPECT_NE(rp::dispatch_html(t).find("<td>big, tall, deep</td>"), std::string::npos);
+  EXPECT_NE(rp::dispatch_html(t).find("<td class=\"name\">big, tall, deep</td>"), std::string::npos);
   // No winner at all.
   const rp::DispatchTable none = rp::dispatch_table(typed(json::object()), json());
   EXPECT_TRUE(none.variants.empty());
@@ -616,5 +694,5 @@ TEST(ReportE2E, ChartsFromAFakeWorkerRun) {
   EXPECT_NE(html.find("data-baseline=\"initial\""), std::string::npos) << "the fake worker never times the reference";
   EXPECT_EQ(count(svgs[3], "class=\"cell nodata\""), 0u);
   EXPECT_NE(html.find("<details class=\"raw-json\" id=\"raw-specialization\">"), std::string::npos);
-  EXPECT_NE(html.find("<td>2048x2048x512</td><td class=\"num\" data-v=\"2048\">2048</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"name\">2048x2048x512</td><td class=\"num\" data-v=\"2048\">2048</td>"), std::string::npos);
 }

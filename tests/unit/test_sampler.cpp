@@ -18,6 +18,7 @@
 #include "search/sampler.h"
 #include "search/space.h"
 #include "search/strategy.h"
+#include "support/expect_error.h"
 #include "util/error.h"
 
 namespace kopt::search {
@@ -32,18 +33,11 @@ std::vector<Expr> exprs(const std::vector<std::string>& texts) {
   return out;
 }
 
-/// Runs `f`, expects a SpecError with `id` whose what() contains every needle.
+/// Runs `f`, expects a SpecError with `id` whose what() contains every needle
+/// (kopt::test::expect_error).
 void expect_spec_error(const std::function<void()>& f, const std::string& id,
                        const std::vector<std::string>& needles = {}) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "expected error " << id;
+  kopt::test::expect_error(f, id, needles);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {

@@ -16,6 +16,7 @@
 
 #include "search/space.h"
 #include "search/strategy.h"
+#include "support/expect_error.h"
 #include "util/error.h"
 
 namespace kopt::search {
@@ -23,26 +24,12 @@ namespace {
 
 using spec::Expr;
 using spec::TuningParam;
+using kopt::test::expect_error;
 
 std::vector<Expr> exprs(const std::vector<std::string>& texts) {
   std::vector<Expr> out;
   for (const auto& t : texts) out.push_back(Expr::parse(t));
   return out;
-}
-
-/// Runs `f`, expects an Error with `id` whose what() contains every needle.
-template <typename E = Error>
-void expect_error(const std::function<void()>& f, const std::string& id,
-                  const std::vector<std::string>& needles = {}) {
-  try {
-    f();
-  } catch (const E& e) {
-    EXPECT_EQ(e.id(), id) << e.what();
-    for (const std::string& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "expected error " << id;
 }
 
 // ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include "model/shape_classes.h"
 #include "run/fingerprint.h"
 #include "spec/spec.h"
+#include "support/files.h"
 #include "temp_dir.h"
 #include "util/fs.h"
 
@@ -26,6 +27,7 @@ namespace {
 namespace fsys = std::filesystem;
 using kopt::model::group_shape_classes;
 using kopt::model::ShapePoint;
+using kopt::test::read_json;
 using kopt::test::TempDir;
 using nlohmann::json;
 
@@ -114,11 +116,6 @@ int run(const std::string& cmd, const fsys::path& err) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-json read_json(const fsys::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
 std::set<std::string> timed_performance_cases(const json& attempt) {
   std::set<std::string> s;
   for (const auto& c : attempt["cases"])
@@ -127,6 +124,22 @@ std::set<std::string> timed_performance_cases(const json& attempt) {
 }
 
 const std::set<std::string> kAllPerf = {"8192x8192", "16384x1024", "1024x16384", "4096x4096"};
+
+// Without a GPU (--arch: candidates compiled only) nothing is searched, and
+// the run does not list the classes as if it searched them.
+TEST(ShapeClassesE2E, ACompileOnlyRunDoesNotSayItSearchesTheClasses) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  const int code = run(std::string(KOPT_CLI) + " optimize --spec " + kSpec + " --arch sm_90 --shape-classes 2" +
+                           " --budget evals=2 --results-dir " + (d.path() / "results").string() + " --cache-dir " +
+                           (d.path() / "cache").string(),
+                       err);
+  const std::string log = kopt::fs::read_file(err);
+  if (code == 0) GTEST_SKIP() << "a CUDA device is present; this covers a run without one";
+  ASSERT_EQ(code, 77) << log;
+  EXPECT_NE(log.find("checking and timing need a GPU"), std::string::npos) << log;
+  EXPECT_EQ(log.find("shape classes, searched in this order"), std::string::npos) << log;
+}
 
 TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
   TempDir d;

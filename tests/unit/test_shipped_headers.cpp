@@ -26,16 +26,12 @@
 #include "spec/capture.h"
 #include "spec/expr.h"
 #include "spec/spec.h"
+#include "support/files.h"
 #include "util/error.h"
 
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using kopt::test::slurp;
 
 /// The text between `// kopt:embed-begin NAME` and `// kopt:embed-end NAME`
 /// in a file of the source tree ("" when the markers are missing).

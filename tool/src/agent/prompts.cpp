@@ -24,7 +24,10 @@ std::string describe_workload(const spec::Spec& s) {
   if (!s.description.empty()) o << "Description: " << s.description << "\n";
   o << "\nKernel parameters, in this order (buffers are device pointers):\n";
   for (const auto& p : s.signature) {
-    if (p.is_buffer)
+    if (p.is_buffer && p.role == spec::Role::constant)
+      o << "  (not a parameter) __constant__ " << spec::dtype_c_type(p.dtype) << " " << p.name << "[...]  // filled "
+        << "before every launch, " << p.count.text() << " elements\n";
+    else if (p.is_buffer)
       o << "  " << (p.role == spec::Role::input ? "const " : "") << spec::dtype_c_type(p.dtype) << "* " << p.name << "  // "
         << spec::role_name(p.role) << ", " << p.count.text() << " elements\n";
     else
@@ -46,6 +49,13 @@ std::string describe_workload(const spec::Spec& s) {
   for (const auto& [name, t] : s.tolerance) {
     if (t.kind == spec::Tolerance::Kind::gemm)
       o << "  " << name << ": gemm bound |C-R| <= " << fmt(t.factor) << " * sqrt(K) * 2^-24 * sqrt(sum_k (a_ik*b_kj)^2) + 2^-24*|R| (FP32 accumulation; TF32/FP16 rounding fails)\n";
+    else if (t.kind == spec::Tolerance::Kind::sum)
+      o << "  " << name << ": sum of " << t.terms.text() << " terms in any order; the output holds "
+        << (t.partials.empty() ? (t.totals.empty() ? std::string("1") : t.totals.text()) + " total(s)"
+                               : "totals of " + t.partials.text() + " partials each")
+        << " as consecutive partial sums, added up and compared with the reference's totals within "
+        << fmt(t.atol) << " + (" << fmt(t.rtol) << " + " << fmt(t.factor)
+        << " * sqrt(terms) * u) * |ref| (u: unit roundoff of the output type)\n";
     else
       o << "  " << name << ": allclose |out-ref| <= " << fmt(t.atol) << " + " << fmt(t.rtol) << " * |ref|"
         << (t.rel_l2 ? ", relative L2 <= " + fmt(*t.rel_l2) : std::string()) << "\n";

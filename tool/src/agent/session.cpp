@@ -403,7 +403,7 @@ void Session::count_failure(bool failed, json& result) {
 }
 
 spec::Bindings Session::device_constants() const {
-  return search::device_constants(device() ? &*device() : nullptr);
+  return search::constraint_constants(spec(), device() ? &*device() : nullptr, arch());
 }
 
 json Session::tune_template(const json& a, const std::vector<spec::TuningParam>& params,

@@ -169,8 +169,10 @@ App::App() {
   commands_.push_back(make_generate_command());
   commands_.push_back(make_bench_command());
   commands_.push_back(make_export_command());
+  commands_.push_back(make_report_command());
   commands_.push_back(make_replay_command());
   commands_.push_back(make_worker_command());
+  commands_.push_back(make_compile_worker_command());
 }
 
 int App::run(int argc, char** argv) {

@@ -125,6 +125,7 @@ void BenchCommand::report(const model::DeviceInfo& device, const model::Result& 
   benchmark::Initialize(&argc, argv.data());
   benchmark::AddCustomContext("gpu", device.name);
   benchmark::AddCustomContext("kernel", kernel_);
+  if (device.simulated) benchmark::AddCustomContext("simulated", model::kSimulatedNote);
   for (const auto& cr : r.cases) {
     auto add = [&](const std::string& who, const model::LatencyStats& lat) {
       const std::vector<double> samples = lat.raw_ms;
@@ -208,6 +209,7 @@ int BenchCommand::run() {
   const double recorded = recorded_best(s, device.name, source);
   std::cerr << "kopt bench: geomean " << *r.geomean_ms << " ms";
   if (r.speedup) std::cerr << " (" << *r.speedup << "x the reference)";
+  if (device.simulated) std::cerr << " (" << model::kSimulatedNote << ")";
   std::cerr << "\n";
   if (recorded <= 0) {
     std::cerr << "kopt bench: no recorded best for " << device.name << ": nothing to compare against\n";

@@ -169,6 +169,7 @@ void EvaluateCommand::add_options(CLI::App& sub) {
   env_.add_arch(sub, "Compile for this architecture (e.g. sm_90) instead of the device's");
   sub.add_option("--json", json_out_, "Also write the results to this file")->check(check::not_empty());
   env_.add_cache_dir(sub);
+  env_.add_compile_timeout(sub);
   sub.add_option("--input-cases", input_cases_,
                  "JSON file of cases replacing the spec's, or a shape capture (docs/capture.md)")
       ->check(check::existing_file());
@@ -266,6 +267,7 @@ Candidates EvaluateCommand::collect(const spec::Spec& spec) const {
     spec::Candidate c = eval::candidate_from_file(spec.initial->source);
     if (!entry_.empty()) c.entry = entry_;  // --entry applies to the initial kernel too
     if (c.entry.empty()) c.entry = spec.initial->entry;
+    for (const auto& [k, v] : spec.initial->defines) c.params.emplace(k, v);  // its configuration, if any
     override_params(c, spec);
     out.list.push_back(std::move(c));
   }
@@ -278,6 +280,8 @@ eval::EvaluatorOptions EvaluateCommand::evaluator_options() const {
   eo.worker_argv = eval::plan_workers(env_.worker_plan()).front().argv;
   eo.cache_dir = env_.cache_path();
   eo.arch = env_.arch;
+  eo.compile_argv = env_.compile_argv();
+  eo.compile_timeout_s = env_.compile_timeout_s;
   eo.time = !no_time_;
   eo.time_reference = !no_reference_timing_;
   eo.only_cases = cases_;
@@ -305,16 +309,22 @@ std::optional<nlohmann::json> EvaluateCommand::evaluate_one(eval::Evaluator& ev,
   if (compiled && !out.no_device) {
     try {
       model::Result res = ev.run(c, *compiled);
+      // A result the worker measured: its device is known (a compile error
+      // never started one, and asking would start it).
+      const bool simulated = !ev.device_lock_key().empty() && ev.device().simulated;
       out.all_ok = out.all_ok && res.verdict == model::Verdict::ok;
       if (!env_.quiet) {
         if (tty_) std::cerr << "\r\033[K";
         std::cerr << tag << ": " << model::verdict_name(res.verdict);
         if (res.geomean_ms) std::cerr << ", geomean " << *res.geomean_ms << " ms";
         if (res.speedup) std::cerr << ", " << *res.speedup << "x the reference";
+        if (res.geomean_ms && simulated) std::cerr << " (" << model::kSimulatedNote << ")";
         if (res.verdict != model::Verdict::ok) std::cerr << " - " << res.detail;
         std::cerr << "\n";
       }
-      return res.to_json();
+      nlohmann::json j = res.to_json();
+      if (simulated) j["simulated"] = true;  // the timings are made up (tests/fake_worker)
+      return j;
     } catch (const NoDeviceError& e) {
       out.no_device = true;
       out.no_device_reason = e.what();
@@ -336,10 +346,10 @@ nlohmann::json EvaluateCommand::compile_only(const cuda::CompileResult& cr, cons
                       {"compile_log", cr.log},
                       {"detail", cr.ok                ? "compiled; checking and timing need a GPU"
                                  : !cr.detail.empty() ? cr.detail
-                                                      : "compilation failed"}};
+                                                      : "compilation failed: " + cuda::first_error_line(cr.log)}};
   if (!env_.quiet)
     std::cerr << tag << ": " << (cr.ok ? "compiled for " + env_.arch : "compile_error")
-              << (cr.detail.empty() ? "" : " - " + cr.detail) << "\n";
+              << (cr.ok ? "" : " - " + r["detail"].get<std::string>()) << "\n";
   if (!cr.ok) out.all_ok = false;
   return r;
 }

@@ -79,6 +79,7 @@ void GenerateCommand::add_options(CLI::App& sub) {
   sub.add_option("--seed", t.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
   env_.add_device(sub)->capture_default_str();
   env_.add_cache_dir(sub);
+  env_.add_compile_timeout(sub);
   sub.add_option("--target-gpu", o_.target_gpu, "GPU name to take from the cache without a GPU (env KOPT_TARGET_GPU)")
       ->envname("KOPT_TARGET_GPU");
   sub.add_flag("--require-gpu", o_.require_gpu, "Fail instead of falling back when there is no GPU (env KOPT_REQUIRE_GPU)")
@@ -168,6 +169,8 @@ int GenerateCommand::run() {
   if (check_) return check_only();
   t.quiet = env_.quiet;
   t.cache_dir = env_.cache_path();
+  t.compile_timeout_s = env_.compile_timeout_s;
+  t.compile_argv = env_.compile_argv();
   t.workers = env_.worker_plan(worker_command_);
   return gen::generate(o_);
 }

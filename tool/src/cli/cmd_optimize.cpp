@@ -143,6 +143,7 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "NVRTC threads (default: hardware threads - 1); more than 4x the hardware threads is lowered to "
                  "that, with a warning")
       ->check(check::whole(1, 1000000));
+  env_.add_compile_timeout(sub);
   env_.add_cache_dir(sub);
   env_.add_quiet(sub);
 }
@@ -208,7 +209,9 @@ void OptimizeCommand::apply_resume_defaults() {
   // A summary written by a session (it names the strategy) says whether the
   // run has shape classes (no "shape_classes": a run without them).
   const bool last_session = last && !last->strategy.empty();
-  std::optional<double> screen_factor = last ? last->screen_factor : std::nullopt;
+  // (A pointer to the value taken, not a copy of it: GCC's -Wmaybe-uninitialized
+  // misreads a local std::optional<double> here.)
+  const double* screen_factor = last && last->screen_factor ? &*last->screen_factor : nullptr;
   // Shape classes: the same grouping as the last session, so each class goes
   // on where it stopped; a session killed before its first summary: run.json's options.
   if (!last_session) {
@@ -218,7 +221,7 @@ void OptimizeCommand::apply_resume_defaults() {
       taken.push_back("shape classes " + shape_classes_);
     }
     if (screen_factor_opt_->count() == 0 && info.screen_factor)
-      screen_factor = info.screen_factor;  // checked below as the summary's would be
+      screen_factor = &*info.screen_factor;  // checked below as the summary's would be
   }
   if (shape_classes_opt_->count() == 0 && last_session) {
     if (last->shape_classes && !last->shape_classes->empty() && last->shape_classes->size() <= 64) {
@@ -268,6 +271,8 @@ int OptimizeCommand::run() {
   o_.arch = env_.arch;
   o_.quiet = env_.quiet;
   o_.cache_dir = env_.cache_path();
+  o_.compile_timeout_s = env_.compile_timeout_s;
+  o_.compile_argv = env_.compile_argv();
   o_.workers = env_.worker_plan(worker_command_, devices_, launcher_, device_opt_->count() > 0);
   if (o_.spec.empty() && o_.description.empty() && o_.resume.empty())
     throw UsageError("kopt.cli.006",

@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cuda/nvrtc.h"
 #include "eval/worker.h"
 
 namespace kopt::cli {
@@ -27,8 +28,27 @@ class WorkerCommand final : public Command {
   Environment env_;  // only --device
 };
 
+/// `kopt compile-worker`: one compile in a process of its own, so that the
+/// tool can stop a compile that takes too long (--compile-timeout).
+class CompileWorkerCommand final : public Command {
+ public:
+  const char* name() const override { return "compile-worker"; }
+  const char* description() const override {
+    return "Internal: one NVRTC compile (--request FILE) into the compile cache (--cache-dir DIR)";
+  }
+  void add_options(CLI::App& sub) override {
+    sub.add_option("--request", request_, "The compile request (JSON, written by kopt)")->required();
+    sub.add_option("--cache-dir", cache_dir_, "The compile cache the result goes to")->required();
+  }
+  int run() override { return cuda::run_compile_worker(request_, cache_dir_); }
+
+ private:
+  std::string request_, cache_dir_;
+};
+
 }  // namespace
 
 std::unique_ptr<Command> make_worker_command() { return std::make_unique<WorkerCommand>(); }
+std::unique_ptr<Command> make_compile_worker_command() { return std::make_unique<CompileWorkerCommand>(); }
 
 }  // namespace kopt::cli

@@ -43,7 +43,9 @@ std::unique_ptr<Command> make_optimize_command();  // cmd_optimize.cpp
 std::unique_ptr<Command> make_generate_command();  // cmd_generate.cpp
 std::unique_ptr<Command> make_bench_command();     // cmd_bench.cpp
 std::unique_ptr<Command> make_export_command();    // cmd_export.cpp
+std::unique_ptr<Command> make_report_command();    // cmd_report.cpp
 std::unique_ptr<Command> make_replay_command();    // cmd_replay.cpp
 std::unique_ptr<Command> make_worker_command();    // cmd_worker.cpp
+std::unique_ptr<Command> make_compile_worker_command();  // cmd_worker.cpp
 
 }  // namespace kopt::cli

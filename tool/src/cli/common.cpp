@@ -316,6 +316,21 @@ CLI::Option* Environment::add_quiet(CLI::App& sub, const std::string& help) {
   return sub.add_flag("-q,--quiet", quiet, help);
 }
 
+CLI::Option* Environment::add_compile_timeout(CLI::App& sub) {
+  return sub
+      .add_option("--compile-timeout", compile_timeout_s,
+                  "Seconds one NVRTC compile may take: each runs in a compiler process that is stopped after "
+                  "this long, and the candidate is recorded as a compile error (0: compile in this process, "
+                  "no limit)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+}
+
+std::vector<std::string> Environment::compile_argv() const {
+  if (!(compile_timeout_s > 0)) return {};
+  return {self_exe().string(), "compile-worker"};
+}
+
 std::filesystem::path Environment::cache_path() const {
   if (!cache_dir.empty()) return cache_dir;
   if (const char* x = std::getenv("KOPT_CACHE_DIR")) return x;

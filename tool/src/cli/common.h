@@ -12,6 +12,7 @@
 
 #include "model/budget.h"
 #include "model/worker_plan.h"
+#include "tune/driver.h"
 #include "util/numbers.h"
 
 namespace CLI {
@@ -92,6 +93,9 @@ struct Environment {
   std::string cache_dir;  // --cache-dir DIR (empty: see cache_path())
   std::string arch;       // --arch sm_XY (empty: the device's)
   bool quiet = false;     // -q,--quiet: no progress on stderr
+  /// --compile-timeout SECONDS: each compile in a compiler process, stopped
+  /// after this long (0: compile in this process, without a limit).
+  double compile_timeout_s = tune::kDefaultCompileTimeoutS;
 
   CLI::Option* add_device(CLI::App& sub);
   /// --device-from-ctest (evaluate, bench: the tests optimize_kernel() registers).
@@ -105,6 +109,10 @@ struct Environment {
   CLI::Option* add_cache_dir(CLI::App& sub, const std::string& help = kCacheDirHelp);
   CLI::Option* add_arch(CLI::App& sub, const std::string& help);
   CLI::Option* add_quiet(CLI::App& sub, const std::string& help = "No progress on stderr");
+  CLI::Option* add_compile_timeout(CLI::App& sub);
+  /// `<this kopt> compile-worker` while --compile-timeout is above 0, else
+  /// empty (cuda::CompilerOptions::helper_argv).
+  std::vector<std::string> compile_argv() const;
 
   /// --cache-dir, else $KOPT_CACHE_DIR, else $XDG_CACHE_HOME/kopt, else
   /// ~/.cache/kopt, else <temp dir>/kopt-cache.

@@ -41,6 +41,7 @@ namespace kopt::cuda {
   X(cuModuleLoadData)                                                  \
   X(cuModuleUnload)                                                    \
   X(cuModuleGetFunction)                                               \
+  X(cuModuleGetGlobal)                                                 \
   X(cuFuncGetAttribute)                                                \
   X(cuFuncSetAttribute)                                                \
   X(cuLaunchKernel)                                                    \

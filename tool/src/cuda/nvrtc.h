@@ -22,6 +22,18 @@ struct CompileRequest {
   std::string arch = "sm_90";         // real architecture, cubin is produced for it
   std::vector<std::string> options;   // extra NVRTC options (e.g. "-O3", "-maxrregcount=128")
   std::map<std::string, int64_t> defines;  // added as -DNAME=VALUE
+  /// __constant__ (or __device__) variables to resolve, by their C++ names
+  /// ("d_filter", "ns::table"): each is added as the name expression
+  /// "&NAME", so a missing one is a compile error, and the result gives its
+  /// symbol and size (CompileResult::symbols).
+  std::vector<std::string> symbols;
+};
+
+/// A variable of the compiled module (CompileRequest::symbols).
+struct CompiledSymbol {
+  std::string lowered;  // the name to pass to cuModuleGetGlobal
+  /// Its size in bytes, read from the PTX (cuda/ptx.h); nullopt when it could not be read.
+  std::optional<size_t> bytes;
 };
 
 struct CompileResult {
@@ -37,10 +49,20 @@ struct CompileResult {
   /// the PTX NVRTC produced beside the cubin (cuda/ptx.h); nullopt when it
   /// could not be read.
   std::optional<std::vector<size_t>> param_sizes;
+  /// When ok: CompileRequest::symbols, by the name given there.
+  std::map<std::string, CompiledSymbol> symbols;
   /// One line saying why, when the tool refused a kernel that NVRTC compiled
   /// (e.g. its parameters do not match the spec's signature); empty otherwise.
   std::string detail;
 };
+
+/// The line of a compile log that says why it failed, for one-line messages
+/// (progress lines, compile-only listings, exceptions): the first line with
+/// "error" in it (NVRTC's "kernel.cu(12): error: identifier ... is
+/// undefined", ptxas's "ptxas error   : Entry function ... uses too much
+/// shared data"), else the first non-blank line, else "no log"; trimmed and
+/// cut to `max_chars`.
+std::string first_error_line(const std::string& log, size_t max_chars = 300);
 
 /// "major.minor" of the NVRTC library in use (part of every cache key).
 std::string nvrtc_version();
@@ -50,22 +72,47 @@ std::string nvrtc_version();
 std::vector<int> supported_archs();
 
 /// The full option list NVRTC receives for a request (documented defaults:
-/// --std=c++17, -arch=<arch>, -I<CUDA include dir>, -default-device is NOT set,
-/// relocatable device code is never enabled).
+/// --std=c++17, -arch=<arch>, -I<CUDA include dir>, and -I<CUDA include
+/// dir>/cccl where the toolkit has that folder (CUDA 13 keeps CUB, Thrust and
+/// libcu++ there); -default-device is NOT set, relocatable device code is
+/// never enabled).
 std::vector<std::string> effective_options(const CompileRequest& request);
 
+/// How compiles that miss the cache run.
+struct CompilerOptions {
+  /// The command of a compiler process (`kopt compile-worker`); empty: NVRTC
+  /// runs in this process. With one (and a cache folder), each compile runs
+  /// in a child process started as `helper_argv --request FILE --cache-dir
+  /// DIR` (run_compile_worker), which writes the cache entry this process
+  /// then reads: a compile that hangs, takes too long, exhausts memory or
+  /// crashes inside NVRTC ends that process alone, and its result is a
+  /// compile error, never a stalled or dead run. NVRTC cannot be stopped
+  /// from another thread of the same process, so only a process boundary
+  /// makes a limit enforceable. Costs one process start per compile (tens of
+  /// ms; compiles take 0.3 s and up).
+  std::vector<std::string> helper_argv;
+  /// Wall-clock limit of one compile in seconds (with helper_argv; 0: none).
+  /// Past it the compiler process is killed and the result is
+  /// error_name "KOPT_COMPILE_TIMEOUT" (not cached).
+  double timeout_s = 0;
+};
+
 /// Compiles requests, remembering results by content in `cache_dir` (created
-/// if missing; empty path: no disk cache, memory only). Thread-safe: several
-/// threads may compile at once (NVRTC programs are independent).
+/// if missing; empty path: no disk cache). Thread-safe: several threads may
+/// compile at once (NVRTC programs are independent).
 class Compiler {
  public:
-  explicit Compiler(std::filesystem::path cache_dir = {});
+  explicit Compiler(std::filesystem::path cache_dir = {}, CompilerOptions options = {});
 
   /// Never throws for a bad candidate: a compile failure is CompileResult{ok=false}
   /// with NVRTC's log. Options that would enable device-side launches (-rdc,
   /// --relocatable-device-code=true, -dc) are refused with ok=false.
   /// Throws EnvironmentError("kopt.nvrtc.001") only if NVRTC itself is broken
-  /// (e.g. out of memory), and kopt.nvrtc.002 if the cache cannot be written.
+  /// (e.g. out of memory), kopt.nvrtc.002 if the cache cannot be written and
+  /// kopt.nvrtc.003 if the compiler process cannot be started. In a compiler
+  /// process (CompilerOptions::helper_argv) a compile past the time limit is
+  /// ok=false with error_name KOPT_COMPILE_TIMEOUT, one that crashed
+  /// KOPT_COMPILER_CRASHED (the process's last output in the log).
   CompileResult compile(const CompileRequest& request);
 
   /// The cache key of a request without compiling.
@@ -75,10 +122,22 @@ class Compiler {
   int misses() const;
 
  private:
+  std::optional<CompileResult> cached(const CompileRequest& request, const std::string& key) const;
+  CompileResult compile_here(const CompileRequest& request, const std::string& key);
+  CompileResult compile_in_child(const CompileRequest& request, const std::string& key);
+
   std::filesystem::path dir_;
+  CompilerOptions opt_;
   mutable std::mutex mu_;
   int hits_ = 0, misses_ = 0;
 };
+
+/// `kopt compile-worker --request FILE --cache-dir DIR`: compiles the
+/// request in FILE (the JSON Compiler writes for its compiler process) with
+/// a Compiler on DIR, whose cache entry is the result. Returns the exit code:
+/// 0 compiled (or failed to: the entry says so), 2 a bad request, 3 NVRTC
+/// itself failed (kopt.nvrtc.001, on stderr).
+int run_compile_worker(const std::filesystem::path& request, const std::filesystem::path& cache_dir);
 
 /// Writes `result.cubin` to `<dir>/<key>.cubin` (atomically; no-op if present)
 /// and returns the path: what a worker loads.

@@ -3,6 +3,7 @@
 // [.ptr [.space] [.align N]] name [[N]] , ... )`.
 #include "cuda/ptx.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -88,6 +89,33 @@ std::optional<std::vector<size_t>> ptx_param_sizes(const std::string& ptx, const
       start = comma + 1;
     }
     return sizes;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> ptx_variable_bytes(const std::string& ptx, const std::string& name, const std::string& space) {
+  if (name.empty()) return std::nullopt;
+  size_t start = 0;
+  while (start < ptx.size()) {
+    size_t end = ptx.find('\n', start);
+    if (end == std::string::npos) end = ptx.size();
+    const std::string line = ptx.substr(start, end - start);
+    start = end + 1;
+    // A module-scope declaration: "[.visible|.extern] .const [.align N] .type name[[N]] [= {...}];"
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] != '.') continue;
+    const std::string decl = line.substr(first, std::min(line.find('='), line.find(';')) - first);
+    if ((" " + decl + " ").find(" " + space + " ") == std::string::npos) continue;
+    // The declared name: the identifier before the first '[' (or at the end).
+    const std::string head = decl.substr(0, decl.find('['));
+    const size_t last = head.find_last_not_of(" \t");
+    if (last == std::string::npos) continue;
+    size_t begin = last + 1;
+    while (begin > 0 && is_ident(head[begin - 1])) --begin;
+    if (head.compare(begin, last + 1 - begin, name) != 0 || last + 1 - begin != name.size()) continue;
+    const size_t bytes = param_size(decl);
+    if (bytes == 0) return std::nullopt;
+    return bytes;
   }
   return std::nullopt;
 }

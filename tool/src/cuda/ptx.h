@@ -17,4 +17,11 @@ namespace kopt::cuda {
 /// cannot be read (then nothing is checked).
 std::optional<std::vector<size_t>> ptx_param_sizes(const std::string& ptx, const std::string& entry);
 
+/// The size in bytes of the module-scope variable `name` (its lowered name)
+/// declared in state space `space` (".const" for __constant__, ".global" for
+/// __device__): `.const .align 4 .b8 d_filter[1156];` is 1156,
+/// `.const .align 4 .u32 n;` 4. nullopt when `ptx` declares no such variable.
+std::optional<size_t> ptx_variable_bytes(const std::string& ptx, const std::string& name,
+                                         const std::string& space = ".const");
+
 }  // namespace kopt::cuda

@@ -41,6 +41,11 @@ struct EvaluatorOptions {
   int device = -1;
   std::filesystem::path cache_dir;       // NVRTC cache and cubins
   std::string arch;                      // empty: the device's
+  /// How compiles run (cuda::CompilerOptions): `compile_argv` starts a
+  /// compiler process (`kopt compile-worker`) per compile, which is stopped
+  /// after `compile_timeout_s` (0: no limit); empty: NVRTC in this process.
+  std::vector<std::string> compile_argv;
+  double compile_timeout_s = 0;
   bool time = true;
   bool time_reference = true;
   std::vector<std::string> only_cases;   // empty: all cases
@@ -80,6 +85,14 @@ class Evaluator {
 
   /// Compiles only (works with no GPU when options.arch is set). Thread-safe
   /// once arch() has been called (the optimizer compiles on a thread pool).
+  /// Every kernel gets the spec's defines (-D NAME=VALUE) besides its tuning
+  /// parameters; when the defines differ per case (spec::Spec::has_case_defines)
+  /// the candidate is compiled once for each distinct set of values among the
+  /// cases it runs on, and the result is the first that failed (its log
+  /// headed by the case it was compiled for) or else the first case's, with
+  /// compile_ms summed. The __constant__ symbols of the signature's constants
+  /// must exist and be large enough for every case (else ok=false,
+  /// error_name KOPT_CONSTANT_MISMATCH).
   cuda::CompileResult compile(const Candidate& c);
 
   /// Checks and times an already compiled candidate on the GPU.
@@ -133,6 +146,18 @@ class Evaluator {
   /// Waits for and takes the device lock (once; see the class comment).
   void lock_device();
   spec::Launch launch_for(const Candidate& c) const;
+  /// The cases a request for `c` holds (options.only_cases, c.performance_cases).
+  std::vector<const spec::Case*> cases_for(const Candidate& c) const;
+  /// The compile request of `c` for a case with defines `case_defines`.
+  cuda::CompileRequest request_for(const Candidate& c, const std::map<std::string, int64_t>& case_defines);
+  /// Compiles `c` for one set of case defines and checks its parameters and
+  /// constants against the signature for `cases`.
+  cuda::CompileResult compile_for(const Candidate& c, const std::vector<const spec::Case*>& cases);
+  /// A compiled kernel as the worker loads it.
+  KernelRef kernel_ref(const cuda::CompileResult& r, const std::string& cubin, const std::string& entry,
+                       const std::string& label) const;
+  /// The reference kernel compiled for case `c` (cached per set of defines).
+  const KernelRef& reference_for(const spec::Case& c);
 
   spec::Spec spec_;
   EvaluatorOptions opt_;
@@ -143,7 +168,7 @@ class Evaluator {
   std::optional<int> device_count_;
   util::DeviceLock device_lock_;
   std::string arch_;  // resolved once by arch(); read by compile() on any thread
-  std::optional<std::pair<std::string, std::string>> reference_cubin_;  // path, lowered entry
+  std::map<std::map<std::string, int64_t>, KernelRef> reference_kernels_;  // by the case's defines
   int64_t next_id_ = 1;
   /// What start() leaves for finish(): the compile outcome to report, and the
   /// Result itself when no worker was needed (a compile error).

@@ -8,6 +8,7 @@ namespace kopt::eval {
 std::vector<ExpectedParam> expected_params(const std::vector<spec::Param>& signature) {
   std::vector<ExpectedParam> out;
   for (const spec::Param& p : signature) {
+    if (p.is_buffer && p.role == spec::Role::constant) continue;  // a __constant__ symbol, not a parameter
     ExpectedParam e;
     e.name = p.name;
     if (p.is_buffer) {

@@ -23,6 +23,8 @@ struct ExpectedParam {
   size_t size = 0;   // bytes: 8 for a buffer (a device pointer), else the scalar's size
 };
 
+/// The kernel parameters of `signature`: every entry but the constants
+/// (spec::Role::constant), which are __constant__ symbols.
 std::vector<ExpectedParam> expected_params(const std::vector<spec::Param>& signature);
 
 /// Why a kernel whose parameters have the byte sizes `actual` cannot be

@@ -34,6 +34,7 @@ const char* tolerance_kind_name(spec::Tolerance::Kind k) {
   switch (k) {
     case spec::Tolerance::Kind::allclose: return "allclose";
     case spec::Tolerance::Kind::gemm: return "gemm";
+    case spec::Tolerance::Kind::sum: return "sum";
   }
   return "allclose";
 }
@@ -42,7 +43,7 @@ const char* tolerance_kind_name(spec::Tolerance::Kind k) {
 // drift apart.
 spec::Role parse_role(const json& j, const std::string& path) {
   std::string s = get_string(j, path);
-  for (spec::Role r : {spec::Role::input, spec::Role::output, spec::Role::inout})
+  for (spec::Role r : {spec::Role::input, spec::Role::output, spec::Role::inout, spec::Role::constant})
     if (s == spec::role_name(r)) return r;
   fail(path, "unknown role '" + s.substr(0, 60) + "'");
 }
@@ -115,10 +116,9 @@ LaunchDims dims_from_json(const json& j, const std::string& path) {
 }
 
 json kernel_to_json(const KernelRef& k) {
-  return json{{"kind", kernel_kind_name(k.kind)},
-              {"cubin_path", k.cubin_path},
-              {"entry", k.entry},
-              {"label", k.label}};
+  json j{{"kind", kernel_kind_name(k.kind)}, {"cubin_path", k.cubin_path}, {"entry", k.entry}, {"label", k.label}};
+  if (!k.symbols.empty()) j["symbols"] = k.symbols;
+  return j;
 }
 
 KernelRef kernel_from_json(const json& j, const std::string& path) {
@@ -134,6 +134,9 @@ KernelRef kernel_from_json(const json& j, const std::string& path) {
   k.cubin_path = str(j, "cubin_path", path);
   k.entry = str(j, "entry", path);
   k.label = str(j, "label", path);
+  if (auto it = j.find("symbols"); it != j.end())
+    for (const auto& [name, v] : object_member(j, "symbols", path).items())
+      k.symbols[name] = get_string(v, path + ".symbols." + name);
   return k;
 }
 
@@ -146,7 +149,9 @@ json tolerance_to_json(const spec::Tolerance& t) {
          {"b", t.b},
          {"m", t.m},
          {"n", t.n},
-         {"k", t.k}};
+         {"k", t.k},
+         {"terms", t.terms_value},
+         {"partials", t.partials_value}};
   if (t.rel_l2) j["rel_l2"] = from_double(*t.rel_l2);
   return j;
 }
@@ -159,6 +164,8 @@ spec::Tolerance tolerance_from_json(const json& j, const std::string& path) {
     t.kind = spec::Tolerance::Kind::allclose;
   else if (kind == "gemm")
     t.kind = spec::Tolerance::Kind::gemm;
+  else if (kind == "sum")
+    t.kind = spec::Tolerance::Kind::sum;
   else
     fail(path + ".kind", "unknown tolerance kind '" + kind.substr(0, 60) + "'");
   t.rtol = dbl(j, "rtol", path);
@@ -171,6 +178,9 @@ spec::Tolerance tolerance_from_json(const json& j, const std::string& path) {
   t.m = str(j, "m", path);
   t.n = str(j, "n", path);
   t.k = str(j, "k", path);
+  t.terms_value = i64(j, "terms", path);
+  t.partials_value = i64(j, "partials", path);
+  if (t.terms_value < 1 || t.partials_value < 1) fail(path, "a sum tolerance needs terms and partials >= 1");
   return t;
 }
 
@@ -226,6 +236,12 @@ json case_to_json(const CaseSpec& c) {
          {"tolerance", std::move(tol)},
          {"golden_npy", c.golden_npy.empty() ? json::object() : json(c.golden_npy)}};
   if (c.reference_launch) j["reference_launch"] = dims_to_json(*c.reference_launch);
+  if (!c.constants.empty()) {
+    j["constants"] = json::array();
+    for (const ArgSpec& a : c.constants) j["constants"].push_back(arg_to_json(a));
+  }
+  if (c.kernel) j["kernel"] = kernel_to_json(*c.kernel);
+  if (c.reference_kernel) j["reference_kernel"] = kernel_to_json(*c.reference_kernel);
   if (c.screen_ms) j["screen_ms"] = *c.screen_ms;
   if (c.weight != 1) j["weight"] = c.weight;
   return j;
@@ -244,6 +260,14 @@ CaseSpec case_from_json(const json& j, const std::string& path) {
   c.launch = dims_from_json(member(j, "launch", path), path + ".launch");
   if (auto it = j.find("reference_launch"); it != j.end() && !it->is_null())
     c.reference_launch = dims_from_json(*it, path + ".reference_launch");
+  if (j.contains("constants")) {
+    const json& cs = array_member(j, "constants", path);
+    for (size_t i = 0; i < cs.size(); ++i)
+      c.constants.push_back(arg_from_json(cs[i], path + ".constants[" + std::to_string(i) + "]"));
+  }
+  if (auto it = j.find("kernel"); it != j.end()) c.kernel = kernel_from_json(*it, path + ".kernel");
+  if (auto it = j.find("reference_kernel"); it != j.end())
+    c.reference_kernel = kernel_from_json(*it, path + ".reference_kernel");
   for (const auto& [k, v] : object_member(j, "tolerance", path).items())
     c.tolerance[k] = tolerance_from_json(v, path + ".tolerance." + k);
   for (const auto& [k, v] : object_member(j, "golden_npy", path).items())

@@ -86,6 +86,9 @@ struct KernelRef {
   std::string cubin_path;  // Kind::cubin: file written by the compiler
   std::string entry;       // lowered (mangled) name to look up in the module
   std::string label;       // for messages, e.g. "candidate 0007" or "reference"
+  /// The module's __constant__ symbols: constant name (CaseSpec::constants)
+  /// -> lowered name to look up with cuModuleGetGlobal.
+  std::map<std::string, std::string> symbols;
 };
 
 struct CaseSpec {
@@ -93,6 +96,14 @@ struct CaseSpec {
   spec::CaseRole role = spec::CaseRole::correctness;
   std::map<std::string, int64_t> sizes;
   std::vector<ArgSpec> args;
+  /// The signature's constants (spec::Role::constant): generated like inputs
+  /// (count, generator) and copied into the kernel's __constant__ symbol of
+  /// that name before it runs; never kernel arguments.
+  std::vector<ArgSpec> constants;
+  /// The candidate (reference) compiled for this case when it differs from
+  /// EvalRequest::candidate (reference): a spec whose defines depend on the
+  /// case's sizes compiles kernels per case.
+  std::optional<KernelRef> kernel, reference_kernel;
   LaunchDims launch;                 // candidate's launch
   std::optional<LaunchDims> reference_launch;  // reference kernel's launch
   std::map<std::string, spec::Tolerance> tolerance;  // output name -> tolerance

@@ -1,6 +1,7 @@
 #include "eval/validate.h"
 
 #include <cfloat>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -16,14 +17,16 @@ std::string fmt(double v) {
   return ss.str();
 }
 
-// Shared element loop: `allowed(i, ref)` gives the error allowed at element i.
-template <typename AllowedFn>
-CompareOutcome compare_impl(const std::string& name, const uint8_t* out, const uint8_t* ref,
-                            spec::DType dtype, int64_t count, AllowedFn allowed) {
+// Shared element loop over `count` values: out_at(i) and ref_at(i) give the
+// two values, `allowed(i, ref)` the error allowed at i, `where(i)` how a
+// failure names it ("[17]").
+template <typename OutFn, typename RefFn, typename AllowedFn, typename WhereFn>
+CompareOutcome compare_values(const std::string& name, int64_t count, OutFn out_at, RefFn ref_at, AllowedFn allowed,
+                              WhereFn where) {
   CompareOutcome o;
   for (int64_t i = 0; i < count; ++i) {
-    const double x = spec::element_as_double(out, dtype, i);
-    const double r = spec::element_as_double(ref, dtype, i);
+    const double x = out_at(i);
+    const double r = ref_at(i);
     std::string why;
     if (std::isnan(r)) {
       if (!std::isnan(x)) why = fmt(x) + " where the reference is NaN";
@@ -46,7 +49,7 @@ CompareOutcome compare_impl(const std::string& name, const uint8_t* out, const u
     }
     if (!why.empty()) {
       if (o.failures == 0) {
-        o.reason = name + "[" + std::to_string(i) + "]: " + why;
+        o.reason = name + where(i) + ": " + why;
         if (!std::isfinite(x) || !std::isfinite(r)) {
           o.max_ratio = INFINITY;
           o.worst_index = i;
@@ -58,6 +61,26 @@ CompareOutcome compare_impl(const std::string& name, const uint8_t* out, const u
   }
   if (o.failures > 1) o.reason += " (and " + std::to_string(o.failures - 1) + " more elements)";
   return o;
+}
+
+template <typename AllowedFn>
+CompareOutcome compare_impl(const std::string& name, const uint8_t* out, const uint8_t* ref,
+                            spec::DType dtype, int64_t count, AllowedFn allowed) {
+  return compare_values(
+      name, count, [&](int64_t i) { return spec::element_as_double(out, dtype, i); },
+      [&](int64_t i) { return spec::element_as_double(ref, dtype, i); }, allowed,
+      [](int64_t i) { return "[" + std::to_string(i) + "]"; });
+}
+
+/// The smallest positive normal number of a floating type (0 for integers).
+double smallest_normal(spec::DType dtype) {
+  switch (dtype) {
+    case spec::DType::f64: return DBL_MIN;
+    case spec::DType::f32:
+    case spec::DType::bf16: return static_cast<double>(FLT_MIN);
+    case spec::DType::f16: return std::ldexp(1.0, -14);
+    default: return 0.0;
+  }
 }
 
 }  // namespace
@@ -95,6 +118,64 @@ double gemm_allowed_error(double factor, int64_t k, double sumsq, double ref) {
   const double u = std::ldexp(1.0, -24);  // unit roundoff of float32
   return factor * std::sqrt(static_cast<double>(k)) * u * std::sqrt(sumsq) + u * std::fabs(ref) +
          static_cast<double>(FLT_MIN);
+}
+
+double unit_roundoff(spec::DType dtype) {
+  switch (dtype) {
+    case spec::DType::f64: return std::ldexp(1.0, -53);
+    case spec::DType::f32: return std::ldexp(1.0, -24);
+    case spec::DType::f16: return std::ldexp(1.0, -11);
+    case spec::DType::bf16: return std::ldexp(1.0, -8);
+    default: return 0.0;
+  }
+}
+
+double sum_allowed_error(const spec::Tolerance& tol, spec::DType dtype, double ref) {
+  const double terms = static_cast<double>(std::max<int64_t>(tol.terms_value, 1));
+  return tol.atol + (tol.rtol + tol.factor * std::sqrt(terms) * unit_roundoff(dtype)) * std::fabs(ref) +
+         smallest_normal(dtype);
+}
+
+namespace {
+
+double add_partials(const uint8_t* out, spec::DType dtype, int64_t first, int64_t n) {
+  // Neumaier's compensated summation: the partials' own rounding stays far
+  // below the bound (its error is about 2u times the sum of their magnitudes).
+  double s = 0, c = 0;
+  for (int64_t j = first; j < first + n; ++j) {
+    const double x = spec::element_as_double(out, dtype, j);
+    const double t = s + x;
+    c += std::fabs(s) >= std::fabs(x) ? (s - t) + x : (x - t) + s;
+    s = t;
+  }
+  return std::isfinite(s) ? s + c : s;
+}
+
+}  // namespace
+
+CompareOutcome compare_sum(const std::string& name, const uint8_t* out, const uint8_t* ref, spec::DType dtype,
+                           int64_t count, const spec::Tolerance& tol) {
+  const int64_t p = std::max<int64_t>(tol.partials_value, 1);
+  if (count % p != 0) {
+    CompareOutcome o;
+    o.passed = false;
+    o.failures = 1;
+    o.max_ratio = INFINITY;
+    o.reason = name + ": " + std::to_string(count) + " elements are no whole number of totals of " +
+               std::to_string(p) + " partial sums";
+    return o;
+  }
+  auto where = [p](int64_t g) {
+    if (p == 1) return "[" + std::to_string(g) + "]";
+    return "[" + std::to_string(g * p) + ".." + std::to_string(g * p + p - 1) + "] (" + std::to_string(p) +
+           " partial sums, added up)";
+  };
+  CompareOutcome o = compare_values(
+      name, count / p, [&](int64_t g) { return add_partials(out, dtype, g * p, p); },
+      [&](int64_t g) { return spec::element_as_double(ref, dtype, g); },
+      [&](int64_t, double r) { return sum_allowed_error(tol, dtype, r); }, where);
+  if (o.worst_index >= 0) o.worst_index *= p;
+  return o;
 }
 
 }  // namespace kopt::eval

@@ -47,4 +47,32 @@ CompareOutcome compare_bounded(const std::string& name, const uint8_t* out, cons
 /// from FP16/TF32-rounded products.
 double gemm_allowed_error(double factor, int64_t k, double sumsq, double ref);
 
+/// The unit roundoff u of a type, half its machine epsilon: 2^-53 (double),
+/// 2^-24 (float), 2^-11 (half), 2^-8 (bfloat16); 0 for integer types (their
+/// sums are exact).
+double unit_roundoff(spec::DType dtype);
+
+/// The error allowed for one total of a sum tolerance (spec::Tolerance::Kind::sum):
+///   atol + (rtol + factor * sqrt(terms) * u) * |ref| + the smallest normal number
+/// (u: unit_roundoff of the output's type; terms: tol.terms_value; rtol: the
+/// terms' own relative error, such as an exp's, 0 unless the spec gives it). The
+/// probabilistic bound of summation in any order (Higham and Mary, "A new
+/// approach to probabilistic rounding error analysis", SIAM J. Sci. Comput.
+/// 41(5), 2019: with independent rounding errors |computed - exact| <=
+/// lambda * sqrt(n) * u * sum |x_i| holds with probability at least
+/// 1 - 2n exp(-lambda^2 (1 - u)^2 / 2)), with |ref| standing for sum |x_i|,
+/// which is exact when the terms have one sign; for terms of both signs the
+/// spec gives atol. The smallest normal number tolerates flush-to-zero.
+double sum_allowed_error(const spec::Tolerance& tol, spec::DType dtype, double ref);
+
+/// Sum tolerance: the output (`count` elements) holds count / P totals (P =
+/// tol.partials_value), each as P consecutive partial sums; the partials of
+/// total g are added up in double (compensated) and compared with element g
+/// of the reference within sum_allowed_error (the reference's elements past
+/// count / P are not read). NaN/Inf rules as compare_allclose, on the added
+/// partials: one NaN partial makes its total NaN. A count that is no multiple
+/// of P fails. worst_index is the first partial of the worst total.
+CompareOutcome compare_sum(const std::string& name, const uint8_t* out, const uint8_t* ref, spec::DType dtype,
+                           int64_t count, const spec::Tolerance& tol);
+
 }  // namespace kopt::eval

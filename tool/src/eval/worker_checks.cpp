@@ -21,6 +21,7 @@ void Worker::checked_launch(const EvalRequest& rq, Kernel& k, const CaseSpec& c,
                             const HostInputs& in, const ReferenceData& ref, const std::string& when,
                             const std::map<size_t, CUdeviceptr>& run1, bool error_stats) {
   prepare(c, s);
+  fill_constants(k, c, in, true);
   poison_shared();
   CUresult r = launch(k, c, c.launch, pointers(s), rq.gemm);
   if (r != CUDA_SUCCESS) throw failure_from(r, "case " + c.name + " (" + when + ")");
@@ -95,8 +96,14 @@ std::optional<size_t> Worker::enqueue_screen(CUdeviceptr out, const ReferenceDat
                                              const spec::Tolerance& tol, size_t* used) {
   if (host_compare_only_ || a.dtype != spec::DType::f32) return std::nullopt;
   CUdeviceptr allowed = 0;
+  double atol = tol.atol, rtol = tol.rtol;
   if (tol.kind == spec::Tolerance::Kind::gemm) {
     allowed = ref.device_allowed.at(a.name).get();
+  } else if (tol.kind == spec::Tolerance::Kind::sum) {
+    if (tol.partials_value != 1) return std::nullopt;  // partial sums: the host adds them up
+    // Element-wise, sum_allowed_error is atol + rtol * |ref| with these two.
+    atol = sum_allowed_error(tol, a.dtype, 0.0);
+    rtol = sum_allowed_error(tol, a.dtype, 1.0) - atol;
   } else if (tol.rel_l2) {
     return std::nullopt;
   }
@@ -109,7 +116,6 @@ std::optional<size_t> Worker::enqueue_screen(CUdeviceptr out, const ReferenceDat
   const size_t slot = next_slot(used);
   CUdeviceptr want = ref.device_outputs.at(a.name).get();
   CUdeviceptr stats = slot_ptr(slot);
-  double atol = tol.atol, rtol = tol.rtol;
   long long n = a.count;
   void* args[] = {&out, &want, &allowed, &atol, &rtol, &n, &stats};
   const auto blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, info_.sm_count * 8LL));
@@ -254,9 +260,12 @@ void Worker::collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, con
         throw CandidateFailure{Verdict::wrong_result, where + ": reference output " + a.name + " has " +
                                                           std::to_string(want.size()) + " bytes, expected " +
                                                           std::to_string(got.size()), "", false};
-      o = tol.kind == spec::Tolerance::Kind::gemm
-              ? compare_bounded(a.name, got.data(), want.data(), a.dtype, a.count, ref.allowed.at(a.name))
-              : compare_allclose(a.name, got.data(), want.data(), a.dtype, a.count, tol);
+      if (tol.kind == spec::Tolerance::Kind::gemm)
+        o = compare_bounded(a.name, got.data(), want.data(), a.dtype, a.count, ref.allowed.at(a.name));
+      else if (tol.kind == spec::Tolerance::Kind::sum)
+        o = compare_sum(a.name, got.data(), want.data(), a.dtype, a.count, tol);
+      else
+        o = compare_allclose(a.name, got.data(), want.data(), a.dtype, a.count, tol);
     }
     CaseResult& cr = current_case_result(c);
     if (checks[i].error_stats) read_error_stats(*checks[i].error_stats, cr);

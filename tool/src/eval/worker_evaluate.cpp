@@ -8,20 +8,50 @@
 
 namespace kopt::eval::detail {
 
+std::string Worker::inputs_key(const CaseSpec& c, int trial) {
+  std::string k = c.name + "#" + std::to_string(trial);
+  for (const auto* list : {&c.args, &c.constants})
+    for (const ArgSpec& a : *list)
+      if (a.is_buffer && a.role != spec::Role::output) k += "|" + a.name + "=" + std::to_string(a.count);
+  return k;
+}
+
+std::string Worker::reference_key(const CaseSpec& c, int trial) {
+  std::string k = inputs_key(c, trial) + "|out";
+  for (const ArgSpec& a : c.args)
+    if (a.is_buffer && a.role != spec::Role::input) k += "|" + a.name + "=" + std::to_string(a.count);
+  return k;
+}
+
 const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, int trial) {
-  auto k = key(c, trial);
+  auto k = inputs_key(c, trial);
   auto it = inputs_.find(k);
   if (it != inputs_.end()) return it->second;
   HostInputs in;
-  for (const auto& a : c.args) {
-    if (!a.is_buffer || a.role == spec::Role::output) continue;
+  std::vector<ArgSpec> made = c.args;  // inputs, inouts and constants are generated alike
+  made.insert(made.end(), c.constants.begin(), c.constants.end());
+  for (const auto& a : made) {
+    if (!a.is_buffer || a.role == spec::Role::output || a.generator.kind == spec::Generator::Kind::view) continue;
     spec::Generator g = a.generator;
-    if (g.kind == spec::Generator::Kind::npy && trial > 1) {
+    const int t = g.fixed ? 1 : trial;  // fixed: the first trial's contents in every trial
+    if (g.kind == spec::Generator::Kind::npy && t > 1) {
       // A file gives one set of inputs; fresh trials use the uniform
       // generator over the file's range instead.
       g = spec::Generator{};
     }
-    in.data[a.name] = spec::generate(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, trial), c.name);
+    in.data[a.name] = spec::generate(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, t), c.name);
+  }
+  // Views last: the elements of a buffer made above, in this trial's contents.
+  for (const auto& a : made) {
+    if (!a.is_buffer || a.role == spec::Role::output || a.generator.kind != spec::Generator::Kind::view) continue;
+    const ArgSpec* of = nullptr;
+    for (const auto& b : made)
+      if (b.name == a.generator.view_of && b.generator.kind != spec::Generator::Kind::view) of = &b;
+    if (!of)
+      throw EnvironmentError("kopt.worker.018", "case " + c.name + ": '" + a.name + "' is a view of '" +
+                                                    a.generator.view_of + "', which no generator made");
+    in.data[a.name] = spec::view_elements(a.generator, a.dtype, a.count, in.data.at(of->name).data(), of->dtype,
+                                          of->count, a.name, c.name);
   }
   HostInputs& stored = inputs_.emplace(k, std::move(in)).first->second;
   for (const auto& [name, bytes] : stored.data) {
@@ -36,8 +66,8 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
 /// Computes (or recalls) the reference's outputs for a case and trial.
 const ReferenceData& Worker::reference_for(const EvalRequest& rq, Kernel* ref_kernel, const CaseSpec& c,
                                            int trial, const HostInputs& in) {
-  auto k = key(c, trial) + "@" + rq.reference.cubin_path + "|" + rq.reference.entry +
-           (rq.reference_is_golden ? "|golden" : "");
+  const KernelRef& ref_ref = ref_kernel ? ref_kernel->ref : rq.reference;
+  auto k = reference_key(c, trial) + "@" + ref_ref.cubin_path + "|" + ref_ref.entry + (rq.reference_is_golden ? "|golden" : "");
   auto it = references_.find(k);
   if (it != references_.end()) return it->second;
   ReferenceData out;
@@ -74,6 +104,7 @@ const ReferenceData& Worker::reference_for(const EvalRequest& rq, Kernel* ref_ke
     }
   } else {
     LaunchDims d = c.reference_launch.value_or(c.launch);
+    fill_constants(*ref_kernel, c, in, false);
     CUresult r = launch(*ref_kernel, c, d, ptrs, rq.gemm);
     if (r == CUDA_SUCCESS) {
       auto w = wait(std::max(rq.timing.launch_timeout_ms * 10, 60000.0));
@@ -213,13 +244,25 @@ std::vector<double> Worker::time_launches(const EvalRequest& rq, Kernel& k, cons
 
 void Worker::evaluate(const EvalRequest& rq) {
   const spec::Checks checks = rq.checks;
-  Kernel cand = load_kernel(rq.candidate);
-  if (!rq.cases.empty()) check_params(cand, rq.cases.front());
-  std::optional<Kernel> ref;
-  if (!rq.reference_is_golden) ref = load_kernel(rq.reference);
+  Kernel main_cand = load_kernel(rq.candidate);
+  std::optional<Kernel> main_ref;
+  if (!rq.reference_is_golden) main_ref = load_kernel(rq.reference);
+  // Kernels compiled for one case (CaseSpec::kernel, reference_kernel), by module.
+  std::map<std::string, Kernel> own;
+  auto kernel_of = [&](const std::optional<KernelRef>& per_case, Kernel& main) -> Kernel& {
+    if (!per_case) return main;
+    auto it = own.find(per_case->cubin_path);
+    if (it == own.end()) it = own.emplace(per_case->cubin_path, load_kernel(*per_case)).first;
+    return it->second;
+  };
+  auto cand_for = [&](const CaseSpec& c) -> Kernel& { return kernel_of(c.kernel, main_cand); };
+  auto ref_for = [&](const CaseSpec& c) -> Kernel* {
+    return main_ref ? &kernel_of(c.reference_kernel, *main_ref) : nullptr;
+  };
   for (const auto& c : rq.cases) {
-    check_feasible(cand, c.launch, c.name);
-    if (ref) check_feasible(*ref, c.reference_launch.value_or(c.launch), c.name);
+    check_params(cand_for(c), c);
+    check_feasible(cand_for(c), c.launch, c.name);
+    if (Kernel* ref = ref_for(c)) check_feasible(*ref, c.reference_launch.value_or(c.launch), c.name);
     current_case_result(c);
   }
   const int trials = rq.reference_is_golden ? 1 : checks.trials;
@@ -235,7 +278,7 @@ void Worker::evaluate(const EvalRequest& rq) {
     BufferSet* set = nullptr;
     for (int trial = 1; trial <= trials; ++trial) {
       const HostInputs& in = inputs_for(rq, c, trial);
-      const ReferenceData& rd = reference_for(rq, ref ? &*ref : nullptr, c, trial, in);
+      const ReferenceData& rd = reference_for(rq, ref_for(c), c, trial, in);
       if (trial == 1 || trial == 3) {  // trial 2 reuses trial 1's buffers
         unpooled.emplace_back();
         set = acquire(c, trial == 1 ? 0 : 1, unpooled.back());
@@ -256,7 +299,7 @@ void Worker::evaluate(const EvalRequest& rq) {
             (rep == 0 ? keep : run1)[i] = first.get();
           }
         // The accuracy statistics come from the first launch on the seeded inputs.
-        checked_launch(rq, cand, c, *set, in, rd, when, run1, trial == 1 && rep == 0);
+        checked_launch(rq, cand_for(c), c, *set, in, rd, when, run1, trial == 1 && rep == 0);
         for (const auto& [i, dst] : keep)
           KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(dst, set->buffers[i]->ptr(), set->buffers[i]->bytes(), stream_),
                         "keeping run 1");
@@ -275,7 +318,9 @@ void Worker::evaluate(const EvalRequest& rq) {
     progress(rq.id, c.name, "time");
     BufferSet& set = *timing_sets.at(c.name);
     const HostInputs& in = inputs_for(rq, c, trials);
-    const ReferenceData& rd = reference_for(rq, ref ? &*ref : nullptr, c, trials, in);
+    const ReferenceData& rd = reference_for(rq, ref_for(c), c, trials, in);
+    Kernel& cand = cand_for(c);
+    fill_constants(cand, c, in, true);  // read-only to the kernel: once for every timed launch
     // Screening: one probe launch first; slower than the limit, and the
     // case is not timed further (its probe is its latency, marked screened).
     std::vector<double> samples;
@@ -303,7 +348,7 @@ void Worker::evaluate(const EvalRequest& rq) {
     }
     medians.push_back(cr.latency->median_ms);
     weights.push_back(c.weight);
-    if (rq.time_reference && ref) {
+    if (Kernel* ref = ref_for(c); rq.time_reference && ref) {
       // The reference on plain buffers of its own, same inputs.
       std::vector<DeviceMemory> mem;
       std::vector<CUdeviceptr> ptrs(c.args.size(), 0);
@@ -316,6 +361,7 @@ void Worker::evaluate(const EvalRequest& rq) {
           KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(ptrs[i], in.data.at(a.name).data(), mem.back().bytes(), stream_),
                         "upload");
       }
+      fill_constants(*ref, c, in, false);
       auto rs = time_launches(rq, *ref, c, c.reference_launch.value_or(c.launch), ptrs, nullptr, rq.timing.warmup,
                               rq.timing.iterations);
       cr.reference_latency = latency_stats(rs);

@@ -162,6 +162,7 @@ struct ReferenceData {
 /// A loaded kernel (candidate or reference).
 struct Kernel {
   KernelRef ref;
+  CUmodule module = nullptr;  // its __constant__ symbols live there
   CUfunction fn = nullptr;
   int max_threads = 0;  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (registers limit it)
   int static_smem = 0;
@@ -236,6 +237,12 @@ class Worker {
   };
   static ArgPack pack(const CaseSpec& c, const std::vector<CUdeviceptr>& ptrs);
   int64_t size_of(const CaseSpec& c, const std::string& name, const char* what);
+  /// Copies the case's constants (this trial's contents, `in`) into `k`'s
+  /// __constant__ symbols, ordered on the stream before what is enqueued
+  /// next; bytes of a symbol past the constant's are poisoned. A symbol
+  /// missing or too small is the candidate's failure (compile_error), or an
+  /// EnvironmentError for the reference (`candidate` false).
+  void fill_constants(const Kernel& k, const CaseSpec& c, const HostInputs& in, bool candidate);
   int arg_index(const CaseSpec& c, const std::string& name);
   CUresult launch(Kernel& k, const CaseSpec& c, const LaunchDims& d, const std::vector<CUdeviceptr>& ptrs,
                   const spec::Reference::Gemm& gemm);
@@ -310,7 +317,12 @@ class Worker {
   static spec::Tolerance tolerance_of(const CaseSpec& c, const ArgSpec& a);
 
   // ---- an evaluation (worker_evaluate.cpp; handle_evaluate: worker.cpp) ----
-  static std::string key(const CaseSpec& c, int trial) { return c.name + "#" + std::to_string(trial); }
+  /// The inputs of a case and trial: its name, the trial, and the counts of
+  /// the buffers made (a count may depend on the candidate's tuning
+  /// parameters, so candidates of one worker can need other inputs).
+  static std::string inputs_key(const CaseSpec& c, int trial);
+  /// The reference's outputs: the inputs' key and every output's count.
+  static std::string reference_key(const CaseSpec& c, int trial);
   const HostInputs& inputs_for(const EvalRequest& rq, const CaseSpec& c, int trial);
   const ReferenceData& reference_for(const EvalRequest& rq, Kernel* ref_kernel, const CaseSpec& c,
                                      int trial, const HostInputs& in);

@@ -118,6 +118,7 @@ Kernel Worker::load_kernel(const KernelRef& ref) {
     }
     modules_loaded_[ref.cubin_path] = mod;
   }
+  k.module = mod;
   CUresult r = driver_->cuModuleGetFunction(&k.fn, mod, ref.entry.c_str());
   if (r != CUDA_SUCCESS)
     throw CandidateFailure{Verdict::compile_error,
@@ -227,6 +228,36 @@ int Worker::arg_index(const CaseSpec& c, const std::string& name) {
   for (size_t i = 0; i < c.args.size(); ++i)
     if (c.args[i].name == name) return static_cast<int>(i);
   throw EnvironmentError("kopt.worker.013", "no buffer named '" + name + "' in case " + c.name);
+}
+
+void Worker::fill_constants(const Kernel& k, const CaseSpec& c, const HostInputs& in, bool candidate) {
+  if (k.ref.kind != KernelRef::Kind::cubin || c.constants.empty()) return;
+  for (const ArgSpec& a : c.constants) {
+    const auto lowered = k.ref.symbols.find(a.name);
+    // A reference kernel compiled without a constant it does not declare
+    // (eval::Evaluator::reference_for) does not read it.
+    if (!candidate && lowered == k.ref.symbols.end()) continue;
+    const std::string symbol = lowered != k.ref.symbols.end() ? lowered->second : a.name;
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+    const CUresult r = driver_->cuModuleGetGlobal(&ptr, &bytes, k.module, symbol.c_str());
+    const size_t need = static_cast<size_t>(a.count) * spec::dtype_size(a.dtype);
+    std::string why;
+    if (r != CUDA_SUCCESS)
+      why = "the compiled " + k.ref.label + " has no __constant__ symbol '" + a.name + "' (" + cuda::error_name(r) + ")";
+    else if (bytes < need)
+      why = "the constant '" + a.name + "' needs " + std::to_string(need) + " bytes for case " + c.name +
+            ", but the __constant__ symbol of " + k.ref.label + " holds " + std::to_string(bytes);
+    if (!why.empty()) {
+      if (!candidate) throw EnvironmentError("kopt.worker.017", why);
+      throw CandidateFailure{Verdict::compile_error, why, "KOPT_CONSTANT_MISMATCH", false};
+    }
+    const DeviceMemory& data = in.device.at(a.name);
+    KOPT_CU_CHECK(driver_->cuMemcpyDtoDAsync(ptr, data.get(), need, stream_), "filling __constant__ " + a.name);
+    if (bytes > need)
+      KOPT_CU_CHECK(driver_->cuMemsetD8Async(ptr + need, kPoisonByte, bytes - need, stream_),
+                    "poisoning the rest of __constant__ " + a.name);
+  }
 }
 
 /// Enqueues one launch of `k` on `ptrs` (no synchronisation).

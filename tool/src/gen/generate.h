@@ -86,6 +86,10 @@ struct KernelVariant {
 /// it declares kVariants,
 /// kVariantLabels[], launch_config_variant(v, sizes...), select_variant(),
 /// and under nvcc kernels[], kernel (= kernels[0]) and kernel_for(config).
+/// The spec's defines are locals of every function that evaluates a launch
+/// expression; when some depend on the sizes (compiled into the kernel by
+/// the application), tuned_for(sizes...) says whether the sizes give values
+/// the tuning ran with.
 /// With several variants the entry points are <entry>_v0, <entry>_v1, ...
 /// Throws SpecError(kopt.gen.101) for a variant without entry/grid/block lines.
 /// Throws SpecError(kopt.gen.109) when `dispatch` asks about a name that is

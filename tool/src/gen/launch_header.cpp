@@ -5,6 +5,7 @@
 // dispatch rule, the shape capture) is the text of shipped headers
 // (gen/shipped.h), which kopt and its tests compile.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -46,7 +47,8 @@ std::vector<std::string> size_order(const spec::Spec& s) {
 const std::set<std::string>& reserved_names() {
   static const std::set<std::string> names = {
       // the header's own names
-      "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "kEntry", "kVariants",
+      "ceil_div", "min", "max", "abs", "align_up", "pow2", "log2", "is_pow2", "floor_div", "ipow", "tuned_for",
+      "kEntry", "kVariants",
       "kVariantLabels", "LaunchConfig", "launch_config",
       "launch_config_variant", "select_variant", "kernels", "kernel", "kernel_for", "std", "capture",
       // the cost model's and its rule's (docs/dispatch.md, model/dispatch_rule.h), and a macro they use
@@ -84,7 +86,8 @@ void check_header_name(const std::string& name, const std::string& what, const s
 }
 
 /// Every name a variant's launch expressions use must be a size (an argument
-/// of launch_config()) or one of the variant's kopt:param constants, or the
+/// of launch_config()), one of the spec's defines (in `sizes` too: locals of
+/// launch_config()) or one of the variant's kopt:param constants, or the
 /// header would not compile.
 void check_launch_names(const spec::Annotations& a, const KernelVariant& v, const std::vector<std::string>& sizes) {
   const std::string where = v.origin.empty() ? std::string("the kernel") : v.origin;
@@ -135,6 +138,9 @@ struct HeaderPlan {
   std::optional<spec::Expr> block_work, traffic, data;
   std::string size_params;  // "long long M, long long N, long long K"
   std::string size_args;    // "M, N, K"
+  /// The spec's defines as locals ("  const long long halo = ...;"), in the
+  /// functions that evaluate launch expressions: a define may depend on the sizes.
+  std::string define_locals;
 };
 
 /// A dispatch model's expression, checked against every variant's names
@@ -183,11 +189,19 @@ HeaderPlan plan_header(const std::string& name, const std::vector<KernelVariant>
   static const std::regex ident("^[A-Za-z_][A-Za-z0-9_]*$");
   if (!std::regex_match(name, ident))
     throw UsageError("kopt.gen.102", "kernel name '" + name + "' is not a C identifier");
-  HeaderPlan p{name, variants, spec, size_order(spec), {}, variants.size(), nullptr, {}, {}, {}, "", ""};
-  for (const auto& sz : p.sizes) check_header_name(sz, "size", spec.path.empty() ? "the spec" : spec.path.string());
+  HeaderPlan p{name, variants, spec, size_order(spec), {}, variants.size(), nullptr, {}, {}, {}, "", "", ""};
+  const std::string where = spec.path.empty() ? "the spec" : spec.path.string();
+  for (const auto& sz : p.sizes) check_header_name(sz, "size", where);
+  std::vector<std::string> names = p.sizes;
+  for (const std::string& d : spec::define_order(spec)) {
+    if (std::find(p.sizes.begin(), p.sizes.end(), d) != p.sizes.end()) continue;  // "N": "N" is the argument N
+    check_header_name(d, "define", where);
+    p.define_locals += "  const long long " + d + " = " + spec.defines.at(d).cpp() + ";\n  (void)" + d + ";\n";
+    names.push_back(d);
+  }
   for (const auto& v : variants) {
     p.ann.push_back(spec::parse_variant_annotations(v.source, v.origin));
-    check_launch_names(p.ann.back(), v, p.sizes);
+    check_launch_names(p.ann.back(), v, names);
   }
   plan_dispatch(p, dispatch);
   for (size_t i = 0; i < p.sizes.size(); ++i) {
@@ -195,6 +209,20 @@ HeaderPlan plan_header(const std::string& name, const std::vector<KernelVariant>
     p.size_args += (i ? ", " : "") + p.sizes[i];
   }
   return p;
+}
+
+/// True when an expression the header writes uses floor_div or ipow
+/// (Python's '//' or '**', spec::Expr::cpp).
+bool uses_python_operators(const HeaderPlan& p) {
+  std::string all = p.define_locals;
+  for (const spec::Annotations& a : p.ann) {
+    for (const auto& e : *a.grid) all += e.cpp();
+    for (const auto& e : *a.block) all += e.cpp();
+    if (a.shared_bytes) all += a.shared_bytes->cpp();
+  }
+  for (const auto* e : {&p.block_work, &p.traffic, &p.data})
+    if (*e) all += (*e)->cpp();
+  return all.find("floor_div(") != std::string::npos || all.find("ipow(") != std::string::npos;
 }
 
 /// The header's comment, includes, the expression functions, the variants'
@@ -222,7 +250,7 @@ void write_preamble(std::ostringstream& h, const HeaderPlan& p) {
   h << "\n#pragma once\n\n#include <cmath>\n#include <cstddef>\n";
   if (!p.sizes.empty()) h << "\n" << capture_includes();
   h << "\nnamespace kopt_" << p.name << " {\n\n"
-    << shipped::expression_functions << "\n"
+    << shipped::expression_functions << (uses_python_operators(p) ? shipped::python_operators : "") << "\n"
     << "/// The __global__ function of variant 0 (the best single configuration).\n"
     << "constexpr const char* kEntry = \"" << variant_entry(*p.ann[0].entry, 0, p.n) << "\";\n"
     << "/// Number of tuned variants (kernels[] below).\n"
@@ -249,7 +277,7 @@ void write_size_function(std::ostringstream& h, const HeaderPlan& p, const char*
                          const spec::Expr& expr) {
   h << comment << "inline double " << fn << "(" << p.size_params << ") {\n";
   for (const auto& s : p.sizes) h << "  (void)" << s << ";\n";
-  h << "  return static_cast<double>(" << expr.text() << ");\n}\n";
+  h << p.define_locals << "  return static_cast<double>(" << expr.cpp() << ");\n}\n";
 }
 
 /// namespace variantN for each variant (its parameters, launch_config() and
@@ -261,10 +289,10 @@ void write_variants(std::ostringstream& h, const HeaderPlan& p) {
     for (const auto& [k, v] : a.params) h << "constexpr long long " << k << " = " << v << ";\n";
     h << "inline LaunchConfig launch_config(" << p.size_params << ") {\n";
     for (const auto& s : p.sizes) h << "  (void)" << s << ";\n";
-    h << "  LaunchConfig kopt_c;\n";
-    for (int d = 0; d < 3; ++d) h << "  kopt_c.grid[" << d << "] = static_cast<unsigned>(" << (*a.grid)[d].text() << ");\n";
-    for (int d = 0; d < 3; ++d) h << "  kopt_c.block[" << d << "] = static_cast<unsigned>(" << (*a.block)[d].text() << ");\n";
-    h << "  kopt_c.shared_bytes = static_cast<std::size_t>(" << (a.shared_bytes ? a.shared_bytes->text() : "0") << ");\n"
+    h << p.define_locals << "  LaunchConfig kopt_c;\n";
+    for (int d = 0; d < 3; ++d) h << "  kopt_c.grid[" << d << "] = static_cast<unsigned>(" << (*a.grid)[d].cpp() << ");\n";
+    for (int d = 0; d < 3; ++d) h << "  kopt_c.block[" << d << "] = static_cast<unsigned>(" << (*a.block)[d].cpp() << ");\n";
+    h << "  kopt_c.shared_bytes = static_cast<std::size_t>(" << (a.shared_bytes ? a.shared_bytes->cpp() : "0") << ");\n"
       << "  kopt_c.variant = " << i << ";\n  return kopt_c;\n}\n";
     if (p.block_work)
       write_size_function(h, p, "/// One block's work (the template's block_work when it was tuned), for the dispatch model.\n",
@@ -340,6 +368,36 @@ void write_selection(std::ostringstream& h, const HeaderPlan& p) {
   if (p.block_work) h << cost_model_cpp(*p.dispatch->model, p.dispatch->sizes, p.n, p.size_params, p.size_args);
 }
 
+/// tuned_for(sizes...): whether the spec's defines that depend on the size
+/// (compiled into the kernel with -D by the application) take, for these
+/// sizes, values the tuning ran with.
+void write_tuned_for(std::ostringstream& h, const HeaderPlan& p) {
+  const std::map<std::string, int64_t> constant = p.spec.constant_defines();
+  std::set<std::map<std::string, int64_t>> tuned;
+  for (const spec::Case& c : p.spec.cases) {
+    std::map<std::string, int64_t> v;
+    for (const auto& [k, x] : c.defines)
+      if (!constant.count(k)) v[k] = x;
+    tuned.insert(v);
+  }
+  h << "/// True when the defines that depend on the problem size (compiled into the kernel with -D by\n"
+    << "/// the application) take, for these sizes, values the tuning ran with; elsewhere the tuned\n"
+    << "/// configuration was not measured.\n"
+    << "inline bool tuned_for(" << p.size_params << ") {\n" << p.define_locals << "  return ";
+  bool first = true;
+  for (const auto& v : tuned) {
+    h << (first ? "" : " ||\n         ") << "(";
+    first = false;
+    bool first_term = true;
+    for (const auto& [k, x] : v) {
+      h << (first_term ? "" : " && ") << k << " == " << x << "LL";
+      first_term = false;
+    }
+    h << ")";
+  }
+  h << ";\n}\n\n";
+}
+
 /// The shape capture, launch_config(), and under nvcc the kernels'
 /// declarations and kernels[].
 void write_launch_and_kernels(std::ostringstream& h, const HeaderPlan& p) {
@@ -349,8 +407,9 @@ void write_launch_and_kernels(std::ostringstream& h, const HeaderPlan& p) {
   if (!p.sizes.empty())
     h << kCaptureIf << "\n  capture::record({{" << p.size_args << "}});  // KOPT_CAPTURE: counts these sizes\n#endif\n";
   h << "  return launch_config_variant(select_variant(" << p.size_args << ")" << (p.sizes.empty() ? "" : ", ")
-    << p.size_args << ");\n}\n\n"
-    << "}  // namespace kopt_" << p.name << "\n";
+    << p.size_args << ");\n}\n\n";
+  if (p.spec.has_case_defines()) write_tuned_for(h, p);
+  h << "}  // namespace kopt_" << p.name << "\n";
 
   // Declarations live outside the namespace: the definitions are extern "C".
   h << "\n#ifdef __CUDACC__\n";
@@ -360,10 +419,12 @@ void write_launch_and_kernels(std::ostringstream& h, const HeaderPlan& p) {
   h << "/// The tuned kernel" << (p.n > 1 ? "s" : "") << " (defined in " << p.name << ".cu).\n";
   for (size_t i = 0; i < p.n; ++i) {
     h << "extern \"C\" __global__ void " << variant_entry(*p.ann[i].entry, i, p.n) << "(";
-    for (size_t j = 0; j < p.spec.signature.size(); ++j) {
-      const spec::Param& q = p.spec.signature[j];
-      h << (j ? ", " : "") << (q.is_buffer && q.role == spec::Role::input ? "const " : "") << spec::dtype_c_type(q.dtype)
+    bool first = true;
+    for (const spec::Param& q : p.spec.signature) {
+      if (q.is_buffer && q.role == spec::Role::constant) continue;  // a __constant__ symbol the application fills
+      h << (first ? "" : ", ") << (q.is_buffer && q.role == spec::Role::input ? "const " : "") << spec::dtype_c_type(q.dtype)
         << (q.is_buffer ? "* " : " ") << q.name;
+      first = false;
     }
     h << ");\n";
   }

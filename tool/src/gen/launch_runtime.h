@@ -31,6 +31,13 @@ inline long long log2(long long a) { long long r = 0; while (a > 1) { a >>= 1; +
 inline long long is_pow2(long long a) { return a > 0 && (a & (a - 1)) == 0; }
 // kopt:embed-end expression_functions
 
+// Python's floor division and power (spec::Expr::cpp writes '//' and '**' so);
+// a header holds them only when one of its expressions uses them.
+// kopt:embed-begin python_operators
+inline long long floor_div(long long a, long long b) { return a / b - (a % b != 0 && (a % b < 0) != (b < 0)); }
+inline long long ipow(long long a, long long b) { long long r = 1; while (b-- > 0) r *= a; return r; }
+// kopt:embed-end python_operators
+
 // kopt:embed-begin launch_config
 struct LaunchConfig {
   unsigned grid[3];

@@ -10,6 +10,9 @@ namespace kopt::gen::shipped {
 /// max, ...) over long long, and struct LaunchConfig.
 extern const char* const expression_functions;
 extern const char* const launch_config;
+/// gen/launch_runtime.h: floor_div and ipow, for headers whose expressions
+/// use Python's '//' or '**' (spec::Expr::cpp).
+extern const char* const python_operators;
 
 /// model/dispatch_rule.h: the cost model's rule off the tuned shapes (what
 /// model::DispatchModel::choose runs), and the nearest-tuned-shape choice of

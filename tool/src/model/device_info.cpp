@@ -13,29 +13,37 @@ double DeviceInfo::peak_dram_bytes_per_s() const {
 }
 
 nlohmann::json DeviceInfo::to_json() const {
-  return {{"ordinal", ordinal},
-          {"name", name},
-          {"uuid", uuid},
-          {"compute_capability", std::to_string(cc_major) + "." + std::to_string(cc_minor)},
-          {"arch", arch()},
-          {"sm_count", sm_count},
-          {"total_memory_bytes", total_memory_bytes},
-          {"l2_bytes", l2_bytes},
-          {"shared_per_block_bytes", shared_per_block_bytes},
-          {"shared_per_block_optin_bytes", shared_per_block_optin_bytes},
-          {"shared_per_sm_bytes", shared_per_sm_bytes},
-          {"regs_per_block", regs_per_block},
-          {"regs_per_sm", regs_per_sm},
-          {"max_threads_per_block", max_threads_per_block},
-          {"max_threads_per_sm", max_threads_per_sm},
-          {"warp_size", warp_size},
-          {"max_grid", {max_grid[0], max_grid[1], max_grid[2]}},
-          {"max_block", {max_block[0], max_block[1], max_block[2]}},
-          {"sm_clock_khz", sm_clock_khz},
-          {"memory_clock_khz", memory_clock_khz},
-          {"memory_bus_width_bits", memory_bus_width_bits},
-          {"peak_dram_bytes_per_s", peak_dram_bytes_per_s()},
-          {"driver_version", driver_version}};
+  nlohmann::json j = {{"ordinal", ordinal},
+                      {"name", name},
+                      {"uuid", uuid},
+                      {"compute_capability", std::to_string(cc_major) + "." + std::to_string(cc_minor)},
+                      {"arch", arch()},
+                      {"sm_count", sm_count},
+                      {"total_memory_bytes", total_memory_bytes},
+                      {"l2_bytes", l2_bytes},
+                      {"shared_per_block_bytes", shared_per_block_bytes},
+                      {"shared_per_block_optin_bytes", shared_per_block_optin_bytes},
+                      {"shared_per_sm_bytes", shared_per_sm_bytes},
+                      {"regs_per_block", regs_per_block},
+                      {"regs_per_sm", regs_per_sm},
+                      {"max_threads_per_block", max_threads_per_block},
+                      {"max_threads_per_sm", max_threads_per_sm},
+                      {"warp_size", warp_size},
+                      {"max_grid", {max_grid[0], max_grid[1], max_grid[2]}},
+                      {"max_block", {max_block[0], max_block[1], max_block[2]}},
+                      {"sm_clock_khz", sm_clock_khz},
+                      {"memory_clock_khz", memory_clock_khz},
+                      {"memory_bus_width_bits", memory_bus_width_bits},
+                      {"peak_dram_bytes_per_s", peak_dram_bytes_per_s()},
+                      {"driver_version", driver_version}};
+  if (simulated) j["simulated"] = true;
+  return j;
+}
+
+bool is_simulated(const nlohmann::json& device_json) {
+  if (!device_json.is_object()) return false;
+  const auto it = device_json.find("simulated");
+  return it != device_json.end() && it->is_boolean() && it->get<bool>();
 }
 
 DeviceInfo DeviceInfo::from_json(const nlohmann::json& j) {
@@ -45,6 +53,9 @@ DeviceInfo DeviceInfo::from_json(const nlohmann::json& j) {
   if (!j.is_object()) {
     throw EnvironmentError("kopt.worker.004", "protocol error: the worker's device description is not an object");
   }
+  if (j.contains("simulated") && !j["simulated"].is_boolean())
+    throw EnvironmentError("kopt.worker.004",
+                           "protocol error: the worker's device description: $.simulated: expected true or false");
   for (const char* k : {"max_grid", "max_block"}) {
     if (j.contains(k) && !(j[k].is_array() && j[k].size() >= 3)) {
       throw EnvironmentError("kopt.worker.004", std::string("protocol error: the worker's device description: $.") +
@@ -79,6 +90,7 @@ DeviceInfo DeviceInfo::from_json(const nlohmann::json& j) {
     d.memory_clock_khz = j.value("memory_clock_khz", 0);
     d.memory_bus_width_bits = j.value("memory_bus_width_bits", 0);
     d.driver_version = j.value("driver_version", 0);
+    d.simulated = j.value("simulated", false);
     return d;
   } catch (const std::exception& e) {  // nlohmann type errors, std::stoi
     std::string what = e.what();

@@ -27,6 +27,9 @@ struct DeviceInfo {
   int max_block[3] = {0, 0, 0};
   int sm_clock_khz = 0, memory_clock_khz = 0, memory_bus_width_bits = 0;
   int driver_version = 0;           // e.g. 13000
+  /// A stand-in for a GPU (tests/fake_worker): its timings are made up. The
+  /// JSON form has "simulated": true only then (a real device's has no key).
+  bool simulated = false;
 
   /// "sm_90" (what NVRTC's -arch takes to produce a cubin for this device).
   std::string arch() const;
@@ -36,5 +39,14 @@ struct DeviceInfo {
   nlohmann::json to_json() const;
   static DeviceInfo from_json(const nlohmann::json& j);
 };
+
+/// What kopt says beside every latency or ratio measured on a simulated
+/// device (DeviceInfo::simulated): progress lines, the run's closing lines,
+/// `kopt evaluate`, the report's header.
+constexpr const char* kSimulatedNote = "simulated (fake worker): the timings are made up";
+
+/// Whether a device.json document (DeviceInfo::to_json, or {"arch": ...}
+/// without a GPU) describes a simulated device: "simulated" is true.
+bool is_simulated(const nlohmann::json& device_json);
 
 }  // namespace kopt::model

@@ -18,7 +18,8 @@ enum class Verdict {
   ok,               // passed every check on every case (and was timed)
   compile_error,    // NVRTC rejected the source, or the entry point does not exist
   infeasible,       // the launch cannot run on this device: threads per block over the
-                    // function's limit, grid over the device's, shared memory over the opt-in
+                    // function's limit, grid over the device's, shared memory over the opt-in;
+                    // or its output is no whole number of a sum tolerance's totals
   launch_error,     // cuLaunchKernel refused the launch (e.g. too many resources)
   runtime_error,    // the kernel faulted: trap, misaligned address, illegal instruction...
   timeout,          // a launch exceeded the watchdog; the worker was killed

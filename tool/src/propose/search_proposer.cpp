@@ -1,6 +1,7 @@
 #include "propose/search_proposer.h"
 
 #include <chrono>
+#include <cstddef>
 
 #include "util/error.h"
 
@@ -54,6 +55,10 @@ void SearchProposer::check_seeds() {
     seed_keys_[key] = s.origin;
     accepted_.push_back(s);
   }
+}
+
+void SearchProposer::report_seeds() {
+  seeds_reported_ = true;
   const std::string from = o_.seeds_from.empty() ? std::string("warm start") : o_.seeds_from;
   const std::string about = o_.seeds_about.empty() ? "" : " (" + o_.seeds_about + ")";
   seed_report_.push_back(from + about + ": " + std::to_string(accepted_.size()) + " of " + std::to_string(o_.seeds.size()) +
@@ -74,7 +79,18 @@ void SearchProposer::observe_recorded(const model::Attempt& a) {
   search::Config cfg;  // the attempt's values of the space's parameters
   for (const auto& p : space_->params())
     if (auto it = a.params.find(p.name); it != a.params.end()) cfg[p.name] = it->second;
-  known_.insert(search::config_key(cfg));
+  const std::string key = search::config_key(cfg);
+  known_.insert(key);
+  // A seed that a previous session of the run evaluated is not tried again,
+  // nor reported as tried first.
+  if (seed_keys_.count(key)) {
+    for (size_t i = next_seed_; i < accepted_.size(); ++i)
+      if (search::config_key(accepted_[i].config) == key) {
+        not_used("already recorded in this run", accepted_[i].origin, "a previous session of the run evaluated it");
+        accepted_.erase(accepted_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+  }
   strategy_->observe({a.params, a.result.verdict == model::Verdict::ok, a.result.geomean_ms.value_or(0)});
 }
 
@@ -95,6 +111,7 @@ std::optional<Proposal> SearchProposer::offer(const search::Config& cfg) {
 }
 
 Proposal SearchProposer::propose() {
+  if (!seeds_reported_ && !o_.seeds.empty()) report_seeds();
   // The warm start's configurations first, those a resumed run has not recorded yet.
   while (next_seed_ < accepted_.size() && (o_.max_proposals <= 0 || proposed_ < o_.max_proposals)) {
     const Seed& s = accepted_[next_seed_++];

@@ -57,8 +57,10 @@ struct SearchProposerOptions {
   int64_t max_seeds = 0;
   /// Why max_seeds is what it is, for the report ("half of class 2's 5 evaluations").
   std::string max_seeds_why;
-  /// Receives the one-line report of the seeds (how many are tried first,
-  /// how many not and why) once prepare() has checked them; null: silent.
+  /// Receives the report of the seeds (how many are tried first, how many
+  /// not and why), a line each, at the first propose(): after prepare() has
+  /// checked them and a resumed run's records were observed (those are not
+  /// tried again, nor counted as tried first); null: silent.
   std::function<void(const std::string&)> note;
 };
 
@@ -86,9 +88,11 @@ class SearchProposer final : public Proposer {
   /// {group: {"count", "first": {"at", "reason"}}}}.
   nlohmann::json summary() const override;
 
-  /// The seeds that prepare() found to be configurations of the space, in order.
+  /// The seeds that prepare() found to be configurations of the space, in
+  /// order, less those a resumed run has recorded.
   const std::vector<Seed>& accepted_seeds() const { return accepted_; }
-  /// The report that prepare() handed to `note` (empty without seeds).
+  /// The report that the first propose() handed to `note` (empty without
+  /// seeds, or before then).
   const std::vector<std::string>& seed_report() const { return seed_report_; }
 
   /// nullopt: the space is too large to count.
@@ -118,8 +122,11 @@ class SearchProposer final : public Proposer {
   std::map<std::string, size_t> pending_;  // config_key -> outcomes_ index
   std::vector<Outcome> outcomes_;
 
-  /// Sorts the seeds into accepted_ and the groups of not_used_, and says so.
+  /// Sorts the seeds into accepted_ and the groups of not_used_.
   void check_seeds();
+  /// Says what check_seeds() and observe_recorded() made of the seeds (seed_report_, `note`).
+  void report_seeds();
+  bool seeds_reported_ = false;
   void not_used(const std::string& kind, const std::string& at, const std::string& reason);
   /// The proposal of `cfg` (nullopt: the precheck rejected it and it was observed as failed).
   std::optional<Proposal> offer(const search::Config& cfg);

@@ -221,19 +221,15 @@ constexpr const char* kGrid = "#e3e3e3";
 
 std::string px(double v) { return fmt(v, "%.1f"); }
 
-std::string svg_open(int width, int height, const std::string& cls, const std::string& title) {
+/// `attrs`: more attributes of the <svg> element, each with a leading space.
+std::string svg_open(int width, int height, const std::string& cls, const std::string& title,
+                     const std::string& attrs = "") {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width << "\" height=\"" << height
     << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"" << esc(kFont)
-    << "\" font-size=\"11\" role=\"img\" class=\"" << cls << "\">\n<title>" << esc(title) << "</title>\n"
+    << "\" font-size=\"11\" role=\"img\" class=\"" << cls << "\"" << attrs << ">\n<title>" << esc(title) << "</title>\n"
     << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
   return o.str();
-}
-
-/// "0.001", "0.01", ..., "100": a decade's label.
-std::string decade_label(int e) {
-  if (e >= 0) return fmt(std::pow(10.0, e), "%.0f");
-  return fmt(std::pow(10.0, e), ("%." + std::to_string(-e) + "f").c_str());
 }
 
 /// Ticks for a log axis over [lo, hi] (values > 0): decades, with 2 and 5
@@ -256,21 +252,93 @@ std::string tick_label(double v) { return fmt(v, "%.4g"); }
 
 std::string ratio_text(double r) { return fmt(r, r >= 100 ? "%.0f" : "%.3g") + "x"; }
 
+/// The smallest of 1, 2, 2.5 and 5 times a power of ten that is >= raw (> 0).
+double nice_step(double raw) {
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0})
+    if (m * p >= raw * (1 - 1e-9)) return m * p;
+  return 10 * p;
+}
+
+/// The largest value of the 1-2-5 ladder (1, 2 or 5 times a power of ten) <= v (> 0).
+double ladder_floor(double v) {
+  const double p = std::pow(10.0, std::floor(std::log10(v) + 1e-9));
+  for (double m : {5.0, 2.0})
+    if (m * p <= v * (1 + 1e-9)) return m * p;
+  return p;
+}
+
+/// The smallest value of the 1-2-5 ladder >= v (> 0).
+double ladder_ceil(double v) {
+  const double p = std::pow(10.0, std::floor(std::log10(v) - 1e-9));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * p >= v * (1 - 1e-9)) return m * p;
+  return 10 * p;
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// The latency axis
+
+double LatencyAxis::fraction(double v) const {
+  if (!(hi > lo)) return 0;
+  const double f = log ? (std::log10(std::max(v, lo)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo))
+                       : (v - lo) / (hi - lo);
+  return std::clamp(f, 0.0, 1.0);
+}
+
+LatencyAxis latency_axis(const std::vector<double>& values_ms) {
+  LatencyAxis a;
+  double mn = INFINITY, mx = 0;
+  for (double v : values_ms)
+    if (finite_positive(v)) {
+      mn = std::min(mn, v);
+      mx = std::max(mx, v);
+    }
+  if (!(mx > 0)) return a;
+  if (mx / mn <= kLinearRange) {
+    // Linear from 0: bar lengths proportional to the times, 4 to 6 ticks.
+    const double step = nice_step(mx / 5);
+    a.hi = std::ceil(mx / step - 1e-9) * step;
+    for (int i = 0; i * step <= a.hi * (1 + 1e-9); ++i) a.ticks.push_back(i * step);
+    return a;
+  }
+  // Log between values of the 1-2-5 ladder: every ladder value labelled over
+  // up to two decades, else the decades (and both ends), with lines at 2..9.
+  a.log = true;
+  a.lo = ladder_floor(mn * 0.9);  // below the smallest: its bar is still seen
+  a.hi = ladder_ceil(mx);
+  const bool few = a.hi / a.lo <= 100 * (1 + 1e-9);
+  const int e0 = static_cast<int>(std::floor(std::log10(a.lo) + 1e-9)), e1 = static_cast<int>(std::ceil(std::log10(a.hi) - 1e-9));
+  for (int e = e0; e <= e1; ++e)
+    for (int m = 1; m <= 9; ++m) {
+      const double v = m * std::pow(10.0, e);
+      if (v < a.lo * (1 - 1e-9) || v > a.hi * (1 + 1e-9)) continue;
+      const bool labelled = m == 1 || (few && (m == 2 || m == 5)) ||
+                            std::fabs(v - a.lo) <= 1e-9 * a.lo || std::fabs(v - a.hi) <= 1e-9 * a.hi;
+      (labelled ? a.ticks : a.minor).push_back(v);
+    }
+  return a;
+}
 
 // ---------------------------------------------------------------------------
 // Tuned against the baseline
 
-std::string comparison_svg(const ShapeComparison& c, bool by_class) {
-  struct Row {
-    std::string label, tip;
-    std::optional<double> tuned, base;
-    bool overall = false;
-  };
-  std::vector<Row> rows;
+namespace {
+
+struct CompareRow {
+  std::string label, tip;
+  std::optional<double> tuned, base;
+  bool overall = false;
+};
+
+/// The rows of a comparison chart: per class (an "all shapes" row first) or per shape.
+std::vector<CompareRow> compare_rows(const ShapeComparison& c, bool by_class) {
+  std::vector<CompareRow> rows;
   if (by_class) {
     auto add = [&](const ClassTiming& ct, bool overall) {
-      Row r;
+      CompareRow r;
       r.label = ct.name + " (" + std::to_string(ct.shapes) + (ct.shapes == 1 ? " shape)" : " shapes)");
       r.tip = ct.name + ": geomean over " + std::to_string(ct.timed) + " of " + std::to_string(ct.shapes) +
               " shape(s) timed both ways";
@@ -283,7 +351,7 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
     for (const ClassTiming& ct : c.classes) add(ct, false);
   } else {
     for (const ShapeTiming& t : c.shapes) {
-      Row r;
+      CompareRow r;
       r.label = t.name;
       r.tip = t.name + " (" + t.shape_class + "), variant " + std::to_string(t.variant);
       r.tuned = t.tuned_ms;
@@ -291,25 +359,32 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
       rows.push_back(r);
     }
   }
+  return rows;
+}
+
+}  // namespace
+
+LatencyAxis comparison_axis(const ShapeComparison& c) {
+  std::vector<double> values;
+  for (bool by_class : {true, false})
+    for (const CompareRow& r : compare_rows(c, by_class))
+      for (const auto& v : {r.tuned, r.base})
+        if (v) values.push_back(*v);
+  return latency_axis(values);
+}
+
+std::string comparison_svg(const ShapeComparison& c, bool by_class) {
+  using Row = CompareRow;
+  const std::vector<Row> rows = compare_rows(c, by_class);
   const std::string base_name = c.baseline.empty() ? "baseline" : c.baseline;
 
-  double lo = INFINITY, hi = 0;
-  for (const Row& r : rows)
-    for (const auto& v : {r.tuned, r.base})
-      if (v) {
-        lo = std::min(lo, *v);
-        hi = std::max(hi, *v);
-      }
-  const bool any = hi > 0;
-  int e0 = 0, e1 = 1;
-  if (any) {
-    e0 = static_cast<int>(std::floor(std::log10(lo) - 0.05));  // the shortest bar is still visible
-    // Room right of the longest bar for its value.
-    e1 = std::max(e0 + 1, static_cast<int>(std::ceil(std::log10(hi) + 0.1)));
-  }
-
+  // One axis and one label width for both charts (per class and per
+  // shape), so that they draw the same time at the same place.
+  const LatencyAxis axis = comparison_axis(c);
+  const bool any = !axis.ticks.empty();
   size_t max_label = 8;
-  for (const Row& r : rows) max_label = std::max(max_label, length_chars(r.label));
+  for (bool classes : {true, false})
+    for (const Row& r : compare_rows(c, classes)) max_label = std::max(max_label, length_chars(r.label));
   max_label = std::min<size_t>(max_label, 48);
   const int label_w = static_cast<int>(std::lround(16 + 6.6 * static_cast<double>(max_label)));
   const int plot_w = 560, right_w = 110;
@@ -317,12 +392,14 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
   const int bar_h = 9, row_h = 2 * bar_h + 8, top = 78;
   const int height = top + std::max<int>(static_cast<int>(rows.size()), 1) * row_h + 34;
   const int x0 = label_w;
-  auto xpos = [&](double v) { return x0 + plot_w * (std::log10(v) - e0) / (e1 - e0); };
+  auto xpos = [&](double v) { return x0 + plot_w * axis.fraction(v); };
 
   const std::string what = by_class ? "per shape class" : "per shape";
   std::ostringstream o;
   o << svg_open(width, height, std::string("kopt-compare ") + (by_class ? "by-class" : "by-shape"),
-                "Median latency of the " + c.tuned + " and of " + base_name + ", " + what);
+                "Median latency of the " + c.tuned + " and of " + base_name + ", " + what,
+                " data-axis=\"" + std::string(axis.log ? "log" : "linear") + "\" data-axis-min=\"" + num_attr(axis.lo) +
+                    "\" data-axis-max=\"" + num_attr(axis.hi) + "\"");
   o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"" << kText << "\">Tuned against "
     << esc(base_name) << ", " << esc(what) << "</text>\n";
   // Legend.
@@ -332,31 +409,27 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
     << "<rect x=\"" << 30 + 6.6 * length_chars(c.tuned) << "\" y=\"0\" width=\"14\" height=\"" << bar_h << "\" fill=\""
     << kBaselineFill << "\"/><text x=\"" << 49 + 6.6 * length_chars(c.tuned) << "\" y=\"9\" fill=\"" << kText << "\">"
     << esc(base_name) << "</text>"
-    << "<text x=\"0\" y=\"26\" fill=\"" << kMuted << "\">median ms, log scale (shorter is faster)"
+    << "<text x=\"0\" y=\"26\" fill=\"" << kMuted << "\">median ms, " << (axis.log ? "log" : "linear")
+    << " scale (shorter is faster)"
     << (by_class ? "; a class shows geomeans" : "") << "; right: " << esc(base_name)
     << " time / tuned time</text></g>\n";
 
-  // Axis: decade grid lines and labels, minor lines at 2..9.
+  // Axis: labelled grid lines at the ticks, unlabelled ones between.
   const int y_axis0 = top - 6, y_axis1 = top + static_cast<int>(rows.size()) * row_h;
   o << "<g class=\"axis\">\n";
   if (any) {
-    for (int e = e0; e <= e1; ++e) {
-      const double x = x0 + plot_w * static_cast<double>(e - e0) / (e1 - e0);
+    for (double v : axis.minor) {
+      const double x = xpos(v);
       o << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << y_axis0 << "\" y2=\"" << y_axis1
-        << "\" stroke=\"#c8c8c8\"/><text x=\"" << px(x) << "\" y=\"" << y_axis1 + 14
-        << "\" text-anchor=\"middle\" fill=\"" << kMuted << "\">" << esc(decade_label(e)) << (e == e1 ? " ms" : "")
-        << "</text>\n";
-      if (e < e1)
-        for (int m = 2; m <= 9; ++m) {
-          const double xm = xpos(m * std::pow(10.0, e));
-          o << "<line x1=\"" << px(xm) << "\" x2=\"" << px(xm) << "\" y1=\"" << y_axis0 << "\" y2=\"" << y_axis1
-            << "\" stroke=\"" << kGrid << "\" stroke-width=\"0.6\"/>";
-          // Few decades: label 2 and 5 as well.
-          if (e1 - e0 <= 2 && (m == 2 || m == 5))
-            o << "<text x=\"" << px(xm) << "\" y=\"" << y_axis1 + 14 << "\" text-anchor=\"middle\" fill=\"" << kMuted
-              << "\">" << esc(tick_label(m * std::pow(10.0, e))) << "</text>";
-        }
-      o << "\n";
+        << "\" stroke=\"" << kGrid << "\" stroke-width=\"0.6\"/>";
+    }
+    o << "\n";
+    for (size_t i = 0; i < axis.ticks.size(); ++i) {
+      const double x = xpos(axis.ticks[i]);
+      o << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << y_axis0 << "\" y2=\"" << y_axis1
+        << "\" stroke=\"#c8c8c8\"/><text class=\"tick\" x=\"" << px(x) << "\" y=\"" << y_axis1 + 14
+        << "\" text-anchor=\"middle\" fill=\"" << kMuted << "\">" << esc(tick_label(axis.ticks[i]))
+        << (i + 1 == axis.ticks.size() ? " ms" : "") << "</text>\n";
     }
   }
   o << "</g>\n";
@@ -695,7 +768,8 @@ DispatchTable dispatch_table(const run::Summary& summary, const json& spec) {
 std::string dispatch_html(const DispatchTable& t) {
   std::ostringstream o;
   o << "<p class=\"rule\">" << esc(t.rule) << "</p>\n<p class=\"muted\">Source: " << esc(t.source) << ".</p>\n";
-  if (!t.code.empty()) o << "<pre id=\"dispatch-code\"><code>" << esc(t.code) << "</code></pre>\n";
+  // The header's C++ as written: one line per line (a preformatted block).
+  if (!t.code.empty()) o << "<pre id=\"dispatch-code\"><code>" << esc(t.code, true) << "</code></pre>\n";
   if (!t.variants.empty()) {
     o << "<table id=\"dispatch-variants\">\n<thead><tr><th>variant</th><th>attempt</th><th>configuration</th>"
          "<th>file</th><th>tuned shapes it serves</th></tr></thead>\n<tbody>\n";
@@ -711,7 +785,7 @@ std::string dispatch_html(const DispatchTable& t) {
           shapes += (count++ ? ", " : "") + s.name;
         }
       o << "<tr><td class=\"num\">" << v.variant << "</td><td>" << (v.index ? "#" + std::to_string(*v.index) : "")
-        << "</td><td>" << esc(params) << "</td><td><code>" << esc(v.file) << "</code></td><td>"
+        << "</td><td>" << esc(params) << "</td><td class=\"file\"><code>" << esc(v.file) << "</code></td><td class=\"name\">"
         << (count ? esc(shapes) : "<span class=\"muted\">none</span>") << "</td></tr>\n";
     }
     o << "</tbody>\n</table>\n";
@@ -722,7 +796,7 @@ std::string dispatch_html(const DispatchTable& t) {
     o << "<th data-type=\"num\">variant</th><th data-type=\"num\">median ms</th>"
          "<th data-type=\"num\">variant 0 ms</th><th data-type=\"num\">gain over variant 0</th></tr></thead>\n<tbody>\n";
     for (const DispatchShape& s : t.shapes) {
-      o << "<tr><td>" << esc(s.name) << "</td>";
+      o << "<tr><td class=\"name\">" << esc(s.name) << "</td>";
       for (const std::string& n : t.size_names) {
         const auto it = s.sizes.find(n);
         if (it == s.sizes.end()) o << "<td class=\"num\" data-v=\"\"></td>";

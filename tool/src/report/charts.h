@@ -66,7 +66,35 @@ ShapeComparison compare_shapes(const run::Summary& summary, const std::vector<mo
 /// size names.
 std::string shape_class(const std::map<std::string, int64_t>& sizes);
 
-/// Horizontal bar chart, log scale in ms: per class (`by_class`, with an
+/// An axis of latencies (ms), fitted to the values it shows.
+struct LatencyAxis {
+  bool log = false;            // else linear from 0
+  double lo = 0, hi = 0;       // the axis runs from lo to hi (ms); hi = 0: no values
+  std::vector<double> ticks;   // labelled grid lines, ascending, lo and hi among them
+  std::vector<double> minor;   // unlabelled grid lines between them (log axes)
+  /// Where `v` falls along the axis: 0 at lo, 1 at hi (clamped).
+  double fraction(double v) const;
+};
+
+/// Largest spread (max / min) drawn on a linear axis from 0: within it every
+/// bar is at least 1/20 of the longest, long enough to see.
+constexpr double kLinearRange = 20;
+
+/// The axis for `values_ms` (values not finite and positive are ignored):
+/// linear from 0 to the first step of 1, 2, 2.5 or 5 times a power of ten
+/// that holds the largest, in 4 to 6 steps, when max / min <= kLinearRange;
+/// else logarithmic from the largest 1-2-5 value (1, 2 or 5 times a power of
+/// ten) at or below 0.9 times the smallest to the smallest one at or above
+/// the largest, labelled at each 1-2-5 value over up to two decades, else at
+/// the decades and both ends. No values: hi = 0 and no ticks.
+LatencyAxis latency_axis(const std::vector<double>& values_ms);
+
+/// The axis of both comparison charts: over every shape's and every class's
+/// latencies, so that the per-class and the per-shape chart share one scale.
+LatencyAxis comparison_axis(const ShapeComparison& c);
+
+/// Horizontal bar chart in ms on comparison_axis(c) (the <svg> element's
+/// data-axis, data-axis-min and data-axis-max say which): per class (`by_class`, with an
 /// "all shapes" row first) or per shape, the tuned and the baseline latency
 /// side by side and their ratio (baseline time / tuned time).
 std::string comparison_svg(const ShapeComparison& c, bool by_class);

@@ -16,27 +16,55 @@ namespace kopt::report {
 /// case; colour = speedup over the reference on that case (log scale,
 /// diverging around 1x; legend included); rejected attempts are drawn as a
 /// grey row labelled with their verdict. Rows are labelled with the attempt's
-/// index and label. When no attempt has a speedup over the reference (it was
+/// index and, when attempts have tuning parameters, the values of those that
+/// differ between them (a column each, headed by the name; those all share
+/// are said once above), else with its label. When no attempt has a speedup over the reference (it was
 /// not timed), the speedups are over the initial kernel instead (the <svg>
 /// element's data-baseline says which: "reference" or "initial"). Returns
 /// the SVG text.
 std::string heatmap_svg(const std::vector<model::Attempt>& history,
                         const std::vector<std::string>& performance_cases);
 
-/// HTML report: summary table (best candidate, geomean, speedups, counts by
-/// verdict, GPU; the summary's other documents as raw JSON in collapsed
-/// <details>; `summary` read with run::ReadMode::tolerant shows what reads of
-/// a damaged file), charts of the tuned kernel against cuBLAS per shape class and
-/// per shape and of the best geomean so far (report/charts.h), the launch
-/// header's dispatch table, the heatmap (inlined SVG), the best kernel's
-/// source, and the full history as a table sortable by clicking a column
-/// header (inline JavaScript, no external resources). `spec` is the run's
-/// spec.json (the performance cases' sizes); null does without.
+/// HTML report: a warning first when the GPU was simulated (model::
+/// is_simulated of summary "gpu": the timings are made up); summary table
+/// (best candidate, geomean, speedups, counts by verdict, GPU; the summary's
+/// other documents as raw JSON in collapsed <details>; `summary` read with
+/// run::ReadMode::tolerant shows what reads of a damaged file); the shipped
+/// kernels' errors against the FP64 oracle beside cuBLAS FP32's per case
+/// (run::accuracy_of), when measured; charts of the tuned kernel against
+/// cuBLAS per shape class and per shape on one axis and of the best geomean
+/// so far (report/charts.h), the launch header's dispatch table, the heatmap
+/// (inlined SVG), the best kernel's source, and the full history as a table
+/// sortable by clicking a column header (inline JavaScript, no external
+/// resources). Tables fit the page from 800 px wide; charts scale down to it.
+/// `spec` is the run's spec.json (the performance cases' sizes); null does
+/// without.
 std::string report_html(const run::Summary& summary, const std::vector<model::Attempt>& history,
                         const std::string& heatmap, const std::string& best_source,
                         const nlohmann::json& spec = nullptr);
 
-/// Writes heatmap.svg and report.html into the run folder (atomically).
-void write_reports(const run::RunStore& store, const std::vector<std::string>& performance_cases);
+/// The performance cases of a run folder, in order: spec.json's (role
+/// "performance"; none when it is missing or damaged), then any other case
+/// the history timed.
+std::vector<std::string> performance_cases(const run::RunStore& store);
+
+/// What write_reports wrote, and what it could not show as the run folder has it.
+struct WrittenReports {
+  std::filesystem::path html, heatmap;
+  /// One line each, naming the file and the JSON path where one is damaged:
+  /// summary.json missing (rebuilt from history.json), damaged (shown as far
+  /// as it reads), stale (its history keys rebuilt); spec.json unreadable.
+  std::vector<std::string> notes;
+};
+
+/// Writes report.html (into `html_file`, else into the run folder) and
+/// heatmap.svg beside it, atomically, from the run folder's records:
+/// history.json, summary.json (as written when up to date with the history;
+/// see WrittenReports::notes for the rest) and spec.json. Reads nothing but
+/// the store's folder, so it also serves a run folder copied from another
+/// machine (`kopt report`). Throws kopt::Error (kopt.io.*) when a file cannot
+/// be written.
+WrittenReports write_reports(const run::RunStore& store, const std::vector<std::string>& performance_cases,
+                             const std::filesystem::path& html_file = {});
 
 }  // namespace kopt::report

@@ -84,6 +84,17 @@ std::string esc(const std::string& text, bool multiline) {
   return out;
 }
 
+std::string esc_label(const std::string& text) {
+  const std::string e = esc(text);
+  std::string out;
+  out.reserve(e.size() + 16);
+  for (char c : e) {
+    out += c;
+    if (c == ',') out += "<wbr>";
+  }
+  return out;
+}
+
 // At most `max_chars` code points of `s` (the last one an ellipsis if cut).
 std::string truncate(const std::string& s, size_t max_chars) {
   std::vector<uint32_t> cps = decode_utf8(s);

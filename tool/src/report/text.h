@@ -17,6 +17,9 @@ std::vector<uint32_t> decode_utf8(const std::string& s);
 /// characters XML forbids become U+FFFD; with `multiline` false, tabs and line
 /// breaks become spaces. A URL in the text is shown without its credentials.
 std::string esc(const std::string& text, bool multiline = false);
+/// esc(text) for HTML with a line-break opportunity (<wbr>) after each comma,
+/// so that a label such as "BM=128,BN=64,..." wraps between its pairs.
+std::string esc_label(const std::string& text);
 /// At most `max_chars` code points of `s` (the last one an ellipsis if cut).
 std::string truncate(const std::string& s, size_t max_chars);
 /// Length in code points.

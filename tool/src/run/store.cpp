@@ -646,6 +646,7 @@ Summary RunStore::summary() const {
     if (counted_when_none(v)) s.counts[model::verdict_name(v)] = 0;
   for (const Attempt& a : history_) ++s.counts[model::verdict_name(a.result.verdict)];
   s.attempts = static_cast<int64_t>(history_.size());
+  s.accuracy = accuracy_of(s, history_);
   return s;
 }
 
@@ -657,7 +658,11 @@ Summary RunStore::summary(const json& extra) const {
 
 void RunStore::write_summary(const Summary& s) const {
   if (memory_) throw std::logic_error("RunStore::write_summary: a run kept in memory has no folder");
-  run::write_summary(dir_ / kSummaryJson, s);
+  // "accuracy" follows the kernels the summary names now (the driver sets
+  // final_best and the variants after RunStore::summary()).
+  Summary out = s;
+  out.accuracy = accuracy_of(out, history_);
+  run::write_summary(dir_ / kSummaryJson, out);
 }
 
 void RunStore::write_summary(const json& extra) const { write_summary(summary(extra)); }

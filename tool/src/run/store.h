@@ -167,13 +167,15 @@ class RunStore {
   /// speedup_vs_initial), reference_geomean_ms, initial_geomean_ms (null
   /// when unknown), counts (every verdict name -> number of attempts; a
   /// compile-only run's "compiled" only when there is one), attempts (history
-  /// size). The caller sets the rest (the run driver: tune/finish.cpp).
+  /// size), accuracy (run::accuracy_of: the best's errors beside cuBLAS's,
+  /// when measured). The caller sets the rest (the run driver: tune/finish.cpp).
   Summary summary() const;
   /// summary() with `extra`'s keys set as Summary::merge sets them (its keys
   /// win; SpecError for a value of the wrong type).
   Summary summary(const nlohmann::json& extra) const;
 
-  /// Writes summary.json (atomically).
+  /// Writes summary.json (atomically), with "accuracy" derived again for the
+  /// kernels `s` names (run::accuracy_of: the variants, final_best or best).
   void write_summary(const Summary& s) const;
   /// Writes summary(extra).
   void write_summary(const nlohmann::json& extra) const;

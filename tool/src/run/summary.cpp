@@ -172,6 +172,15 @@ TunerStats tuner_stats(const JsonAt& t) {
       if (auto v = d.find("dropped")) dev.dropped = v->string();
       s.devices.push_back(std::move(dev));
     }
+  if (auto f = t.find("filtered_before_compile")) {
+    f->expect_object();
+    TunerStats::Filtered x;
+    x.configurations = f->at("configurations").integer(0);
+    x.space = f->at("space").integer(0);
+    const JsonAt limits = f->at("limits");
+    for (size_t i = 0; i < limits.size(); ++i) x.limits.push_back(limits.at(i).string());
+    s.filtered_before_compile = std::move(x);
+  }
   return s;
 }
 
@@ -187,7 +196,7 @@ json tuner_stats_json(const TunerStats& s) {
     if (!d.dropped.empty()) j["dropped"] = d.dropped;
     devices.push_back(std::move(j));
   }
-  return {{"candidates_per_minute", s.candidates_per_minute},
+  json j = {{"candidates_per_minute", s.candidates_per_minute},
           {"gpu_measured_fraction", s.gpu_measured_fraction},
           {"compile_ms_median", s.compile_ms_median},
           {"compile_cache_hit_rate", s.compile_cache_hit_rate},
@@ -200,6 +209,9 @@ json tuner_stats_json(const TunerStats& s) {
           {"host_gap_ms", s.host_gap_ms},
           {"worker_other_ms", s.worker_other_ms},
           {"devices", std::move(devices)}};
+  if (const auto& f = s.filtered_before_compile)
+    j["filtered_before_compile"] = {{"configurations", f->configurations}, {"space", f->space}, {"limits", f->limits}};
+  return j;
 }
 
 ShapeClassSummary shape_class_summary(const JsonAt& c) {
@@ -239,6 +251,59 @@ json shape_class_json(const ShapeClassSummary& s) {
   return j;
 }
 
+Accuracy accuracy(const JsonAt& a) {
+  a.expect_object();
+  Accuracy out;
+  if (auto v = a.find("cublas_index")) out.cublas_index = static_cast<int>(v->integer(1, INT32_MAX));
+  if (auto ks = a.find("kernels"))
+    for (size_t i = 0; i < ks->size(); ++i) {
+      const JsonAt k = ks->at(i);
+      k.expect_object();
+      AccuracyKernel ak;
+      ak.variant = static_cast<int>(k.at("variant").integer(0, INT32_MAX));
+      if (auto v = k.find("index")) ak.index = static_cast<int>(v->integer(1, INT32_MAX));
+      if (auto v = k.find("label")) ak.label = v->string();
+      if (auto cs = k.find("cases"))
+        for (size_t j = 0; j < cs->size(); ++j) {
+          const JsonAt c = cs->at(j);
+          c.expect_object();
+          AccuracyCase ac;
+          ac.name = c.at("name").string();
+          if (auto v = c.find("role")) ac.role = v->string();
+          ac.rel_error_max = opt_number(c, "rel_error_max", 0);
+          ac.rel_error_rms = opt_number(c, "rel_error_rms", 0);
+          ac.cublas_rel_error_max = opt_number(c, "cublas_rel_error_max", 0);
+          ac.cublas_rel_error_rms = opt_number(c, "cublas_rel_error_rms", 0);
+          ak.cases.push_back(std::move(ac));
+        }
+      out.kernels.push_back(std::move(ak));
+    }
+  return out;
+}
+
+json accuracy_json(const Accuracy& a) {
+  json kernels = json::array();
+  for (const AccuracyKernel& k : a.kernels) {
+    json cases = json::array();
+    for (const AccuracyCase& c : k.cases) {
+      json j = {{"name", c.name}};
+      if (!c.role.empty()) j["role"] = c.role;
+      for (const auto& [key, v] : {std::pair<const char*, const std::optional<double>*>{"rel_error_max", &c.rel_error_max},
+                                   {"rel_error_rms", &c.rel_error_rms},
+                                   {"cublas_rel_error_max", &c.cublas_rel_error_max},
+                                   {"cublas_rel_error_rms", &c.cublas_rel_error_rms}})
+        if (*v) j[key] = **v;
+      cases.push_back(std::move(j));
+    }
+    json j = {{"variant", k.variant}, {"label", k.label}, {"cases", std::move(cases)}};
+    if (k.index) j["index"] = *k.index;
+    kernels.push_back(std::move(j));
+  }
+  json j = {{"kernels", std::move(kernels)}};
+  if (a.cublas_index) j["cublas_index"] = *a.cublas_index;
+  return j;
+}
+
 // ---------------------------------------------------------------------------
 // Top-level keys: one reader per key, so that a tolerant read can leave out
 // exactly the member that is damaged.
@@ -268,6 +333,7 @@ const std::map<std::string, KeyReader>& key_readers() {
          s.counts = std::move(counts);
        }},
       {"attempts", [](Summary& s, const JsonAt& v, ReadMode) { s.attempts = v.integer(0); }},
+      {"accuracy", [](Summary& s, const JsonAt& v, ReadMode) { s.accuracy = accuracy(v); }},
       // The run driver
       {"budget", [](Summary& s, const JsonAt& v, ReadMode) { s.budget = v.expect_object().value(); }},
       {"budget_used", [](Summary& s, const JsonAt& v, ReadMode) { s.budget_used = budget_used(v); }},
@@ -475,7 +541,7 @@ json Specialization::to_json() const {
 const std::vector<std::string>& Summary::store_keys() {
   static const std::vector<std::string> keys = {
       "format_version", "tool_version", "run", "workload", "gpu", "spec_hash", "strategy", "seed",
-      "created", "best", "reference_geomean_ms", "initial_geomean_ms", "counts", "attempts"};
+      "created", "best", "reference_geomean_ms", "initial_geomean_ms", "counts", "attempts", "accuracy"};
   return keys;
 }
 
@@ -494,6 +560,7 @@ void Summary::assign_store_keys(const Summary& fresh) {
   initial_geomean_ms = fresh.initial_geomean_ms;
   counts = fresh.counts;
   attempts = fresh.attempts;
+  accuracy = fresh.accuracy;
 }
 
 void Summary::merge(const json& keys, const std::string& where, ReadMode mode) {
@@ -534,6 +601,7 @@ json Summary::to_json() const {
   s["initial_geomean_ms"] = special_json(initial_geomean_ms);
   s["counts"] = json(counts);
   if (attempts) s["attempts"] = *attempts;
+  if (accuracy) s["accuracy"] = accuracy_json(*accuracy);
   if (!budget.is_null()) s["budget"] = budget;
   if (budget_used) s["budget_used"] = budget_used_json(*budget_used);
   if (stop) s["stop"] = *stop;
@@ -566,6 +634,58 @@ Summary Summary::from_json(const json& j, const std::string& where, ReadMode mod
   Summary s;
   s.merge(j, where, mode);
   return s;
+}
+
+std::optional<Accuracy> accuracy_of(const Summary& s, const std::vector<model::Attempt>& history) {
+  auto by_index = [&](const std::optional<int>& index) -> const model::Attempt* {
+    if (!index) return nullptr;
+    for (const model::Attempt& a : history)
+      if (a.index == *index) return &a;
+    return nullptr;
+  };
+  // The kernels the run ships: the variants, else the winner.
+  std::vector<std::pair<int, const model::Attempt*>> shipped;
+  if (s.specialization && s.specialization->variants.size() > 1) {
+    for (const SpecializationVariant& v : s.specialization->variants)
+      if (const model::Attempt* a = by_index(v.index)) shipped.emplace_back(v.variant, a);
+  } else if (const model::Attempt* a = by_index(s.final_best ? s.final_best->index : std::nullopt)) {
+    shipped.emplace_back(0, a);
+  } else if (const model::Attempt* b = by_index(s.best ? s.best->index : std::nullopt)) {
+    shipped.emplace_back(0, b);
+  }
+  const model::Attempt* cublas = nullptr;
+  for (const model::Attempt& a : history)
+    if (a.kind == model::AttemptKind::baseline && a.result.verdict == model::Verdict::ok) {
+      cublas = &a;
+      break;
+    }
+  auto finite = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? v : std::nullopt; };
+  Accuracy out;
+  if (cublas) out.cublas_index = cublas->index;
+  for (const auto& [variant, a] : shipped) {
+    AccuracyKernel k;
+    k.variant = variant;
+    k.index = a->index;
+    k.label = a->label;
+    for (const model::CaseResult& c : a->result.cases) {
+      AccuracyCase ac;
+      ac.name = c.name;
+      ac.role = c.role;
+      ac.rel_error_max = finite(c.rel_error_max);
+      ac.rel_error_rms = finite(c.rel_error_rms);
+      if (!ac.rel_error_max && !ac.rel_error_rms) continue;
+      if (cublas)
+        for (const model::CaseResult& b : cublas->result.cases)
+          if (b.name == c.name) {
+            ac.cublas_rel_error_max = finite(b.rel_error_max);
+            ac.cublas_rel_error_rms = finite(b.rel_error_rms);
+          }
+      k.cases.push_back(std::move(ac));
+    }
+    if (!k.cases.empty()) out.kernels.push_back(std::move(k));
+  }
+  if (out.kernels.empty()) return std::nullopt;
+  return out;
 }
 
 Summary read_summary(const std::filesystem::path& file, ReadMode mode) {

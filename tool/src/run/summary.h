@@ -161,6 +161,16 @@ struct TunerStats {
     std::string uuid, dropped;  // empty: unknown / not dropped (left out of the file)
   };
   std::vector<Device> devices;
+  /// "filtered_before_compile": configurations of the template's space left
+  /// out before anything was compiled, over the device's limits, apart from
+  /// the evaluations (search/device_constants.h); absent without a
+  /// device-limit constraint.
+  struct Filtered {
+    int64_t configurations = 0;       // left out
+    int64_t space = 0;                // the configurations that remain
+    std::vector<std::string> limits;  // the constraints that left them out, as text
+  };
+  std::optional<Filtered> filtered_before_compile;
 };
 
 /// summary.json "time_split": where the run's wall time went, in minutes.
@@ -183,6 +193,35 @@ struct ShapeClassSummary {
   std::optional<double> best_geomean_ms;
 };
 
+/// One case of summary.json "accuracy": a kernel's error against the FP64
+/// oracle beside the cuBLAS FP32 baseline's on the same inputs
+/// (model::CaseResult::rel_error_max / rel_error_rms: relative to the scale
+/// of the products, docs/evaluation.md "Accuracy"; dimensionless). Unset:
+/// not measured (another tolerance, the case not checked to the end, or no
+/// baseline).
+struct AccuracyCase {
+  std::string name;
+  std::string role;  // "correctness" | "performance"; empty when unknown
+  std::optional<double> rel_error_max, rel_error_rms;
+  std::optional<double> cublas_rel_error_max, cublas_rel_error_rms;
+};
+
+/// A kernel of summary.json "accuracy": one that `kopt generate` ships.
+struct AccuracyKernel {
+  int variant = 0;           // its variant number (0: the winner, the single best)
+  std::optional<int> index;  // the attempt in history.json
+  std::string label;
+  std::vector<AccuracyCase> cases;  // in the attempt's order of cases
+};
+
+/// summary.json "accuracy": the errors of the kernels the run ships beside
+/// cuBLAS FP32's, per case. Derived from the history (accuracy_of) by the
+/// run store, like the other store keys.
+struct Accuracy {
+  std::optional<int> cublas_index;  // the cuBLAS baseline's attempt (absent: none passed)
+  std::vector<AccuracyKernel> kernels;
+};
+
 /// summary.json, every key kopt writes. Members written only when set are
 /// std::optional (or, for documents owned elsewhere, null JSON).
 struct Summary {
@@ -197,6 +236,7 @@ struct Summary {
   std::optional<double> reference_geomean_ms, initial_geomean_ms;  // null when unknown
   std::map<std::string, int64_t> counts;  // verdict name -> attempts
   std::optional<int64_t> attempts;        // history size (absent only in a damaged file)
+  std::optional<Accuracy> accuracy;       // accuracy_of(*this, history); absent when nothing was measured
 
   // The run driver (tune/finish.cpp).
   nlohmann::json budget;  // the budget as the proposer records it (Proposer::budget_json); null: absent
@@ -243,6 +283,15 @@ struct Summary {
   /// variants[1].file: expected a string, got an integer (5)".
   static Summary from_json(const nlohmann::json& j, const std::string& where, ReadMode mode = ReadMode::strict);
 };
+
+/// summary.json "accuracy" of `s` over `history`: the kernels it ships (the
+/// specialisation's variants when there are some, else the winner:
+/// final_best, else best), each with every case of its attempt where an
+/// error was measured, beside the cuBLAS baseline's on that case (the first
+/// baseline attempt that passed). nullopt when no kernel has a measured case
+/// (no GEMM tolerance, no attempt passed, or a run older than the
+/// measurement). A kernel whose attempt is not in `history` is left out.
+std::optional<Accuracy> accuracy_of(const Summary& s, const std::vector<model::Attempt>& history);
 
 /// Reads `file` (summary.json): kopt.io.* when it cannot be read, kopt.json.*
 /// when it is not JSON or (strict) a value is of the wrong type or range.

@@ -34,6 +34,7 @@ std::vector<std::string> split_top_level(const std::string& list) {
 
 Annotations parse_annotations(const std::string& source, const std::string& origin) {
   Annotations a;
+  a.origin = origin;
   std::istringstream in(source);
   std::string line;
   int lineno = 0;
@@ -55,7 +56,7 @@ Annotations parse_annotations(const std::string& source, const std::string& orig
         try {
           e.push_back(Expr::parse(p));
         } catch (const Error& err) {
-          throw SpecError("kopt.annot.402", where + err.what());
+          throw SpecError("kopt.annot.402", where + "kopt:" + what + ": " + err.what());
         }
       }
       while (e.size() < 3) e.push_back(Expr::constant(1));
@@ -67,16 +68,21 @@ Annotations parse_annotations(const std::string& source, const std::string& orig
       if (!a.entry) a.entry = value;
     } else if (key == "grid") {
       auto d = dims("grid");
-      if (!a.grid) a.grid = d;
+      if (!a.grid) a.grid = d, a.grid_line = lineno;
     } else if (key == "block") {
       auto d = dims("block");
-      if (!a.block) a.block = d;
-    } else if (key == "shared") {
+      if (!a.block) a.block = d, a.block_line = lineno;
+    } else if (key == "shared" || key == "static_shared") {
+      std::optional<Expr> e;
       try {
-        auto e = Expr::parse(value);
-        if (!a.shared_bytes) a.shared_bytes = e;
+        e = Expr::parse(value);
       } catch (const Error& err) {
-        throw SpecError("kopt.annot.402", where + err.what());
+        throw SpecError("kopt.annot.402", where + "kopt:" + key + ": " + err.what());
+      }
+      std::optional<Expr>& field = key == "shared" ? a.shared_bytes : a.static_shared_bytes;
+      if (!field) {
+        field = e;
+        (key == "shared" ? a.shared_line : a.static_shared_line) = lineno;
       }
     } else if (key == "options") {
       std::istringstream opts(value);
@@ -98,7 +104,7 @@ Annotations parse_annotations(const std::string& source, const std::string& orig
       a.params.emplace(name, v);  // the first line for a name wins
     } else {
       throw SpecError("kopt.annot.404", where + "unknown annotation 'kopt:" + key +
-                                            "' (known: entry, grid, block, shared, options, param)");
+                                            "' (known: entry, grid, block, shared, static_shared, options, param)");
     }
   }
   return a;

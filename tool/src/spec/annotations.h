@@ -6,9 +6,13 @@
 //   // kopt:grid ceil_div(N, 16), ceil_div(M, 16), 1
 //   // kopt:block 16, 16, 1
 //   // kopt:shared 0
+//   // kopt:static_shared (BM + BN) * BK * 4
 //   // kopt:options -O3 -maxrregcount=128
 //   // kopt:param BM=128
 // Missing grid/block entries default to 1. Unknown kopt: keys are errors.
+// `kopt:static_shared` states the static __shared__ bytes the kernel declares
+// (Launch::static_shared_bytes): configurations over the device's limit are
+// left out of a search before compiling.
 // The first line of each key wins, so a header written in front of a source
 // (as best.cu has) supersedes the source's own lines.
 // `kopt:param` lines give tuning-parameter values (best.cu carries them), which
@@ -29,8 +33,13 @@ struct Annotations {
   std::optional<std::string> entry;
   std::optional<std::vector<Expr>> grid, block;  // 1 to 3 expressions
   std::optional<Expr> shared_bytes;
+  std::optional<Expr> static_shared_bytes;
   std::vector<std::string> options;
   std::map<std::string, int64_t> params;
+  /// Where the launch lines are: the `origin` given to parse_annotations and
+  /// the 1-based line of each (0: absent), for messages about them.
+  std::string origin;
+  int grid_line = 0, block_line = 0, shared_line = 0, static_shared_line = 0;
 };
 
 /// Parses the annotations of `source`; `origin` names the file in errors.

@@ -46,9 +46,13 @@ std::string shown_expr(const std::string& expr) {
 /// Longer texts are refused before they are split into tokens (memory).
 constexpr size_t kMaxTextLength = 64 * 1024;
 
-/// Two-character operators first so that "<=" is not read as "<" "=".
-const char* const kOperators[] = {"||", "&&", "==", "!=", "<=", ">=", "<", ">",
-                                  "+",  "-",  "*",  "/",  "%",  "!"};
+/// Two-character operators first so that "<=" is not read as "<" "=", nor
+/// "//" as "/" "/".
+const char* const kOperators[] = {"||", "&&", "==", "!=", "<=", ">=", "<<", ">>", "//", "**", "<", ">",
+                                  "+",  "-",  "*",  "/",  "%",  "!",  "&",  "|",  "^",  "~"};
+
+/// Python's logical keywords, read as operators (they cannot be names).
+bool is_keyword_operator(const std::string& name) { return name == "and" || name == "or" || name == "not"; }
 
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -104,7 +108,8 @@ std::vector<Token> tokenize(const std::string& s) {
     } else if (is_name_start(c)) {
       size_t end = pos;
       while (end < s.size() && is_name_char(s[end])) ++end;
-      out.push_back({Tok::name, s.substr(pos, end - pos), 0, column});
+      const std::string word = s.substr(pos, end - pos);
+      out.push_back({is_keyword_operator(word) ? Tok::op : Tok::name, word, 0, column});
       pos = end;
     } else if (c == '(' || c == ')' || c == ',') {
       out.push_back({c == '(' ? Tok::lparen : c == ')' ? Tok::rparen : Tok::comma,
@@ -122,6 +127,7 @@ std::vector<Token> tokenize(const std::string& s) {
         }
       }
       if (!matched) {
+        if (c == '=') fail("kopt.expr.001", "unexpected character '=' (a comparison is '==')", column, s);
         std::string shown(1, c);
         if (!std::isprint(static_cast<unsigned char>(c))) {
           const char* hex = "0123456789abcdef";
@@ -181,6 +187,10 @@ struct Expr::Node {
   std::string text;    // name, operator or function spelling
   const FnInfo* fn = nullptr;
   int column = 0;      // of the token (operator, name, literal, function name)
+  /// Python's alone: an operator C lacks or reads otherwise ('//', '**',
+  /// bitwise ones, 'and'/'or'/'not', a chained comparison). Expr::cpp writes
+  /// an expression with one in C++'s terms; one without is C++ as written.
+  bool python = false;
   std::vector<std::shared_ptr<const Node>> kids;
 };
 
@@ -226,50 +236,102 @@ class Parser {
     fail("kopt.expr.002", "expected " + expected + ", found " + found, t.column, text_);
   }
 
-  static NodePtr make_binary(const Token& op, NodePtr lhs, NodePtr rhs) {
+  /// A binary node; `spelling` replaces the token's text (the keyword
+  /// operators are stored as the C operators they mean: "and" as "&&").
+  static NodePtr make_binary(const Token& op, NodePtr lhs, NodePtr rhs, const std::string& spelling = "") {
     auto n = std::make_shared<Node>();
     n->kind = Node::Kind::binary;
-    n->text = op.text;
+    n->text = spelling.empty() ? op.text : spelling;
     n->column = op.column;
+    n->python = n->text != op.text || is_python_operator(op.text);
     n->kids = {std::move(lhs), std::move(rhs)};
     return n;
   }
+  static bool is_python_operator(const std::string& op) {
+    for (const char* p : {"//", "**", "&", "|", "^", "<<", ">>", "~", "and", "or", "not"})
+      if (op == p) return true;
+    return false;
+  }
+
+  /// The operator among `ops` at the current token, or nullptr.
+  const char* matching(std::initializer_list<const char*> ops) const {
+    for (const char* op : ops)
+      if (at_op(op)) return op;
+    return nullptr;
+  }
 
   /// Parses `next (op next)*` for the operators in `ops`, left-associative.
+  /// "and" and "or" are stored as "&&" and "||".
   template <typename Next>
   NodePtr parse_left_assoc(std::initializer_list<const char*> ops, Next next) {
     NodePtr lhs = (this->*next)();
-    for (;;) {
-      const char* matched = nullptr;
-      for (const char* op : ops) {
-        if (at_op(op)) matched = op;
-      }
-      if (!matched) return lhs;
+    while (matching(ops)) {
       const Token op = take();
-      lhs = make_binary(op, lhs, (this->*next)());
+      const std::string spelling = op.text == "and" ? "&&" : op.text == "or" ? "||" : op.text;
+      lhs = make_binary(op, lhs, (this->*next)(), spelling);
     }
+    return lhs;
   }
 
-  NodePtr parse_or() { return parse_left_assoc({"||"}, &Parser::parse_and); }
-  NodePtr parse_and() { return parse_left_assoc({"&&"}, &Parser::parse_cmp); }
-  NodePtr parse_cmp() {
-    return parse_left_assoc({"==", "!=", "<", "<=", ">", ">="}, &Parser::parse_add);
+  NodePtr parse_or() { return parse_left_assoc({"||", "or"}, &Parser::parse_and); }
+  NodePtr parse_and() { return parse_left_assoc({"&&", "and"}, &Parser::parse_not); }
+  /// Python's "not": below the comparisons ("not a == b" is "not (a == b)").
+  NodePtr parse_not() {
+    if (!at_op("not")) return parse_cmp();
+    const Token op = take();
+    DepthGuard guard(this, op);
+    return make_unary(op, parse_not(), "!");
   }
+  /// Comparisons chain as in Python: "a < b <= c" is "a < b and b <= c"
+  /// (b evaluated once: the subtree is shared).
+  NodePtr parse_cmp() {
+    static const std::initializer_list<const char*> kCmp = {"==", "!=", "<", "<=", ">", ">="};
+    NodePtr first = parse_bor();
+    if (!matching(kCmp)) return first;
+    NodePtr lhs = first, chain;
+    while (matching(kCmp)) {
+      const Token op = take();
+      NodePtr rhs = parse_bor();
+      NodePtr link = make_binary(op, lhs, rhs);
+      chain = chain ? make_binary(op, chain, link, "&&") : link;  // "&&" differs from the token: Python's
+      lhs = rhs;
+    }
+    return chain;
+  }
+  NodePtr parse_bor() { return parse_left_assoc({"|"}, &Parser::parse_bxor); }
+  NodePtr parse_bxor() { return parse_left_assoc({"^"}, &Parser::parse_band); }
+  NodePtr parse_band() { return parse_left_assoc({"&"}, &Parser::parse_shift); }
+  NodePtr parse_shift() { return parse_left_assoc({"<<", ">>"}, &Parser::parse_add); }
   NodePtr parse_add() { return parse_left_assoc({"+", "-"}, &Parser::parse_mul); }
-  NodePtr parse_mul() { return parse_left_assoc({"*", "/", "%"}, &Parser::parse_unary); }
+  NodePtr parse_mul() { return parse_left_assoc({"*", "/", "//", "%"}, &Parser::parse_unary); }
+
+  static NodePtr make_unary(const Token& op, NodePtr operand, const std::string& spelling = "") {
+    auto n = std::make_shared<Node>();
+    n->kind = Node::Kind::unary;
+    n->text = spelling.empty() ? op.text : spelling;
+    n->column = op.column;
+    n->python = n->text != op.text || is_python_operator(op.text);
+    n->kids = {std::move(operand)};
+    return n;
+  }
 
   NodePtr parse_unary() {
-    if (at_op("-") || at_op("!") || at_op("+")) {
+    if (at_op("-") || at_op("!") || at_op("+") || at_op("~")) {
       const Token op = take();
       DepthGuard guard(this, op);
-      auto n = std::make_shared<Node>();
-      n->kind = Node::Kind::unary;
-      n->text = op.text;
-      n->column = op.column;
-      n->kids = {parse_unary()};
-      return n;
+      return make_unary(op, parse_unary());
     }
-    return parse_primary();
+    return parse_power();
+  }
+
+  /// primary ['**' unary]: right-associative, above the unary operators on
+  /// its left ("-2**2" is -4) as in Python.
+  NodePtr parse_power() {
+    NodePtr base = parse_primary();
+    if (!at_op("**")) return base;
+    const Token op = take();
+    DepthGuard guard(this, op);
+    return make_binary(op, base, parse_unary());
   }
 
   NodePtr parse_primary() {
@@ -410,6 +472,7 @@ class Evaluator {
     const int64_t v = eval(*n.kids[0]);
     if (n.text == "!") return v == 0 ? 1 : 0;
     if (n.text == "+") return v;
+    if (n.text == "~") return ~v;
     int64_t r = 0;
     if (__builtin_sub_overflow(int64_t{0}, v, &r)) overflow(n);
     return r;
@@ -435,10 +498,22 @@ class Evaluator {
       if (__builtin_mul_overflow(a, b, &r)) overflow(n);
       return r;
     }
-    if (op == "/" || op == "%") {
+    if (op == "/" || op == "%" || op == "//") {
       if (b == 0) div_zero(n);
       if (a == std::numeric_limits<int64_t>::min() && b == -1) overflow(n);
+      if (op == "//") return floor_div(a, b);
       return op == "/" ? a / b : a % b;
+    }
+    if (op == "**") return power(n, a, b);
+    if (op == "&") return a & b;
+    if (op == "|") return a | b;
+    if (op == "^") return a ^ b;
+    if (op == "<<" || op == ">>") {
+      if (b < 0 || b > 63) bad_arg(n, "needs a shift count in 0..63, got " + std::to_string(b));
+      if (op == ">>") return a >> b;  // arithmetic: rounds toward -infinity, as Python's
+      if (b > 0 && (a > (std::numeric_limits<int64_t>::max() >> b) || a < (std::numeric_limits<int64_t>::min() >> b)))
+        overflow(n);
+      return static_cast<int64_t>(static_cast<uint64_t>(a) << b);
     }
     if (op == "==") return a == b;
     if (op == "!=") return a != b;
@@ -447,6 +522,27 @@ class Evaluator {
     if (op == ">") return a > b;
     if (op == ">=") return a >= b;
     return 0;  // unreachable: the parser only builds the operators above
+  }
+
+  /// floor(a / b) (Python's //): b != 0 and no overflow, checked by the caller.
+  static int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if (a % b != 0 && ((a % b < 0) != (b < 0))) --q;
+    return q;
+  }
+
+  /// a ** b for b >= 0 (Python's **), with overflow checked.
+  int64_t power(const Node& n, int64_t a, int64_t b) const {
+    if (b < 0) bad_arg(n, "needs an exponent >= 0, got " + std::to_string(b));
+    int64_t r = 1;
+    for (int64_t i = 0; i < b; ++i) {
+      if (__builtin_mul_overflow(r, a, &r)) overflow(n);
+      if (r == 0 || r == 1) break;  // stays there: 0**b, 1**b
+      if (r == -1 && a == -1) {  // alternates: the parity of what is left decides
+        return (b - i - 1) % 2 == 0 ? -1 : 1;
+      }
+    }
+    return r;
   }
 
   /// ceil(a / b) for any signs; b == 0 is a division by zero.
@@ -504,6 +600,35 @@ class Evaluator {
   const Bindings& vars_;
 };
 
+/// The C++ form of a node (Expr::cpp).
+std::string cpp_of(const Node& n) {
+  switch (n.kind) {
+    case Node::Kind::integer:
+      return n.value > 2147483647 ? std::to_string(n.value) + "LL" : std::to_string(n.value);
+    case Node::Kind::name: return n.text;
+    case Node::Kind::unary: return "(" + n.text + cpp_of(*n.kids[0]) + ")";
+    case Node::Kind::binary: {
+      const std::string a = cpp_of(*n.kids[0]), b = cpp_of(*n.kids[1]);
+      if (n.text == "//") return "floor_div(" + a + ", " + b + ")";
+      if (n.text == "**") return "ipow(" + a + ", " + b + ")";
+      return "(" + a + " " + n.text + " " + b + ")";
+    }
+    case Node::Kind::call: {
+      std::string out = n.text + "(";
+      for (size_t i = 0; i < n.kids.size(); ++i) out += (i ? ", " : "") + cpp_of(*n.kids[i]);
+      return out + ")";
+    }
+  }
+  return "0";  // unreachable
+}
+
+bool has_python(const Node& n) {
+  if (n.python) return true;
+  for (const auto& k : n.kids)
+    if (has_python(*k)) return true;
+  return false;
+}
+
 void collect_names(const Node& n, std::set<std::string>& out) {
   if (n.kind == Node::Kind::name) out.insert(n.text);
   for (const auto& k : n.kids) collect_names(*k, out);
@@ -539,6 +664,12 @@ std::set<std::string> Expr::names() const {
   std::set<std::string> out;
   if (root_) collect_names(*root_, out);
   return out;
+}
+
+std::string Expr::cpp() const {
+  if (!root_) return std::string();
+  // Without Python's own operators the text means the same in C++.
+  return has_python(*root_) ? cpp_of(*root_) : text_;
 }
 
 std::optional<int64_t> Expr::as_constant() const {

@@ -232,6 +232,10 @@ std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, ui
                                            dtype_name(dtype));
   }
   std::vector<uint8_t> out;
+  if (g.kind == Generator::Kind::view) {
+    throw SpecError("kopt.inputs.205", "a view of '" + g.view_of + "' is made from that buffer's contents "
+                                       "(view_elements), not generated");
+  }
   if (g.kind == Generator::Kind::npy) {
     gen_npy(g, dtype, count, case_name, out);
     return out;
@@ -250,7 +254,37 @@ std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, ui
         store_double(p, dtype, i, g.start + static_cast<double>(i) * g.step);
       }
       break;
-    case Generator::Kind::npy: break;  // handled above
+    case Generator::Kind::npy:
+    case Generator::Kind::view: break;  // handled above
+  }
+  return out;
+}
+
+std::vector<uint8_t> view_elements(const Generator& g, DType dtype, int64_t count, const uint8_t* source,
+                                   DType source_dtype, int64_t source_count, const std::string& name,
+                                   const std::string& case_name) {
+  const size_t elem = dtype_size(dtype);
+  int64_t bytes = 0, last = 0;
+  if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(elem), &bytes)) {
+    throw SpecError("kopt.inputs.203", "cannot make " + std::to_string(count) + " elements of " + dtype_name(dtype));
+  }
+  if (count > 0 && (__builtin_mul_overflow(count - 1, g.view_stride, &last) ||
+                    __builtin_add_overflow(last, g.view_start, &last) || last >= source_count || g.view_start < 0)) {
+    throw SpecError("kopt.inputs.204", "case " + case_name + ": '" + name + "' is a view of " +
+                                           std::to_string(count) + " elements of '" + g.view_of + "' from element " +
+                                           std::to_string(g.view_start) + " in steps of " +
+                                           std::to_string(g.view_stride) + ", but '" + g.view_of + "' has " +
+                                           std::to_string(source_count) + " elements");
+  }
+  std::vector<uint8_t> out(static_cast<size_t>(bytes));
+  const size_t src_elem = dtype_size(source_dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t j = g.view_start + i * g.view_stride;
+    if (source_dtype == dtype) {
+      std::memcpy(out.data() + static_cast<size_t>(i) * elem, source + static_cast<size_t>(j) * src_elem, elem);
+    } else {
+      store_double(out.data(), dtype, i, element_as_double(source, source_dtype, j));
+    }
   }
   return out;
 }

@@ -40,6 +40,18 @@ namespace kopt::spec {
 std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,
                               const std::string& case_name = "");
 
+/// A view (Generator::Kind::view): element i of the result is element
+/// g.view_start + i * g.view_stride of `source` (`source_count` packed elements
+/// of `source_dtype`): the bytes themselves when the types match, else
+/// converted through double as generate() converts. Throws
+/// SpecError("kopt.inputs.204") naming `name`, `case_name` and the source when
+/// the source holds too few elements (a count that depends on a tuning
+/// parameter can outgrow it), and "kopt.inputs.203" for a negative count.
+/// generate() refuses a view (kopt.inputs.205): it has no source.
+std::vector<uint8_t> view_elements(const Generator& g, DType dtype, int64_t count, const uint8_t* source,
+                                   DType source_dtype, int64_t source_count, const std::string& name,
+                                   const std::string& case_name);
+
 /// Derives the seed of one buffer in one case and trial from the spec seed, so
 /// buffers, cases and trials get independent streams.
 uint64_t derive_seed(uint64_t spec_seed, const std::string& case_name,

@@ -46,6 +46,8 @@ std::optional<Launch> annotated_launch(const Annotations& a) {
     l.block[i] = a.block ? (*a.block)[i] : Expr::constant(1);
   }
   l.shared_bytes = a.shared_bytes ? *a.shared_bytes : Expr::constant(0);
+  if (a.static_shared_bytes) l.static_shared_bytes = *a.static_shared_bytes;
+  l.origin = {a.origin, a.grid_line, a.block_line, a.shared_line, a.static_shared_line};
   return l;
 }
 
@@ -84,6 +86,7 @@ std::vector<Candidate> candidates_from_text(const std::string& text, const std::
       l.block[d] = (*a.block)[d];
     }
     l.shared_bytes = a.shared_bytes ? *a.shared_bytes : Expr::constant(0);
+    l.origin = {a.origin, a.grid_line, a.block_line, a.shared_line, 0};
     c.launch = l;
     c.params = a.params;
     c.options = whole.options;  // the file's kopt:options line (every variant shares them)

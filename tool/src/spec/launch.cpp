@@ -13,7 +13,11 @@ LaunchDims resolve_launch(const Launch& l, const Case& c,
     try {
       return e.eval(b);
     } catch (const Error& err) {
-      throw SpecError("kopt.launch.501", std::string("launch ") + what + " for case " + c.name + ": " + err.what());
+      // A launch from a kernel file's kopt: lines names that file and line.
+      const std::string key = std::string(what) == "shared_bytes" ? "shared" : what;
+      const std::string where = launch_origin(l, key);
+      throw SpecError("kopt.launch.501", (where.empty() ? std::string("launch ") + what : where + " '" + e.text() + "'") +
+                                             " for case " + c.name + ": " + err.what());
     }
   };
   for (int i = 0; i < 3; ++i) {

@@ -21,7 +21,8 @@ struct LaunchDims {
 
 /// Evaluates grid/block/shared expressions with the case's sizes and
 /// `params` (an empty grid or block dimension is 1, empty shared is 0).
-/// Throws SpecError(kopt.launch.501) naming the case and the expression.
+/// Throws SpecError(kopt.launch.501) naming the case and the expression, and
+/// for a launch from a kernel file's kopt: lines (Launch::origin) the file and line.
 LaunchDims resolve_launch(const Launch& l, const Case& c, const std::map<std::string, int64_t>& params);
 
 }  // namespace kopt::spec

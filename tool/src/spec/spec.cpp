@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <utility>
 
 #include "spec/spec_parse.h"
@@ -90,6 +91,7 @@ const char* role_name(Role r) {
     case Role::input: return "input";
     case Role::output: return "output";
     case Role::inout: return "inout";
+    case Role::constant: return "constant";
   }
   return "?";
 }
@@ -102,8 +104,21 @@ const char* generator_kind_name(Generator::Kind k) {
     case Generator::Kind::constant: return "constant";
     case Generator::Kind::iota: return "iota";
     case Generator::Kind::npy: return "npy";
+    case Generator::Kind::view: return "view";
   }
   return "?";
+}
+
+int64_t sum_partials(const Tolerance& t, int64_t count, const Bindings& b) {
+  int64_t p = 0;
+  if (!t.partials.empty()) {
+    p = t.partials.eval(b);
+  } else {
+    const int64_t totals = t.totals.empty() ? 1 : t.totals.eval(b);
+    if (totals < 1 || count % totals != 0) return 0;
+    p = count / totals;
+  }
+  return p >= 1 && count % p == 0 ? p : 0;
 }
 
 const char* case_role_name(CaseRole r) {
@@ -126,7 +141,12 @@ std::vector<std::string> dtype_names() {
   return names;
 }
 const char* tolerance_kind_name(Tolerance::Kind k) {
-  return k == Tolerance::Kind::gemm ? "gemm" : "allclose";
+  switch (k) {
+    case Tolerance::Kind::gemm: return "gemm";
+    case Tolerance::Kind::sum: return "sum";
+    case Tolerance::Kind::allclose: break;
+  }
+  return "allclose";
 }
 double dtype_max_finite(DType t) {
   switch (t) {
@@ -164,28 +184,99 @@ std::vector<const Case*> Spec::performance_cases() const {
   return out;
 }
 
+namespace {
+
+/// True when define `name` of `s`, or a define it uses, names a size of some
+/// case (its value may then differ per case). Cycles are refused on load.
+bool define_names_size(const Spec& s, const std::string& name, int depth = 0) {
+  const auto it = s.defines.find(name);
+  if (it == s.defines.end() || depth > 64) return false;
+  for (const std::string& n : it->second.names()) {
+    if (s.defines.count(n) && n != name) {  // "N": "N" names the size N, not itself
+      if (define_names_size(s, n, depth + 1)) return true;
+      continue;
+    }
+    for (const Case& c : s.cases)
+      if (c.sizes.count(n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Spec::has_case_defines() const {
+  for (const auto& [name, e] : defines)
+    if (define_names_size(*this, name)) return true;
+  return false;
+}
+
+std::map<std::string, int64_t> Spec::constant_defines() const {
+  std::map<std::string, int64_t> out;
+  if (cases.empty()) return out;
+  for (const auto& [name, e] : defines)
+    if (!define_names_size(*this, name))
+      if (auto v = cases.front().defines.find(name); v != cases.front().defines.end()) out[name] = v->second;
+  return out;
+}
+
 Bindings bindings_for(const Case& c, const std::map<std::string, int64_t>& params) {
   Bindings b(c.sizes.begin(), c.sizes.end());
+  for (const auto& [name, value] : c.defines) b.emplace(name, value);  // a define named like a size is that size
   for (const auto& [name, value] : params) {
     if (!b.emplace(name, value).second) {
-      throw SpecError("kopt.spec.130", "parameter '" + name + "' shadows a size of case '" +
-                                           c.name + "'");
+      throw SpecError("kopt.spec.130", "parameter '" + name + "' shadows " +
+                                           (c.sizes.count(name) ? "a size" : "a define") + " of case '" + c.name + "'");
     }
   }
   return b;
 }
 
+std::vector<std::string> define_order(const Spec& s) {
+  std::vector<std::string> order;
+  std::set<std::string> done;
+  for (bool progress = true; progress && order.size() < s.defines.size();) {
+    progress = false;
+    for (const auto& [name, e] : s.defines) {
+      if (done.count(name)) continue;
+      bool ready = true;
+      for (const std::string& n : e.names()) ready = ready && (n == name || !s.defines.count(n) || done.count(n));
+      if (!ready) continue;
+      order.push_back(name);
+      done.insert(name);
+      progress = true;
+    }
+  }
+  return order;  // short of s.defines only for a cycle
+}
+
+std::string launch_origin(const Launch& l, const std::string& what) {
+  if (l.origin.file.empty()) return "";
+  const int line = what == "grid" ? l.origin.grid_line
+                   : what == "block" ? l.origin.block_line
+                   : what == "shared" ? l.origin.shared_line
+                                      : l.origin.static_shared_line;
+  return l.origin.file + (line > 0 ? ":" + std::to_string(line) : "") + ": kopt:" + what;
+}
+
+const Launch& kernel_launch(const Spec& s, const KernelSource& k) {
+  if (k.launch) return *k.launch;
+  if (k.annotated_launch) return *k.annotated_launch;
+  return s.launch;
+}
+
 Expr data_bytes_expr(const Spec& spec) {
   std::string text;
   for (const Param& p : spec.signature)
-    if (p.is_buffer && !p.count.empty())
+    if (p.is_buffer && p.role != Role::constant && !p.count.empty())
       text += (text.empty() ? "" : " + ") + ("(" + p.count.text() + ")*" + std::to_string(dtype_size(p.dtype)));
   return text.empty() ? Expr() : Expr::parse(text);
 }
 
 const std::vector<std::string>& constraint_constant_names() {
-  static const std::vector<std::string> kNames = {"MAX_SHARED_PER_BLOCK", "MAX_THREADS_PER_BLOCK",
-                                                  "REGS_PER_SM", "SM_COUNT", "WARP_SIZE"};
+  static const std::vector<std::string> kNames = {
+      "MAX_SHARED_PER_BLOCK", "MAX_THREADS_PER_BLOCK", "REGS_PER_SM", "SM_COUNT", "WARP_SIZE",
+      "MAX_STATIC_SHARED_PER_BLOCK", "MAX_SHARED_PER_SM", "MAX_THREADS_PER_SM", "MAX_REGS_PER_BLOCK",
+      "MAX_REGS_PER_THREAD"};
   return kNames;
 }
 
@@ -201,21 +292,29 @@ stdfs::path expand_case(const stdfs::path& path, const std::string& case_name) {
 namespace {
 
 /// The top-level launch may be omitted when the initial and reference kernels
-/// have their own and at least one kernel (initial, reference or template) has
-/// one; it then defaults to the initial kernel's launch, else the reference
-/// kernel's, else the template's. A template without a launch does not need
-/// one (it may come from the kopt: annotations of its source).
+/// (those present) have their own, in the spec ("launch") or in their source's
+/// `// kopt:` lines, and at least one kernel has one; it then defaults to the
+/// initial kernel's launch, else the reference kernel's, else the template's.
+/// A template without a launch does not need one (it may come from the kopt:
+/// annotations of its source).
 void resolve_launch(const Ctx& ctx, Spec& s, bool given) {
   if (given) return;
   const bool ref_is_kernel = s.reference.kind == Reference::Kind::kernel;
+  auto own = [](const KernelSource& k) -> const Launch* {
+    return k.launch ? &*k.launch : k.annotated_launch ? &*k.annotated_launch : nullptr;
+  };
   const Launch* fallback = nullptr;
-  if (s.template_kernel && s.template_kernel->launch) fallback = &*s.template_kernel->launch;
-  if (ref_is_kernel && s.reference.kernel.launch) fallback = &*s.reference.kernel.launch;
-  if (s.initial && s.initial->launch) fallback = &*s.initial->launch;
+  if (s.template_kernel && own(*s.template_kernel)) fallback = own(*s.template_kernel);
+  if (ref_is_kernel && own(s.reference.kernel)) fallback = own(s.reference.kernel);
+  if (s.initial && own(*s.initial)) fallback = own(*s.initial);
   std::string why;
   if (!fallback) why = "no kernel has a launch of its own";
-  if (ref_is_kernel && !s.reference.kernel.launch) why = "the reference kernel has no launch of its own";
-  if (s.initial && !s.initial->launch) why = "the initial kernel has no launch of its own";
+  if (ref_is_kernel && !own(s.reference.kernel))
+    why = "the reference kernel has no launch of its own: give it \"launch\" or '// kopt:grid' and "
+          "'// kopt:block' lines in its source";
+  if (s.initial && !own(*s.initial))
+    why = "the initial kernel has no launch of its own: give it \"launch\" or '// kopt:grid' and "
+          "'// kopt:block' lines in its source";
   if (!why.empty()) ctx.fail("kopt.spec.125", "$", "missing required key 'launch' (" + why + ")");
   s.launch = *fallback;
 }
@@ -223,7 +322,7 @@ void resolve_launch(const Ctx& ctx, Spec& s, bool given) {
 const std::vector<std::string> kTopKeys = {
     "format_version", "name",  "description", "seed",      "signature", "launch",
     "reference",      "initial", "template",  "baseline",  "cases",     "tolerance",
-    "timing",         "checks",  "tuning"};
+    "timing",         "checks",  "tuning",    "defines"};
 
 void parse_header(const Ctx& ctx, const json& doc, Spec& s) {
   if (const json* v = opt(doc, "format_version")) {
@@ -258,6 +357,7 @@ Spec parse_spec(const json& doc, const stdfs::path& origin,
   check_keys(ctx, doc, "$", kTopKeys);
   parse_header(ctx, doc, s);
   if (const json* v = opt(doc, "tuning")) s.tuning = parse_tuning(ctx, *v, "$.tuning");
+  if (const json* v = opt(doc, "defines")) s.defines = parse_spec_defines(ctx, *v, "$.defines");
   s.cases = parse_cases(ctx, need(ctx, doc, "cases", "$"), "$.cases");
   s.signature = parse_signature(ctx, need(ctx, doc, "signature", "$"), "$.signature");
   const json* launch = opt(doc, "launch");

@@ -26,6 +26,7 @@ json launch_json(const Launch& l) {
   j["grid"] = json::array({expr_json(l.grid[0]), expr_json(l.grid[1]), expr_json(l.grid[2])});
   j["block"] = json::array({expr_json(l.block[0]), expr_json(l.block[1]), expr_json(l.block[2])});
   j["shared_bytes"] = expr_json(l.shared_bytes);
+  if (!l.static_shared_bytes.empty()) j["static_shared_bytes"] = expr_json(l.static_shared_bytes);
   if (!l.block_work.empty()) j["block_work"] = expr_json(l.block_work);
   if (!l.traffic_bytes.empty()) j["traffic_bytes"] = expr_json(l.traffic_bytes);
   return j;
@@ -89,6 +90,10 @@ json tolerance_json(const Tolerance& t) {
   if (t.kind == Tolerance::Kind::allclose) {
     j.update({{"rtol", t.rtol}, {"atol", t.atol}});
     if (t.rel_l2) j["rel_l2"] = *t.rel_l2;
+  } else if (t.kind == Tolerance::Kind::sum) {
+    j.update({{"terms", expr_json(t.terms)}, {"factor", t.factor}, {"rtol", t.rtol}, {"atol", t.atol}});
+    if (!t.partials.empty()) j["partials"] = expr_json(t.partials);
+    if (!t.totals.empty()) j["totals"] = expr_json(t.totals);
   } else {
     j.update({{"factor", t.factor}, {"a", t.a}, {"b", t.b}, {"m", t.m}, {"n", t.n}, {"k", t.k}});
   }
@@ -116,7 +121,9 @@ json Generator::to_json() const {
     case Kind::constant: j["value"] = value; break;
     case Kind::iota: j.update({{"start", start}, {"step", step}}); break;
     case Kind::npy: j["path"] = npy.string(); break;
+    case Kind::view: j.update({{"of", view_of}, {"start", view_start}, {"stride", view_stride}}); break;
   }
+  if (fixed) j["fixed"] = true;  // written only when set: the fingerprint of other specs stays the same
   return j;
 }
 
@@ -149,6 +156,11 @@ json to_json(const Spec& s) {
                  {"launch_timeout_ms", s.timing.launch_timeout_ms}};
   j["checks"] = {{"trials", s.checks.trials}, {"repeats", s.checks.repeats}};
   j["tuning"] = tuning_json(s.tuning);
+  // Written only when given, so that the fingerprint of a spec without them stays the same.
+  if (!s.defines.empty()) {
+    j["defines"] = json::object();
+    for (const auto& [n, e] : s.defines) j["defines"][n] = expr_json(e);
+  }
   return j;
 }
 
@@ -157,7 +169,7 @@ json to_json(const Spec& s) {
 // ---------------------------------------------------------------------------
 
 bool operator==(const Generator& a, const Generator& b) {
-  if (a.kind != b.kind) return false;
+  if (a.kind != b.kind || a.fixed != b.fixed) return false;
   switch (a.kind) {
     case Generator::Kind::uniform: return a.low == b.low && a.high == b.high;
     case Generator::Kind::normal: return a.mean == b.mean && a.stddev == b.stddev;
@@ -165,6 +177,8 @@ bool operator==(const Generator& a, const Generator& b) {
     case Generator::Kind::constant: return a.value == b.value;
     case Generator::Kind::iota: return a.start == b.start && a.step == b.step;
     case Generator::Kind::npy: return a.npy == b.npy;
+    case Generator::Kind::view:
+      return a.view_of == b.view_of && a.view_start == b.view_start && a.view_stride == b.view_stride;
   }
   return false;
 }
@@ -177,14 +191,15 @@ bool operator==(const Param& a, const Param& b) {
 
 bool operator==(const Case& a, const Case& b) {
   return a.name == b.name && a.sizes == b.sizes && a.role == b.role &&
-         a.input_overrides == b.input_overrides && a.weight == b.weight;
+         a.input_overrides == b.input_overrides && a.weight == b.weight && a.defines == b.defines;
 }
 
 bool operator==(const Launch& a, const Launch& b) {
   for (int i = 0; i < 3; ++i) {
     if (a.grid[i] != b.grid[i] || a.block[i] != b.block[i]) return false;
   }
-  return a.shared_bytes == b.shared_bytes && a.block_work == b.block_work && a.traffic_bytes == b.traffic_bytes;
+  return a.shared_bytes == b.shared_bytes && a.static_shared_bytes == b.static_shared_bytes &&
+         a.block_work == b.block_work && a.traffic_bytes == b.traffic_bytes;
 }
 
 bool operator==(const KernelSource& a, const KernelSource& b) {
@@ -210,6 +225,10 @@ bool operator==(const Tolerance& a, const Tolerance& b) {
   if (a.kind != b.kind) return false;
   if (a.kind == Tolerance::Kind::allclose) {
     return a.rtol == b.rtol && a.atol == b.atol && a.rel_l2 == b.rel_l2;
+  }
+  if (a.kind == Tolerance::Kind::sum) {
+    return a.terms == b.terms && a.partials == b.partials && a.totals == b.totals && a.factor == b.factor &&
+           a.rtol == b.rtol && a.atol == b.atol;
   }
   return a.factor == b.factor && a.a == b.a && a.b == b.b && a.m == b.m && a.n == b.n && a.k == b.k;
 }
@@ -239,7 +258,7 @@ bool operator==(const Spec& a, const Spec& b) {
          a.template_kernel == b.template_kernel && a.cublas_baseline == b.cublas_baseline &&
          a.launch == b.launch &&
          a.tolerance == b.tolerance && a.timing == b.timing && a.checks == b.checks &&
-         a.tuning == b.tuning;
+         a.tuning == b.tuning && a.defines == b.defines;
 }
 
 }  // namespace kopt::spec

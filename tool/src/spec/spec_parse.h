@@ -42,7 +42,10 @@ const char* tolerance_kind_name(Tolerance::Kind k);
 /// The largest finite value of a floating-point dtype (65504 for half);
 /// for integer dtypes, the largest value as a double.
 double dtype_max_finite(DType t);
-inline bool is_output(const Param& p) { return p.is_buffer && p.role != Role::input; }
+inline bool is_output(const Param& p) {
+  return p.is_buffer && (p.role == Role::output || p.role == Role::inout);
+}
+/// Buffers with contents made by a generator: inputs, inouts and constants.
 inline bool is_input(const Param& p) { return p.is_buffer && p.role != Role::output; }
 
 // JSON reading helpers (spec_read.cpp).
@@ -117,6 +120,8 @@ std::map<std::string, Tolerance> parse_tolerance(const Ctx& ctx, const json& j, 
 Timing parse_timing(const Ctx& ctx, const json& j, const std::string& path);
 Checks parse_checks(const Ctx& ctx, const json& j, const std::string& path);
 Tuning parse_tuning(const Ctx& ctx, const json& j, const std::string& path);
+/// The top-level "defines": NAME -> integer or expression (checked by validate()).
+std::map<std::string, Expr> parse_spec_defines(const Ctx& ctx, const json& j, const std::string& path);
 
 // Cross-section validation, second pass (spec_validate.cpp).
 void validate(const Ctx& ctx, Spec& s, bool launch_given);

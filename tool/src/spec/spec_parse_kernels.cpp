@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "spec/kernel_file.h"
 #include "util/fs.h"
 
 namespace kopt::spec::detail {
@@ -13,7 +14,7 @@ namespace stdfs = std::filesystem;
 
 Launch parse_launch(const Ctx& ctx, const json& j, const std::string& path) {
   expect_object(ctx, j, path);
-  check_keys(ctx, j, path, {"grid", "block", "shared_bytes", "block_work", "traffic_bytes"});
+  check_keys(ctx, j, path, {"grid", "block", "shared_bytes", "static_shared_bytes", "block_work", "traffic_bytes"});
   Launch l;
   auto dims = [&](const char* key, Expr (&out)[3]) {
     const std::string p = child(path, key);
@@ -32,6 +33,8 @@ Launch parse_launch(const Ctx& ctx, const json& j, const std::string& path) {
   dims("block", l.block);
   l.shared_bytes = Expr::constant(0);
   if (const json* v = opt(j, "shared_bytes")) l.shared_bytes = get_expr(ctx, *v, child(path, "shared_bytes"));
+  if (const json* v = opt(j, "static_shared_bytes"))
+    l.static_shared_bytes = get_expr(ctx, *v, child(path, "static_shared_bytes"));
   if (const json* v = opt(j, "block_work")) l.block_work = get_expr(ctx, *v, child(path, "block_work"));
   if (const json* v = opt(j, "traffic_bytes")) l.traffic_bytes = get_expr(ctx, *v, child(path, "traffic_bytes"));
   return l;
@@ -46,6 +49,16 @@ std::map<std::string, int64_t> parse_defines(const Ctx& ctx, const json& j, cons
   }
   return out;
 }
+std::map<std::string, Expr> parse_spec_defines(const Ctx& ctx, const json& j, const std::string& path) {
+  expect_object(ctx, j, path);
+  std::map<std::string, Expr> out;
+  for (const auto& [name, value] : j.items()) {
+    check_identifier(ctx, name, child(path, name), "define name");
+    out[name] = get_expr(ctx, value, child(path, name));
+  }
+  return out;
+}
+
 namespace {
 
 stdfs::path existing_file(const Ctx& ctx, const json& j, const std::string& path) {
@@ -75,6 +88,11 @@ KernelSource parse_kernel_source(const Ctx& ctx, const json& j, const std::strin
     k.compile_options = get_string_list(ctx, *v, child(path, "compile_options"));
   }
   if (const json* v = opt(j, "defines")) k.defines = parse_defines(ctx, *v, child(path, "defines"));
+  // The source's own kopt: lines (errors name the file and line: kopt.annot.4xx).
+  const Annotations a = parse_annotations(fs::read_file(k.source, "kernel source", fs::kSourceMaxBytes),
+                                          fs::display(k.source));
+  k.annotated_launch = annotated_launch(a);
+  k.annotated_params = a.params;
   return k;
 }
 namespace {
@@ -138,7 +156,8 @@ Tolerance parse_one_tolerance(const Ctx& ctx, const json& j, const std::string& 
   if (const json* v = opt(j, "kind")) {
     t.kind = parse_enum(ctx, *v, child(path, "kind"), "kopt.spec.110", "tolerance kind",
                         std::vector<std::pair<std::string, Tolerance::Kind>>{
-                            {"allclose", Tolerance::Kind::allclose}, {"gemm", Tolerance::Kind::gemm}});
+                            {"allclose", Tolerance::Kind::allclose}, {"gemm", Tolerance::Kind::gemm},
+                            {"sum", Tolerance::Kind::sum}});
   }
   auto non_negative = [&](const char* key, double& field) {
     if (const json* v = opt(j, key)) {
@@ -155,6 +174,22 @@ Tolerance parse_one_tolerance(const Ctx& ctx, const json& j, const std::string& 
       non_negative("rel_l2", v);
       t.rel_l2 = v;
     }
+    return t;
+  }
+  if (t.kind == Tolerance::Kind::sum) {
+    // Names and per-case values are checked with the signature (spec_validate.cpp).
+    check_keys(ctx, j, path, {"kind", "terms", "partials", "totals", "factor", "rtol", "atol"});
+    t.terms = get_expr(ctx, need(ctx, j, "terms", path), child(path, "terms"));
+    const json* p = opt(j, "partials");
+    const json* g = opt(j, "totals");
+    if (p && g) ctx.fail("kopt.spec.119", path, "give 'partials' (per total) or 'totals', not both");
+    if (p) t.partials = get_expr(ctx, *p, child(path, "partials"));
+    if (g) t.totals = get_expr(ctx, *g, child(path, "totals"));
+    t.rtol = t.atol = 0;
+    non_negative("rtol", t.rtol);
+    non_negative("atol", t.atol);
+    non_negative("factor", t.factor);
+    if (!(t.factor > 0)) ctx.fail("kopt.spec.119", child(path, "factor"), "expected factor > 0");
     return t;
   }
   check_keys(ctx, j, path, {"kind", "factor", "a", "b", "m", "n", "k"});

@@ -16,7 +16,8 @@ namespace {
 const std::vector<std::pair<std::string, Generator::Kind>> kGeneratorKinds = {
     {"uniform", Generator::Kind::uniform},     {"normal", Generator::Kind::normal},
     {"int_range", Generator::Kind::int_range}, {"constant", Generator::Kind::constant},
-    {"iota", Generator::Kind::iota},           {"npy", Generator::Kind::npy}};
+    {"iota", Generator::Kind::iota},           {"npy", Generator::Kind::npy},
+    {"view", Generator::Kind::view}};
 
 }  // namespace
 
@@ -30,7 +31,7 @@ Generator parse_generator(const Ctx& ctx, const json& j, const std::string& path
   };
   switch (g.kind) {
     case Generator::Kind::uniform:
-      check_keys(ctx, j, path, {"kind", "low", "high"});
+      check_keys(ctx, j, path, {"kind", "low", "high", "fixed"});
       num("low", g.low);
       num("high", g.high);
       if (!(g.low < g.high)) {
@@ -39,13 +40,13 @@ Generator parse_generator(const Ctx& ctx, const json& j, const std::string& path
       }
       break;
     case Generator::Kind::normal:
-      check_keys(ctx, j, path, {"kind", "mean", "stddev"});
+      check_keys(ctx, j, path, {"kind", "mean", "stddev", "fixed"});
       num("mean", g.mean);
       num("stddev", g.stddev);
       if (g.stddev < 0) ctx.fail("kopt.spec.119", child(path, "stddev"), "expected stddev >= 0");
       break;
     case Generator::Kind::int_range:
-      check_keys(ctx, j, path, {"kind", "low", "high"});
+      check_keys(ctx, j, path, {"kind", "low", "high", "fixed"});
       if (const json* v = opt(j, "low")) g.int_low = get_int(ctx, *v, child(path, "low"));
       if (const json* v = opt(j, "high")) g.int_high = get_int(ctx, *v, child(path, "high"));
       if (g.int_low > g.int_high) {
@@ -55,19 +56,31 @@ Generator parse_generator(const Ctx& ctx, const json& j, const std::string& path
       }
       break;
     case Generator::Kind::constant:
-      check_keys(ctx, j, path, {"kind", "value"});
+      check_keys(ctx, j, path, {"kind", "value", "fixed"});
       g.value = get_finite(ctx, need(ctx, j, "value", path), child(path, "value"));
       break;
     case Generator::Kind::iota:
-      check_keys(ctx, j, path, {"kind", "start", "step"});
+      check_keys(ctx, j, path, {"kind", "start", "step", "fixed"});
       num("start", g.start);
       num("step", g.step);
       break;
     case Generator::Kind::npy:
-      check_keys(ctx, j, path, {"kind", "path"});
+      check_keys(ctx, j, path, {"kind", "path", "fixed"});
       g.npy = ctx.resolve(get_nonempty_string(ctx, need(ctx, j, "path", path), child(path, "path")));
       break;
+    case Generator::Kind::view:
+      // Which buffer, and whether the elements are there, is checked with the signature.
+      check_keys(ctx, j, path, {"kind", "of", "start", "stride"});
+      g.view_of = get_nonempty_string(ctx, need(ctx, j, "of", path), child(path, "of"));
+      if (const json* v = opt(j, "start")) {
+        g.view_start = get_int_in(ctx, *v, child(path, "start"), 0, INT64_MAX, "start >= 0");
+      }
+      if (const json* v = opt(j, "stride")) {
+        g.view_stride = get_int_in(ctx, *v, child(path, "stride"), 1, INT64_MAX, "stride >= 1");
+      }
+      break;
   }
+  if (const json* v = opt(j, "fixed")) g.fixed = get_bool(ctx, *v, child(path, "fixed"));
   return g;
 }
 
@@ -125,7 +138,8 @@ void parse_buffer(const Ctx& ctx, const json& j, const std::string& path, Param&
   p.role = parse_enum(ctx, need(ctx, j, "role", path), child(path, "role"), "kopt.spec.109",
                       "buffer role",
                       std::vector<std::pair<std::string, Role>>{
-                          {"input", Role::input}, {"output", Role::output}, {"inout", Role::inout}});
+                          {"input", Role::input}, {"output", Role::output}, {"inout", Role::inout},
+                          {"constant", Role::constant}});
   p.count = get_expr(ctx, need(ctx, j, "count", path), child(path, "count"));
   p.generator = default_generator(p.dtype);
   if (const json* init = opt(j, "init")) {
@@ -134,6 +148,17 @@ void parse_buffer(const Ctx& ctx, const json& j, const std::string& path, Param&
                "an output buffer has no initial contents; use role 'inout' to initialize it");
     }
     p.generator = parse_generator(ctx, *init, child(path, "init"));
+  }
+}
+
+/// "a::b::c" (an optional leading "::"): identifiers joined by "::".
+bool is_qualified_name(const std::string& name) {
+  size_t at = name.rfind("::", 0) == 0 ? 2 : 0;
+  while (true) {
+    const size_t next = name.find("::", at);
+    if (!is_identifier(name.substr(at, next == std::string::npos ? std::string::npos : next - at))) return false;
+    if (next == std::string::npos) return true;
+    at = next + 2;
   }
 }
 
@@ -166,7 +191,10 @@ std::vector<Param> parse_signature(const Ctx& ctx, const json& j, const std::str
     expect_object(ctx, e, p);
     Param param;
     param.name = get_string(ctx, need(ctx, e, "name", p), child(p, "name"));
-    check_identifier(ctx, param.name, child(p, "name"), "parameter name");
+    // A constant names a C++ variable, which may be qualified ("ns::table").
+    const bool qualified_constant = param.name.find("::") != std::string::npos && e.contains("role") &&
+                                    e["role"] == "constant" && is_qualified_name(param.name);
+    if (!qualified_constant) check_identifier(ctx, param.name, child(p, "name"), "parameter name");
     if (!seen.insert(param.name).second) {
       ctx.fail("kopt.spec.107", child(p, "name"), "duplicate parameter name '" + param.name + "'");
     }

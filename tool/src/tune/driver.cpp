@@ -1,5 +1,7 @@
 #include "tune/driver.h"
 
+#include <iostream>
+
 #include "tune/driver_impl.h"
 #include "tune/proposers.h"
 #include "util/interrupt.h"
@@ -19,9 +21,11 @@ int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir) {
   }
   if (o.spec.empty() && is_agent(o)) return optimize_from_description(o, run_dir);
   spec::Spec s = load_spec_with_overrides(o);
-  propose::ProposerPtr proposer = make_proposer(o, &s);
+  std::string plan;  // the shape classes' search order: said once there is a GPU to search on
+  propose::ProposerPtr proposer = make_proposer(o, &s, &plan);
   Driver driver(o, std::move(s), *proposer);
   driver.open_device();
+  if (driver.device()) std::cerr << plan;
   proposer->prepare(driver.device_constants());
   return driver.run(run_dir);
 }

@@ -38,6 +38,11 @@ namespace kopt::tune {
 
 class Runner;
 
+/// --compile-timeout's default, seconds: an NVRTC compile of a tuned kernel
+/// takes a fraction of a second to a few seconds; one past a minute (deep
+/// unrolling of a large tile) is stopped and recorded as a compile error.
+inline constexpr double kDefaultCompileTimeoutS = 60;
+
 struct OptimizeOptions {
   std::filesystem::path spec;            // --spec (required, except for the agent with --description)
   std::filesystem::path template_source; // --template (default: the spec's "template")
@@ -77,6 +82,11 @@ struct OptimizeOptions {
   /// further (0: off).
   double screen_factor = 2.0;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
+  /// How to start a compiler process (`kopt compile-worker`; empty: NVRTC in
+  /// this process, no time limit) and --compile-timeout SECONDS, the limit of
+  /// one compile there (0: none): cuda::CompilerOptions.
+  std::vector<std::string> compile_argv;
+  double compile_timeout_s = kDefaultCompileTimeoutS;
   std::filesystem::path cache_dir;       // NVRTC cache
   /// --device / --devices, --worker-launcher, --worker-command
   /// (model/worker_plan.h): every worker of the run is started from it.

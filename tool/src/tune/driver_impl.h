@@ -48,6 +48,9 @@ struct PipelineStats {
   std::vector<double> compile_ms;    // compiles that missed the cache
   int cache_hits = 0, compiles = 0, compiles_ready = 0;
   int withdrawn = 0;  // compiled, then withdrawn by the proposer before the GPU (Proposer::before_start)
+  /// Configurations left out before compiling, over the device's limits
+  /// (filtered_before_compile in proposers.h); nullopt when none could be.
+  std::optional<run::TunerStats::Filtered> filtered;
   double compile_wait_ms = 0;
   double check_ms = 0, timing_ms = 0;  // worker wall time checking / in the timed loops
   double host_gap_ms = 0, worker_other_ms = 0;
@@ -63,6 +66,20 @@ struct PipelineStats {
 
   /// summary.json "tuner".
   run::TunerStats record() const;
+};
+
+/// The ranked finalists and what is known of each, in rank order: the
+/// per-case medians (over re-timing rounds, else the search's own), whether
+/// it failed a re-check, and the least blocks per SM of its timed launches
+/// (INT_MAX when none was reported).
+struct FinalistTable {
+  std::vector<std::string> perf_cases;
+  std::vector<const model::Attempt*> ranked;
+  std::vector<std::map<std::string, double>> case_ms;
+  std::vector<bool> failed;
+  std::vector<int> occupancy;
+  /// Shape classes: some finalist was timed on its class's cases alone.
+  bool classed = false;
 };
 
 /// The finalists' outcome: the winner, the re-timing and the shape variants.
@@ -128,6 +145,13 @@ class Driver final : public propose::EvaluationService {
   std::string progress_line(const model::Attempt& a, double search_minutes, bool several) const;
   // finalists.cpp
   Finalists choose_finalists();
+  /// Re-times the table's finalists interleaved (`rounds` rounds, within the
+  /// minutes budget), updating its per-case medians, occupancy and failures;
+  /// fills f.retime and picks f.winner by the re-timed median geomean.
+  void retime_finalists(FinalistTable& t, int rounds, Finalists& f);
+  /// Shape specialisation: the variants (the winner, then each case's
+  /// fastest finalist beyond the threshold) and the dispatch tree over them.
+  void specialize_finalists(const FinalistTable& t, Finalists& f) const;
   /// Derives the dispatch tree's cost model (model/dispatch.h) where the
   /// template's launch has block_work and every variant's occupancy was
   /// measured; fills the samples' launches. Leaves the tree alone otherwise.

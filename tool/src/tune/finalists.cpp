@@ -187,7 +187,8 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
     std::cerr << "kopt: dispatch: off the tuned shapes the variant the cost model predicts fastest runs ";
     if (tree.model->margin)
       std::cerr << "where it is predicted faster than variant 0 by " << *tree.model->margin * 100
-                << "% (leave-one-out over " << samples.size() << " tuned shapes)\n";
+                << "% (leave-one-out over " << samples.size() << " tuned shapes)"
+                << (device_->simulated ? std::string(" (") + model::kSimulatedNote + ")" : "") << "\n";
     else
       std::cerr << "nowhere: no margin up to 300% passed the leave-one-out check, and variant 0 runs there\n";
   }
@@ -195,148 +196,152 @@ void Driver::attach_dispatch_model(model::DispatchTree& tree, std::vector<model:
 
 Finalists Driver::choose_finalists() {
   Finalists f;
-  const std::vector<std::string> perf_cases = performance_case_names();
+  FinalistTable t;
+  t.perf_cases = performance_case_names();
   if (!proposer_.finish_policy().retime) {
     f.winner = store_->best();
     return f;
   }
-  const bool specialize = o_.specialize && perf_cases.size() > 1;
-  const std::vector<const Attempt*> ranked = ranked_finalists(store_->history(), o_.top, specialize, perf_cases);
-  f.winner = ranked.empty() ? nullptr : ranked.front();
-  // Per ranked candidate: per-case medians (over rounds) of the re-timing, or
-  // of the search's own measurement when there is no re-timing.
-  std::vector<std::map<std::string, double>> case_ms(ranked.size());
-  for (size_t i = 0; i < ranked.size(); ++i)
-    for (const auto& name : perf_cases) case_ms[i][name] = median_ms(*ranked[i], name);
-  std::vector<bool> failed(ranked.size(), false);
-  // Per ranked candidate: the least blocks per SM its timed launches had (the
-  // re-timing's, else the search's); INT_MAX when none was reported.
-  std::vector<int> occupancy(ranked.size(), INT_MAX);
-  for (size_t i = 0; i < ranked.size(); ++i)
-    for (const auto& cr : ranked[i]->result.cases)
-      if (cr.blocks_per_sm) occupancy[i] = std::min(occupancy[i], *cr.blocks_per_sm);
+  const bool specialize = o_.specialize && t.perf_cases.size() > 1;
+  t.ranked = ranked_finalists(store_->history(), o_.top, specialize, t.perf_cases);
+  f.winner = t.ranked.empty() ? nullptr : t.ranked.front();
+  const size_t n = t.ranked.size();
+  t.case_ms.resize(n);
+  t.failed.assign(n, false);
+  t.occupancy.assign(n, INT_MAX);
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& name : t.perf_cases) t.case_ms[i][name] = median_ms(*t.ranked[i], name);
+    for (const auto& cr : t.ranked[i]->result.cases)
+      if (cr.blocks_per_sm) t.occupancy[i] = std::min(t.occupancy[i], *cr.blocks_per_sm);
+  }
   // Shape classes: the search timed each candidate on its class's cases; the
-  // re-timing times every finalist on every performance case, screening a
-  // case where a finalist is far slower than the fastest finalist there.
-  const std::string all_cases = cases_key(perf_cases);  // the key of an attempt timed on every performance case
-  bool classed = false;
-  for (const auto* a : ranked) classed = classed || timed_cases_key(*a) != all_cases;
-  std::map<std::string, double> screen;
-  if (classed && o_.screen_factor > 0)
-    for (const auto& name : perf_cases) {
-      double fastest = INFINITY;
-      for (size_t i = 0; i < ranked.size(); ++i) fastest = std::min(fastest, case_ms[i][name]);
-      if (std::isfinite(fastest)) screen[name] = fastest * o_.screen_factor;
-    }
-  auto retime_candidate = [&](const Attempt& a) {
-    spec::Candidate c = candidate_of(a);
-    c.performance_cases.clear();
-    c.screen_ms = screen;
-    return c;
-  };
+  // re-timing times every finalist on every performance case.
+  const std::string all_cases = cases_key(t.perf_cases);  // the key of an attempt timed on every performance case
+  for (const auto* a : t.ranked) t.classed = t.classed || timed_cases_key(*a) != all_cases;
   // Shape classes need the re-timing: without it no finalist is checked on
   // the other classes' cases. --retime-rounds 0 means one round there.
-  const int rounds = classed ? std::max(o_.retime_rounds, 1) : o_.retime_rounds;
-  if (classed && o_.retime_rounds == 0 && !o_.quiet)
+  const int rounds = t.classed ? std::max(o_.retime_rounds, 1) : o_.retime_rounds;
+  if (t.classed && o_.retime_rounds == 0 && !o_.quiet)
     std::cerr << "kopt: shape classes: the finalists are re-timed once on every performance case although "
                  "--retime-rounds is 0 (the search timed each on its class's cases alone)\n";
-  if ((ranked.size() > 1 || classed) && rounds > 0 && !util::interrupted()) {
-    if (!o_.quiet)
-      std::cerr << "kopt: re-timing the top " << ranked.size() << " interleaved, " << rounds << " rounds\n";
-    std::vector<std::vector<double>> g(ranked.size());
-    std::vector<std::map<std::string, std::vector<double>>> per_case(ranked.size());
-    // The re-timing is part of the minutes budget: the first round always
-    // runs (there is no winner without one); a later round only when the time
-    // left holds another round as long as the last one.
-    double last_round_min = 0;
-    for (int round = 0; round < rounds && !util::interrupted(); ++round) {
-      const std::optional<double> minutes_left = budget_left().minutes;
-      if (round > 0 && minutes_left && last_round_min > *minutes_left) {
-        if (!o_.quiet)
-          std::cerr << "kopt: re-timing stopped after " << round << " of " << rounds
-                    << " rounds: the minutes budget is spent\n";
-        break;
-      }
-      const double round_start = minutes_elapsed();
-      for (size_t i = 0; i < ranked.size() && !util::interrupted(); ++i) {
-        if (failed[i]) continue;
-        model::Result r;
-        try {
-          r = runner_->evaluate(retime_candidate(*ranked[i]), false);
-        } catch (const util::Interrupted&) {
-          break;  // interrupted() holds: the re-timing is dropped below
-        }
-        if (r.verdict != model::Verdict::ok || !r.geomean_ms) {
-          failed[i] = true;  // a candidate that fails on re-check is out
-          continue;
-        }
-        g[i].push_back(*r.geomean_ms);
-        for (const auto& cr : r.cases) {
-          if (cr.latency) per_case[i][cr.name].push_back(cr.latency->median_ms);
-          if (cr.blocks_per_sm) occupancy[i] = std::min(occupancy[i], *cr.blocks_per_sm);
-        }
-      }
-      last_round_min = minutes_elapsed() - round_start;
-    }
-    if (util::interrupted()) {
-      // SIGINT/SIGTERM: an incomplete re-timing says nothing; the search's own measurements decide.
-      std::fill(failed.begin(), failed.end(), false);
-      std::cerr << (classed ? "kopt: interrupted: the final re-timing is dropped; of the candidates timed on every "
-                              "performance case (the initial kernel), the search's own timings choose the best\n"
-                            : "kopt: interrupted: the final re-timing is dropped; the search's own timings choose the "
-                              "best\n");
-    } else {
-      double best_median = INFINITY;
-      f.winner = nullptr;  // only a candidate that passed its re-checks can win
-      for (size_t i = 0; i < ranked.size(); ++i) {
-        const double median = median_of(g[i]);
-        run::RetimeEntry e;
-        e.index = ranked[i]->index;
-        e.label = ranked[i]->label;
-        e.geomeans_ms = g[i];
-        if (!g[i].empty() && std::isfinite(median)) e.median_ms = median;
-        for (const auto& [name, v] : per_case[i]) {
-          case_ms[i][name] = median_of(v);
-          if (std::isfinite(case_ms[i][name])) e.cases_median_ms[name] = case_ms[i][name];
-          else e.cases_median_ms[name] = std::nullopt;
-        }
-        e.failed_recheck = failed[i];
-        if (runner_->primary() < runner_->size()) e.device = runner_->slot(runner_->primary()).device;
-        f.retime.push_back(std::move(e));
-        if (!failed[i] && !g[i].empty() && median < best_median) {
-          best_median = median;
-          f.winner = ranked[i];
-          if (classed) f.winner_all_cases_ms = median;
-        }
-      }
-    }
-  }
-  if (classed) {
+  if ((n > 1 || t.classed) && rounds > 0 && !util::interrupted()) retime_finalists(t, rounds, f);
+  if (t.classed) {
     // A finalist timed on its class's cases alone, and not re-timed (no
     // re-timing, or an interrupted one), was never checked on the others:
     // it cannot be a variant.
     std::set<std::string> retimed;
     for (const run::RetimeEntry& e : f.retime)
       if (!e.failed_recheck && e.median_ms) retimed.insert(e.label);
-    for (size_t i = 0; i < ranked.size(); ++i)
-      if (!retimed.count(ranked[i]->label) && timed_cases_key(*ranked[i]) != all_cases) failed[i] = true;
-    if (f.winner && failed[static_cast<size_t>(std::find(ranked.begin(), ranked.end(), f.winner) - ranked.begin())]) {
+    for (size_t i = 0; i < n; ++i)
+      if (!retimed.count(t.ranked[i]->label) && timed_cases_key(*t.ranked[i]) != all_cases) t.failed[i] = true;
+    if (f.winner && t.failed[static_cast<size_t>(std::find(t.ranked.begin(), t.ranked.end(), f.winner) -
+                                                  t.ranked.begin())]) {
       f.winner = nullptr;
-      for (size_t i = 0; i < ranked.size() && !f.winner; ++i)
-        if (!failed[i]) f.winner = ranked[i];
+      for (size_t i = 0; i < n && !f.winner; ++i)
+        if (!t.failed[i]) f.winner = t.ranked[i];
     }
   }
-  if (!f.winner || !specialize) return f;
+  if (f.winner && specialize) specialize_finalists(t, f);
+  return f;
+}
 
+void Driver::retime_finalists(FinalistTable& t, int rounds, Finalists& f) {
+  const size_t n = t.ranked.size();
+  // With shape classes, a case where a finalist is far slower than the
+  // fastest finalist there is screened (its timing stopped early).
+  std::map<std::string, double> screen;
+  if (t.classed && o_.screen_factor > 0)
+    for (const auto& name : t.perf_cases) {
+      double fastest = INFINITY;
+      for (size_t i = 0; i < n; ++i) fastest = std::min(fastest, t.case_ms[i][name]);
+      if (std::isfinite(fastest)) screen[name] = fastest * o_.screen_factor;
+    }
+  if (!o_.quiet) std::cerr << "kopt: re-timing the top " << n << " interleaved, " << rounds << " rounds\n";
+  std::vector<std::vector<double>> g(n);
+  std::vector<std::map<std::string, std::vector<double>>> per_case(n);
+  // The re-timing is part of the minutes budget: the first round always
+  // runs (there is no winner without one); a later round only when the time
+  // left holds another round as long as the last one.
+  double last_round_min = 0;
+  for (int round = 0; round < rounds && !util::interrupted(); ++round) {
+    const std::optional<double> minutes_left = budget_left().minutes;
+    if (round > 0 && minutes_left && last_round_min > *minutes_left) {
+      if (!o_.quiet)
+        std::cerr << "kopt: re-timing stopped after " << round << " of " << rounds
+                  << " rounds: the minutes budget is spent\n";
+      break;
+    }
+    const double round_start = minutes_elapsed();
+    for (size_t i = 0; i < n && !util::interrupted(); ++i) {
+      if (t.failed[i]) continue;
+      spec::Candidate c = candidate_of(*t.ranked[i]);
+      c.performance_cases.clear();
+      c.screen_ms = screen;
+      model::Result r;
+      try {
+        r = runner_->evaluate(c, false);
+      } catch (const util::Interrupted&) {
+        break;  // interrupted() holds: the re-timing is dropped below
+      }
+      if (r.verdict != model::Verdict::ok || !r.geomean_ms) {
+        t.failed[i] = true;  // a candidate that fails on re-check is out
+        continue;
+      }
+      g[i].push_back(*r.geomean_ms);
+      for (const auto& cr : r.cases) {
+        if (cr.latency) per_case[i][cr.name].push_back(cr.latency->median_ms);
+        if (cr.blocks_per_sm) t.occupancy[i] = std::min(t.occupancy[i], *cr.blocks_per_sm);
+      }
+    }
+    last_round_min = minutes_elapsed() - round_start;
+  }
+  if (util::interrupted()) {
+    // SIGINT/SIGTERM: an incomplete re-timing says nothing; the search's own measurements decide.
+    std::fill(t.failed.begin(), t.failed.end(), false);
+    std::cerr << (t.classed ? "kopt: interrupted: the final re-timing is dropped; of the candidates timed on every "
+                              "performance case (the initial kernel), the search's own timings choose the best\n"
+                            : "kopt: interrupted: the final re-timing is dropped; the search's own timings choose the "
+                              "best\n");
+    return;
+  }
+  double best_median = INFINITY;
+  f.winner = nullptr;  // only a candidate that passed its re-checks can win
+  for (size_t i = 0; i < n; ++i) {
+    const double median = median_of(g[i]);
+    run::RetimeEntry e;
+    e.index = t.ranked[i]->index;
+    e.label = t.ranked[i]->label;
+    e.geomeans_ms = g[i];
+    if (!g[i].empty() && std::isfinite(median)) e.median_ms = median;
+    for (const auto& [name, v] : per_case[i]) {
+      t.case_ms[i][name] = median_of(v);
+      if (std::isfinite(t.case_ms[i][name])) e.cases_median_ms[name] = t.case_ms[i][name];
+      else e.cases_median_ms[name] = std::nullopt;
+    }
+    e.failed_recheck = t.failed[i];
+    if (runner_->primary() < runner_->size()) e.device = runner_->slot(runner_->primary()).device;
+    f.retime.push_back(std::move(e));
+    if (!t.failed[i] && !g[i].empty() && median < best_median) {
+      best_median = median;
+      f.winner = t.ranked[i];
+      if (t.classed) f.winner_all_cases_ms = median;
+    }
+  }
+}
+
+void Driver::specialize_finalists(const FinalistTable& t, Finalists& f) const {
+  const auto& ranked = t.ranked;
+  const auto& perf_cases = t.perf_cases;
   const size_t w = static_cast<size_t>(std::find(ranked.begin(), ranked.end(), f.winner) - ranked.begin());
+  auto ms = [&](size_t i, const std::string& name) { return t.case_ms[i].at(name); };
   // The candidate variants: the winner, then each case's fastest finalist
   // when it beats the winner there by more than the threshold.
   std::vector<size_t> pool = {w};
   for (const auto& name : perf_cases) {
     size_t pick = w;
     for (size_t i = 0; i < ranked.size(); ++i)
-      if (!failed[i] && case_ms[i][name] < case_ms[pick][name]) pick = i;
-    if (!(case_ms[pick][name] < case_ms[w][name] * (1.0 - o_.specialize_threshold))) pick = w;
+      if (!t.failed[i] && ms(i, name) < ms(pick, name)) pick = i;
+    if (!(ms(pick, name) < ms(w, name) * (1.0 - o_.specialize_threshold))) pick = w;
     if (std::find(pool.begin(), pool.end(), pick) == pool.end()) pool.push_back(pick);
   }
   std::map<std::string, const spec::Case*> case_of;
@@ -356,25 +361,24 @@ Finalists Driver::choose_finalists() {
       ds.name = name;
       const spec::Case* sc = case_of[name];
       for (const auto& k : size_names) ds.sizes.push_back(sc && sc->sizes.count(k) ? sc->sizes.at(k) : 1);
-      for (size_t i : pool) ds.ms.push_back(failed[i] ? NAN : case_ms[i][name]);
+      for (size_t i : pool) ds.ms.push_back(t.failed[i] ? NAN : ms(i, name));
       samples.push_back(std::move(ds));
     }
     tree = model::derive_dispatch(size_names, samples, static_cast<int>(pool.size()), o_.specialize_threshold);
     std::vector<bool> used(pool.size(), false);
     used[0] = true;
-    for (const auto& n : tree.nodes)
-      if (n.dim < 0) used[static_cast<size_t>(n.variant)] = true;
+    for (const auto& node : tree.nodes)
+      if (node.dim < 0) used[static_cast<size_t>(node.variant)] = true;
     if (std::find(used.begin(), used.end(), false) == used.end()) break;
     std::vector<size_t> kept;
     for (size_t v = 0; v < pool.size(); ++v)
       if (used[v]) kept.push_back(pool[v]);
     pool = kept;
   }
-  attach_dispatch_model(tree, samples, pool, ranked, occupancy, case_of);
+  attach_dispatch_model(tree, samples, pool, ranked, t.occupancy, case_of);
   for (size_t i : pool) f.variants.push_back(ranked[i]);
-  f.specialization = specialization_record(perf_cases, tree, samples, case_of, case_ms[w], f.variants,
-                                           o_.specialize_threshold);
-  return f;
+  f.specialization =
+      specialization_record(perf_cases, tree, samples, case_of, t.case_ms[w], f.variants, o_.specialize_threshold);
 }
 
 }  // namespace kopt::tune

@@ -7,7 +7,9 @@
 
 #include "report/report.h"
 #include "spec/kernel_file.h"
+#include "cuda/nvrtc.h"
 #include "tune/driver_impl.h"
+#include "tune/proposers.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
 #include "util/json.h"
@@ -63,6 +65,8 @@ run::TunerStats PipelineStats::record() const {
     td.dropped = d.dropped;
     t.devices.push_back(std::move(td));
   }
+  // Apart from the evaluations: configurations never compiled, over the device's limits.
+  t.filtered_before_compile = filtered;
   return t;
 }
 
@@ -139,6 +143,7 @@ int Driver::finish(const Finalists& f) {
       std::cerr << "kopt: best " << winner->label << ": geomean " << fmt(g) << " ms";
       if (initial_geomean_) std::cerr << ", " << fmt(*initial_geomean_ / g, 3) << "x the initial kernel";
       if (cublas_geomean_) std::cerr << ", " << fmt(*cublas_geomean_ / g, 3) << "x cuBLAS";
+      if (device_ && device_->simulated) std::cerr << " (" << model::kSimulatedNote << ")";
       std::cerr << "\n";
     } else if (!compile_only()) {
       std::cerr << "kopt: no candidate passed every case\n";
@@ -159,6 +164,8 @@ int Driver::finish(const Finalists& f) {
 
 int Driver::compile_only_listing() {
   ThreadPool pool(compile_threads(o_.compile_threads));
+  const std::optional<run::TunerStats::Filtered> filtered =
+      is_agent(o_) ? std::nullopt : filtered_before_compile(spec_, device_constants(), o_.quiet);
   // At most two compiles a thread in flight, and the budget holds (each
   // proposal counts as an evaluation; nothing is timed, so no patience): a
   // large evals budget on a large space must not queue candidates without end.
@@ -172,7 +179,11 @@ int Driver::compile_only_listing() {
     hits += r.cache_hit;
     out.push_back({{"params", c.params}, {"compiled", r.ok}, {"compile_ms", r.compile_ms}, {"cache_hit", r.cache_hit},
                    {"error_name", r.error_name}});
-    if (!o_.quiet) std::cerr << "  " << c.label << ": " << (r.ok ? "compiled" : "compile_error " + r.error_name) << "\n";
+    if (!r.ok) out.back()["error"] = r.detail.empty() ? cuda::first_error_line(r.log) : r.detail;
+    if (!o_.quiet)
+      std::cerr << "  " << c.label << ": "
+                << (r.ok ? "compiled" : "compile_error " + r.error_name + ": " + out.back()["error"].get<std::string>())
+                << "\n";
     jobs.pop_front();
   };
   while (!stop_fulfilled() && !util::interrupted()) {
@@ -188,6 +199,9 @@ int Driver::compile_only_listing() {
   listing.update(proposer_.summary());
   listing.erase("strategy");
   listing.update({{"compiled", ok}, {"failed", failed}, {"cache_hits", hits}, {"candidates", out}});
+  if (filtered)
+    listing["filtered_before_compile"] = {
+        {"configurations", filtered->configurations}, {"space", filtered->space}, {"limits", filtered->limits}};
   std::cout << dump_json(listing, 2) << std::endl;
   std::cerr << "kopt: " << no_device_ << "\n"
             << "kopt: compiled " << ok << " candidate(s) for " << o_.arch << " (" << failed

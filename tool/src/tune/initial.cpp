@@ -42,7 +42,9 @@ void Driver::evaluate_initial() {
   if (!o_.quiet)
     std::cerr << "kopt: initial: " << model::verdict_name(a.result.verdict)
               << (a.result.geomean_ms ? ", geomean " + fmt(*a.result.geomean_ms) + " ms" : " - " + a.result.detail)
-              << (reference_geomean_ ? "; reference geomean " + fmt(*reference_geomean_) + " ms" : "") << "\n";
+              << (reference_geomean_ ? "; reference geomean " + fmt(*reference_geomean_) + " ms" : "")
+              << (device_ && device_->simulated && (a.result.geomean_ms || reference_geomean_) ? std::string(" (") + model::kSimulatedNote + ")" : "")
+              << "\n";
 }
 
 void Driver::evaluate_baseline() {

@@ -28,9 +28,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cuda/nvrtc.h"
 #include "tune/driver_impl.h"
+#include "tune/proposers.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/text.h"
 #include "util/thread_pool.h"
 
 namespace kopt::tune {
@@ -197,17 +200,22 @@ std::string Driver::progress_line(const model::Attempt& a, double mins, bool sev
     if (reference_geomean_) line << ")";
   }
   line << " | " << a.label << ": " << model::verdict_name(a.result.verdict);
+  if (a.result.verdict == model::Verdict::compile_error)  // why, in one line
+    line << " (" << clip(a.result.detail.empty() ? cuda::first_error_line(a.result.compile_log) : a.result.detail, 200)
+         << ")";
   if (a.result.geomean_ms) line << " " << fmt(*a.result.geomean_ms) << " ms";
   if (several && a.result.device) line << " on device " << *a.result.device;
   line << " | " << fmt(stats_.evaluated / std::max(mins, 1e-9), 3) << "/min";
   if (evals > 0 && stats_.evaluated > 0)
     line << " | ETA " << fmt(mins / stats_.evaluated * (evals - stats_.evaluated), 2) << " min";
   line << " | " << stop_->status();
+  if (device_ && device_->simulated) line << " | " << model::kSimulatedNote;
   return line.str();
 }
 
 void Driver::run_pipeline() {
   stats_.threads = compile_threads(o_.compile_threads);
+  if (!is_agent(o_)) stats_.filtered = filtered_before_compile(spec_, device_constants(), o_.quiet);
   const bool several = runner_->size() > 1;
   const size_t primary_before = runner_->primary();
   for (size_t i = 0; i < runner_->size(); ++i) {

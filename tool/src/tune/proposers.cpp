@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
+#include <sstream>
 
 #include "agent/agent.h"
 #include "model/shape_classes.h"
@@ -9,6 +11,7 @@
 #include "propose/search_proposer.h"
 #include "run/interop.h"
 #include "run/store.h"
+#include "search/device_constants.h"
 #include "search/strategy.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -120,7 +123,7 @@ void check_resumed_grouping(const OptimizeOptions& o, const std::vector<model::S
 }
 
 /// The parameter search over the spec's template.
-propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) {
+propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s, std::string* plan) {
   if (!s.template_kernel)
     throw UsageError("kopt.opt.003", s.path.string() +
                                          ": no template to search: add \"template\" to the spec or pass --template FILE");
@@ -131,6 +134,9 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   so.base = template_candidate(s);
   so.params = s.tuning.params;
   so.constraints = s.tuning.constraints;
+  // Configurations the device cannot run (or ptxas refuses) are left out of
+  // the space before anything is compiled (search/device_constants.h).
+  for (const spec::Expr& e : template_limit_constraints(s, so.base)) so.constraints.push_back(e);
   so.strategy = o.strategy;
   so.seed = o.seed;
   so.only = o.space_filter;
@@ -156,10 +162,13 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s) 
   co.points = std::move(points);
   co.screen_factor = o.screen_factor;
   if (!o.quiet) {
-    std::cerr << "kopt: " << co.classes.size() << " shape classes, searched in this order:\n";
+    std::ostringstream out;
+    out << "kopt: " << co.classes.size() << " shape classes, searched in this order:\n";
     for (size_t k = 0; k < co.classes.size(); ++k)
-      std::cerr << "kopt:   c" << k + 1 << " (" << co.classes[k].members.size() << " case"
-                << (co.classes[k].members.size() == 1 ? "" : "s") << "): " << co.classes[k].name << "\n";
+      out << "kopt:   c" << k + 1 << " (" << co.classes[k].members.size() << " case"
+          << (co.classes[k].members.size() == 1 ? "" : "s") << "): " << co.classes[k].name << "\n";
+    if (plan) *plan = out.str();
+    else std::cerr << out.str();
   }
   return std::make_unique<propose::ClassSearchProposer>(std::move(co));
 }
@@ -188,13 +197,37 @@ propose::ProposerPtr make_agent(const OptimizeOptions& o, const spec::Spec*) {
 
 }  // namespace
 
+std::vector<spec::Expr> template_limit_constraints(const spec::Spec& s, const spec::Candidate& base) {
+  if (!base.launch) return {};
+  std::set<std::string> names;
+  for (const spec::TuningParam& p : s.tuning.params) names.insert(p.name);
+  for (const auto& [name, v] : s.constant_defines()) names.insert(name);
+  return search::launch_limit_constraints(*base.launch, names);
+}
+
+std::optional<run::TunerStats::Filtered> filtered_before_compile(const spec::Spec& s, const spec::Bindings& constants,
+                                                                 bool quiet) {
+  if (!s.template_kernel || s.tuning.params.empty()) return std::nullopt;
+  std::vector<spec::Expr> constraints = s.tuning.constraints;
+  for (const spec::Expr& e : template_limit_constraints(s, template_candidate(s))) constraints.push_back(e);
+  const std::optional<search::LimitFilter> f = search::count_limit_filtered(s.tuning.params, constraints, constants);
+  if (!f || f->limits.empty()) return std::nullopt;
+  if (!quiet && f->filtered > 0) {
+    std::cerr << "kopt: " << f->filtered << " configuration" << (f->filtered == 1 ? "" : "s")
+              << " left out before compiling, over the device's limits (";
+    for (size_t i = 0; i < f->limits.size(); ++i) std::cerr << (i ? "; " : "") << f->limits[i];
+    std::cerr << "); " << f->space << " remain\n";
+  }
+  return run::TunerStats::Filtered{static_cast<int64_t>(f->filtered), static_cast<int64_t>(f->space), f->limits};
+}
+
 bool is_agent(const OptimizeOptions& o) {
   return o.strategy == "agent" || o.strategy == "hybrid" || (o.spec.empty() && !o.description.empty());
 }
 
-propose::ProposerPtr make_proposer(const OptimizeOptions& o, const spec::Spec* s) {
+propose::ProposerPtr make_proposer(const OptimizeOptions& o, const spec::Spec* s, std::string* plan) {
   if (is_agent(o)) return make_agent(o, s);
-  return make_search(o, *s);
+  return make_search(o, *s, plan);
 }
 
 std::vector<std::string> proposer_names() {

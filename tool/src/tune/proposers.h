@@ -2,10 +2,13 @@
 // one folder (implementing propose::Proposer) and one entry in proposers.cpp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+
 #include "propose/proposer.h"
+#include "run/summary.h"
 #include "tune/driver.h"
 
 namespace kopt::tune {
@@ -19,10 +22,28 @@ namespace kopt::tune {
 /// agent needs a limit on its model turns (kopt.agent.103). With --resume,
 /// a grouping of shape classes other than the run's is kopt.opt.007.
 /// `spec` is null for a run from a description alone (the agent drafts it).
-propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::Spec* spec);
+/// What the proposer will do (the shape classes in their search order) goes
+/// to `plan` when given, for the caller to say once a GPU is open (a run
+/// without one searches nothing), else to stderr; nothing with --quiet.
+propose::ProposerPtr make_proposer(const OptimizeOptions& options, const spec::Spec* spec,
+                                   std::string* plan = nullptr);
 
 /// True when the options ask for the agent (or hybrid) proposer.
 bool is_agent(const OptimizeOptions& options);
+
+/// The device-limit constraints the template's launch (`base`, the template
+/// candidate) implies (search::launch_limit_constraints): the parameter
+/// search adds them to the spec's constraints.
+std::vector<spec::Expr> template_limit_constraints(const spec::Spec& spec, const spec::Candidate& base);
+
+/// How many configurations of the template's space the device limits leave
+/// out before compiling (search::count_limit_filtered with `constants`, the
+/// template's launch limits included), said on stderr unless `quiet`
+/// ("kopt: 180 configurations left out before compiling, over the device's
+/// limits (...); 234 remain"). nullopt without a template, without any
+/// device-limit constraint, or when the space is too large to count.
+std::optional<run::TunerStats::Filtered> filtered_before_compile(const spec::Spec& spec,
+                                                                 const spec::Bindings& constants, bool quiet);
 
 /// Every name --strategy takes (the search strategies and the agent proposers).
 std::vector<std::string> proposer_names();

@@ -45,14 +45,16 @@ spec::Spec spec_with_capture(nlohmann::json doc, const OptimizeOptions& o, const
   spec::CaptureUse use;
   doc["cases"] = spec::cases_with_capture(base, doc["cases"], capture, where, &use);
   if (!o.quiet) {
-    std::cerr << "kopt: " << where << ": " << use.taken << " captured shape" << (use.taken == 1 ? "" : "s")
+    // A capture file may be written by hand (templates/sgemm/application_shapes.json):
+    // its shapes are the application's, not necessarily captured.
+    std::cerr << "kopt: application shapes from " << where << ": " << use.taken << " shape" << (use.taken == 1 ? "" : "s")
               << " of kernel '" << clip(capture.kernel) << "' as performance case" << (use.taken == 1 ? "" : "s")
               << ", weighted by their "
               << use.launches_taken << " launches";
     if (use.replaced) std::cerr << ", in place of the spec's " << use.replaced << " performance case" << (use.replaced == 1 ? "" : "s");
     std::cerr << "; the spec's " << use.correctness << " correctness case" << (use.correctness == 1 ? "" : "s") << " kept\n";
     if (use.taken < use.shapes)
-      std::cerr << "kopt: " << where << ": the capture holds " << use.shapes << " distinct shapes; only the "
+      std::cerr << "kopt: application shapes from " << where << ": " << use.shapes << " distinct shapes; only the "
                 << use.taken << " most frequent are tuned on (" << fmt(100.0 * static_cast<double>(use.launches_taken) /
                                                                      static_cast<double>(use.launches), 3)
                 << "% of the " << use.launches << " launches)\n";
@@ -143,6 +145,8 @@ eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
   eval::EvaluatorOptions eo;  // the worker: each of o.workers (eval::on_worker)
   eo.cache_dir = o.cache_dir;
   eo.arch = o.arch;
+  eo.compile_argv = o.compile_argv;
+  eo.compile_timeout_s = o.compile_timeout_s;
   eo.time = true;
   eo.time_reference = false;
   return eo;
@@ -175,7 +179,7 @@ void Driver::open_device() {
 }
 
 spec::Bindings Driver::device_constants() const {
-  return search::device_constants(device_ ? &*device_ : nullptr);
+  return search::constraint_constants(spec_, device_ ? &*device_ : nullptr, arch_);
 }
 
 double Driver::minutes_elapsed() const { return std::chrono::duration<double>(now() - t_start_).count() / 60.0; }
@@ -270,7 +274,8 @@ model::Result Driver::compile_only_result(const cuda::CompileResult& cr) const {
   model::Result r;
   r.verdict = cr.ok ? model::Verdict::compiled : model::Verdict::compile_error;
   r.detail = cr.ok ? "compiled for " + arch_ + "; not checked or timed (no GPU)"
-                   : !cr.detail.empty() ? cr.detail : "compilation failed (" + cr.error_name + ")";
+                   : !cr.detail.empty() ? cr.detail
+                                        : "compilation failed (" + cr.error_name + "): " + cuda::first_error_line(cr.log);
   r.error_name = cr.ok ? "" : cr.error_name;
   r.compile_log = cr.log;
   r.compile_ms = cr.compile_ms;

@@ -1,0 +1,723 @@
+// Split-TF32 ("3xTF32") SGEMM on Hopper's warpgroup tensor-core instruction: row-major C[M,N] =
+// A[M,K] * B[K,N], float32 in and out, the products with wgmma.mma_async (sm_90a only: H100, H200),
+// FP32-accurate. Any M, N, K >= 1 is handled. The mma.sync kernel of the same arithmetic, for sm_80
+// and newer, is sgemm_tf32.cu; the arithmetic and its error analysis are described there.
+//
+// kopt:entry sgemm_tf32_wgmma
+// kopt:grid ceil_div(N, WN * WGN), ceil_div(M, 64 * WGM), 1
+// kopt:block 128 * WGM * WGN, 1, 1
+// kopt:shared (4 + STAGES) * (64 * WGM + WN * WGN) * BK * 4 + 1024
+// kopt:options --gpu-architecture=sm_90a
+//
+// wgmma.mma_async exists for sm_90a only (the "a" features of the H100/H200), so the file compiles
+// for that target alone: the options line above makes kopt's NVRTC compile it for sm_90a whatever
+// the device's plain architecture (a later --gpu-architecture replaces the earlier -arch); an nvcc
+// build needs sm_90a code: -gencode arch=compute_90a,code=sm_90a, or CMake's CUDA_ARCHITECTURES 90a
+// (nvcc 13's -arch=sm_90a also writes compute_90 PTX, in which the kernel is a trap: see below).
+// NVRTC refuses any other target with an #error; the sm_80 build uses sgemm_tf32.cu.
+//
+// ==== The arithmetic ==============================================================================
+//
+// As sgemm_tf32.cu: every element x of A and B is split once, x = hi + lo with hi = tf32(x) and
+// lo = tf32(x - hi) (cvt.rn.tf32.f32: round to nearest even), and a*b is taken as lo_a*hi_b +
+// hi_a*lo_b + hi_a*hi_b, three TF32 products on the tensor cores. lo_a*lo_b is dropped (Ootomo and
+// Yokota, IJHPCA 2022, arXiv 2203.03341; CUTLASS OpMultiplyAddFastF32): at most 2^-22 and on average
+// about 2^-24 of |a*b|, the size of FP32's own rounding of each product, so a fourth product would
+// cost a third more tensor work without making the result more accurate.
+//
+// Where the sums are formed. Inside the tensor core a wgmma's sum (its 8 products and the
+// accumulator) is aligned to its largest term and truncated, not rounded (Fasi, Higham, Mikaitis and
+// Pranesh, PeerJ CS 2021): summing all of K there biases the result towards zero by an amount that
+// grows with K. So the tensor core only forms short chains: one chain is KSTEP k steps of 8 (3 *
+// KSTEP wgmma, small products first, the first one from a zero accumulator: scale-d false), and its
+// result is added to an FP32 partial sum with an ordinary FADD (round to nearest) when the chain is
+// complete. The FP32 sums are two-level (sgemm_tf32.cu's ACC2 = 1, the only form that met the 2x
+// error contract there): the partial sum is added to the accumulator and cleared every P k-tiles,
+// P = round(sqrt(KT / CH)) (KT k-tiles, CH = BK / (8 KSTEP) chains per k-tile), so that the inner
+// chain (P * CH adds) and the outer one (KT / P) are about equally long: about 2 sqrt(K / (8
+// KSTEP)) FP32 roundings per output instead of K / (8 KSTEP). KSTEP = 1 is sgemm_tf32.cu's
+// arithmetic; KSTEP 2 and 4 trade accuracy (longer truncated chains) for fewer waits and adds. In
+// the truncating-adder model of tests/unit/test_sgemm_tf32_wgmma.cpp, chains of 1 and 2 steps stay
+// within 2x of a plain FP32 dot product's max and RMS error from K = 64 on (worst 1.4x and 1.7x)
+// and chains of 4 do not (3.3x the RMS on positive inputs at K = 64): the spec allows KSTEP 1 and 2.
+//
+// Special values: NaN and Inf reach the outputs they touch (hi keeps them); finite inputs above
+// (2 - 2^-11) * 2^127 round to Inf in the split.
+//
+// ==== Parameters (preprocessor, -DNAME=VALUE; defaults below) ======================================
+//
+//   WGM, WGN    warpgroups (128 threads each) of a block along M and N: the block tile is BM x BN,
+//               BM = 64 * WGM, BN = WN * WGN; warpgroup g = (wm, wn) = (g / WGN, g % WGN) owns rows
+//               [64 wm, 64 wm + 64) and columns [WN wn, WN wn + WN) of it, one wgmma m64nWNk8 wide.
+//   WN          the wgmma's N: 32, 64, 96 or 128. Each thread holds 3 * WN / 2 FP32 registers of
+//               sums (the chain's tensor-core accumulator, the partial sum, the accumulator).
+//   BK          k-tile: 32 (operand rows of 128 bytes, 128-byte swizzle) or 16 (64 bytes, 64-byte
+//               swizzle). A k-tile is BK / 8 wgmma k steps.
+//   STAGES      cp.async stages of the raw (unsplit) tiles, >= 2 (see Pipeline).
+//   KSTEP       k steps per tensor-core chain: 1, 2 or 4, at most BK / 8 (see The arithmetic; the
+//               spec allows 1 and 2).
+//   LAYOUT      shared-memory layout of the split operands (see Shared memory): 1 swizzled rows (the
+//               layout TMA writes; the usual one), 0 interleaved 8x16-byte core matrices, no swizzle.
+//   SWZ         rasterization: 1 maps block (x, y) to output tile (row y, column x); SWZ > 1 walks
+//               groups of SWZ tile rows column by column (Triton's GROUP_M), for L2 reuse.
+//   MINB        min blocks per SM of __launch_bounds__.
+//   DBUF        0: one chain accumulator, each chain waited for before the next is issued; 1: two,
+//               alternating, so that chain q+1 is issued before chain q is waited for (wgmma.wait_group
+//               1; all waited for at the end of a k-tile, before the barrier that frees its buffer):
+//               a warpgroup keeps the tensor cores fed by itself, for WN / 2 more registers. The sums
+//               are the same, in the same order.
+// Threads per block: 128 * WGM * WGN. Grid: x = ceil_div(N, BN), y = ceil_div(M, BM).
+//
+// ==== Shared memory (dynamic; bytes = (4 + STAGES) * (BM + BN) * BK * 4 + 1024) =====================
+//
+// The base is rounded up to 1024 bytes (the slack is the + 1024): the swizzle is a function of the
+// shared-memory address bits, so every operand tile must start at a multiple of its pattern (1024
+// bytes for the 128-byte swizzle, 512 for the 64-byte one). From the base:
+//   two operand buffers (tile t in buffer t % 2), each: A hi, A lo (BM rows), B hi, B lo (BN rows),
+//     every row one k-tile along K (BK floats: K-major, what wgmma requires of TF32 operands; B is
+//     transposed on the way in); the 16-byte chunk c (k = 4c .. 4c+3) of row r of a tile of R rows
+//     is at (layout of the PTX ISA's "Shared Memory Matrix Layout", CUTLASS's canonical GMMA
+//     layouts, K-major):
+//       LAYOUT 1: swz(r * BK * 4 + 16 c), swz(x) = x ^ (((x >> 7) & m) << 4), m = 7 (BK 32:
+//                 Swizzle<3,4,3>) or 3 (BK 16: Swizzle<2,4,3>); 8 rows make one 1024- (512-) byte
+//                 swizzle atom;
+//       LAYOUT 0: 16 (c R + r): each 8 rows x 16 bytes are one core matrix (128 contiguous bytes),
+//                 the core matrices of a column of chunks one after another.
+//   STAGES raw stages, each: A as loaded, BM rows of BK floats, chunk c of row r at swz(r*BK*4 + 16 c)
+//     (the same swizzle, so that the splitting threads read it without bank conflicts), then B as
+//     loaded, BK rows of BN floats, row-major (k, n) at 4 (k BN + n).
+//
+// ==== Matrix descriptors (PTX ISA, "Matrix Descriptor Format") =======================================
+//
+// 64 bits: [0, 14) start address >> 4, [16, 30) leading dimension byte offset (LBO) >> 4, [32, 46)
+// stride dimension byte offset (SBO) >> 4, [49, 52) base offset (0: every atom starts aligned),
+// [62, 64) swizzle mode (0 none, 1 128-byte, 2 64-byte, 3 32-byte). For the K-major operand of a
+// wgmma (64 rows of A, or WN rows of B; 8 of K = 32 bytes per row) at k step s of a k-tile:
+//   LAYOUT 1: start = tile + r0 * BK * 4 + 32 s (the k step moves inside the swizzle atom, as
+//             CUTLASS's descriptor iterator does), SBO = 8 * BK * 4 (the next 8 rows), LBO = 16
+//             (unused by swizzled K-major layouts), mode 1 (BK 32) or 2 (BK 16);
+//   LAYOUT 0: start = tile + 16 r0 + 2 s * 16 R (chunk 2s), LBO = 16 R (the second chunk of the
+//             step: the next core matrix along K), SBO = 128 (the next 8 rows), mode 0.
+// The hardware reads element (row i, k j) of the operand at
+//   LAYOUT 1: swz(start + (i / 8) SBO + (i % 8) BK * 4 + 16 (j / 4) + 4 (j % 4)),
+//   LAYOUT 0: start + (i / 8) SBO + 16 (i % 8) + (j / 4) LBO + 4 (j % 4);
+// tests/unit/test_sgemm_tf32_wgmma.cpp checks that this is where the splitting threads wrote it.
+//
+// ==== Fragments ======================================================================================
+//
+// The accumulator of wgmma m64nNk8 .f32 (PTX ISA, "Register Fragments and Shared Memory Matrix
+// Layouts", D): warp w (0..3) of the warpgroup holds rows 16w .. 16w+15; lane = 4 g + t; register
+// v = 4 j + 2 h + e is row 16 w + g + 8 h, column 8 j + 2 t + e (j < N / 8, h, e in {0, 1}).
+//
+// ==== Pipeline (KT = ceil_div(K, BK) k-tiles; raw tile t in stage t % STAGES) ==========================
+//
+//   prologue: raw tiles 0 .. STAGES-1 issued (one cp.async group each, empty past KT); wait for
+//             tiles 0 and 1; barrier; tile 0 split into operand buffer 0; proxy fence; barrier.
+//   iteration t (invariant: buffer t % 2 holds tile t, split, fenced, behind a barrier; raw tile
+//             t+1 has landed and is visible to every thread; the raw stage of tile t is free):
+//     issue raw tile t + STAGES into stage t % STAGES, commit (always, maybe empty);
+//     per chain q (CH = BK / (8 KSTEP) of them): wgmma.fence; 3 * KSTEP wgmma on buffer t % 2 into
+//       the chain accumulator; commit; split 1/CH of raw tile t+1 into buffer (t+1) % 2 (while the
+//       tensor cores work: that buffer held tile t-1, whose wgmma all completed before the last
+//       barrier); wait for the chain; partial sum += chain accumulator;
+//     wait for raw tile t+2 (cp.async.wait_group STAGES-2: of tiles 0..t+STAGES, all but the newest
+//       STAGES-2 complete); fence.proxy.async (the split values are generic-proxy writes that the
+//       async proxy of wgmma will read); barrier; every P tiles acc += partial, partial = 0.
+//
+// ==== Bounds (any M, N, K >= 1) =======================================================================
+//
+// Every copy is predicated as in sgemm_tf32.cu: an element outside the matrix is zero-filled by
+// cp.async with src-size 0; 16-byte copies where K % 4 == 0 (A) and N % 4 == 0 (B), else 4-byte
+// ones; zeros split into zeros and add nothing. C is stored where row < M and col < N: float2 when N
+// is even, else element by element. Offsets into A, B and C are 64-bit.
+
+#ifndef WGM
+#define WGM 2
+#endif
+#ifndef WGN
+#define WGN 1
+#endif
+#ifndef WN
+#define WN 128
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef KSTEP
+#define KSTEP 1
+#endif
+#ifndef LAYOUT
+#define LAYOUT 1
+#endif
+#ifndef SWZ
+#define SWZ 1
+#endif
+#ifndef MINB
+#define MINB 1
+#endif
+#ifndef DBUF
+#define DBUF 0
+#endif
+
+// A device pass for a target without wgmma: NVRTC stops with an error; nvcc compiles a kernel that
+// traps (nvcc -arch=sm_90a also writes compute_90 PTX, in a pass where the sm_90a features are off;
+// the sm_90a cubin it writes beside it is what an H100/H200 runs).
+#undef TF32WG_NO_WGMMA
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDACC_RTC__)
+#error "sgemm_tf32_wgmma uses wgmma.mma_async: compile for sm_90a (NVRTC --gpu-architecture=sm_90a, nvcc -arch=sm_90a); other targets use sgemm_tf32.cu"
+#endif
+#define TF32WG_NO_WGMMA 1
+#else
+#define TF32WG_NO_WGMMA 0
+#endif
+
+#undef TF32WG_HD
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define TF32WG_HD __host__ __device__ __forceinline__
+#else
+#define TF32WG_HD inline  // a host compiler reads the index arithmetic only (the CPU tests)
+#endif
+
+namespace tf32wg {
+
+// Every index the kernel computes, as integer arithmetic of the tuning parameters, the thread and
+// the loop counters; the kernel and the CPU tests use these functions and nothing else. Offsets are
+// in bytes from the (1024-aligned) shared-memory base unless said otherwise.
+template <int kWGM, int kWGN, int kWN, int kBK, int kStages, int kLayout, int kSwz>
+struct Layout {
+  static constexpr int kBM = 64 * kWGM, kBN = kWN * kWGN;
+  static constexpr int kOpN = kWN, kTileK = kBK;     // one wgmma's N (rows of its B operand); BK
+  static constexpr int kStageCount = kStages;
+  static constexpr int kThreads = 128 * kWGM * kWGN;
+  static constexpr int kRowBytes = 4 * kBK;          // one row of an operand tile: a k-tile
+  static constexpr int kChunks = kBK / 4;            // 16-byte chunks per row
+  static constexpr int kSwzMask = kBK == 32 ? 7 : 3;  // Swizzle<3,4,3> (128 B) or <2,4,3> (64 B)
+  static constexpr int kSteps = kBK / 8;             // wgmma k steps per k-tile
+  // Operand buffers: [2][A hi, A lo, B hi, B lo]; then the raw stages [kStages][A, B].
+  static constexpr int kOpA = kBM * kRowBytes, kOpB = kBN * kRowBytes;
+  static constexpr int kOpBuf = 2 * (kOpA + kOpB);
+  static constexpr int kRawA = kBM * kRowBytes, kRawB = kBK * kBN * 4;
+  static constexpr int kRawStage = kRawA + kRawB;
+  static constexpr int kSmemBytes = 2 * kOpBuf + kStages * kRawStage;  // + 1024 of alignment slack
+  // Per thread and k-tile: 16-byte chunks of A and of B, for the copies and for the split alike.
+  static constexpr int kItemsA = kBM * kChunks / kThreads, kItemsB = kBN * kChunks / kThreads;
+
+  static TF32WG_HD int op_ahi(int buf) { return buf * kOpBuf; }
+  static TF32WG_HD int op_alo(int buf) { return buf * kOpBuf + kOpA; }
+  static TF32WG_HD int op_bhi(int buf) { return buf * kOpBuf + 2 * kOpA; }
+  static TF32WG_HD int op_blo(int buf) { return buf * kOpBuf + 2 * kOpA + kOpB; }
+  static TF32WG_HD int raw_a(int stage) { return 2 * kOpBuf + stage * kRawStage; }
+  static TF32WG_HD int raw_b(int stage) { return 2 * kOpBuf + stage * kRawStage + kRawA; }
+
+  // The swizzle of a byte offset (relative to a 1024-aligned base): bits [4, 4 + b) ^= bits [7, 7 + b).
+  static TF32WG_HD int swz(int x) { return x ^ (((x >> 7) & kSwzMask) << 4); }
+  // Operand tile of `rows` rows: byte offset of chunk c (k = 4c .. 4c+3) of row r.
+  static TF32WG_HD int op_chunk(int rows, int r, int c) {
+    return kLayout == 0 ? 16 * (c * rows + r) : swz(r * kRowBytes + 16 * c);
+  }
+  // Raw A stage: chunk c of row r (swizzled rows); raw B stage: element (k, n).
+  static TF32WG_HD int raw_a_chunk(int r, int c) { return swz(r * kRowBytes + 16 * c); }
+  static TF32WG_HD int raw_b_at(int k, int n) { return 4 * (k * kBN + n); }
+
+  // Copies, chunk l of this thread: A row r = f / kChunks, chunk c = f % kChunks (a row's chunks on
+  // consecutive threads); B row k = f / (kBN / 4), columns n .. n+3, n = 4 (f % (kBN / 4)).
+  static TF32WG_HD void copy_a(int tid, int l, int& r, int& c) {
+    const int f = tid + l * kThreads;
+    r = f / kChunks;
+    c = f % kChunks;
+  }
+  static TF32WG_HD void copy_b(int tid, int l, int& k, int& n) {
+    const int f = tid + l * kThreads;
+    k = f / (kBN / 4);
+    n = 4 * (f % (kBN / 4));
+  }
+  // Split, item i of this thread: A chunk (row r = f % kBM, chunk c = f / kBM), consecutive threads
+  // on consecutive rows (conflict-free 16-byte reads of the swizzled raw rows and 16-byte writes in
+  // either layout); B chunk (row n = f % kBN of the transposed tile, chunk c: raw rows 4c .. 4c+3,
+  // column n: a warp reads 32 consecutive floats of a raw row per load).
+  static TF32WG_HD void split_a(int tid, int i, int& r, int& c) {
+    const int f = tid + i * kThreads;
+    r = f % kBM;
+    c = f / kBM;
+  }
+  static TF32WG_HD void split_b(int tid, int i, int& n, int& c) {
+    const int f = tid + i * kThreads;
+    n = f % kBN;
+    c = f / kBN;
+  }
+
+  // Matrix descriptor of an operand tile of `rows` rows at shared-memory byte address `tile`: the
+  // wgmma operand of its rows r0 .. r0 + 63 (A) or r0 .. r0 + WN - 1 (B) at k step s.
+  static TF32WG_HD unsigned long long desc(unsigned tile, int rows, int r0, int s) {
+    unsigned start, lbo, sbo;
+    unsigned long long mode;
+    if (kLayout == 0) {
+      start = tile + 16u * static_cast<unsigned>(r0) + 32u * static_cast<unsigned>(s * rows);
+      lbo = 16u * static_cast<unsigned>(rows);
+      sbo = 128u;
+      mode = 0;
+    } else {
+      start = tile + static_cast<unsigned>(r0 * kRowBytes + 32 * s);
+      lbo = 16u;
+      sbo = 8u * kRowBytes;
+      mode = kBK == 32 ? 1 : 2;
+    }
+    return static_cast<unsigned long long>((start >> 4) & 0x3FFFu) |
+           (static_cast<unsigned long long>((lbo >> 4) & 0x3FFFu) << 16) |
+           (static_cast<unsigned long long>((sbo >> 4) & 0x3FFFu) << 32) | (mode << 62);
+  }
+
+  // Accumulator register v of lane `lane` of warp w (0..3) of a warpgroup: row and column in the
+  // warpgroup's 64 x WN tile (see Fragments).
+  static TF32WG_HD int d_row(int w, int lane, int v) { return 16 * w + (lane >> 2) + 8 * ((v >> 1) & 1); }
+  static TF32WG_HD int d_col(int lane, int v) { return 8 * (v >> 2) + 2 * (lane & 3) + (v & 1); }
+
+  // Two-level sums: k-tiles per fold for kt k-tiles and ch chains per k-tile, round(sqrt(kt / ch))
+  // >= 1 (inner chain p * ch adds, outer kt / p: about equal).
+  static TF32WG_HD int inner_tiles(int kt, int ch) {
+    int p = 1;
+    while (ch * (4 * p * (p + 1) + 1) <= 4 * kt) ++p;  // (p + 1/2)^2 <= kt / ch: round up
+    return p;
+  }
+  // Rasterization: block (bx, by) of a gx x gy grid computes output tile row tm, column tn; one to
+  // one on [0, gx) x [0, gy) for every kSwz >= 1 (as sgemm_tf32.cu).
+  static TF32WG_HD void tile_of(int bx, int by, int gx, int gy, int& tm, int& tn) {
+    if (kSwz <= 1) {
+      tm = by;
+      tn = bx;
+      return;
+    }
+    // 32-bit: gx * gy <= M * N / (64 * 32), far below 2^31 for any C that fits in memory.
+    const int pid = by * gx + bx;
+    const int width = kSwz * gx;
+    const int first = pid / width * kSwz;
+    const int rows = gy - first < kSwz ? gy - first : kSwz;
+    const int local = pid % width;
+    tm = first + local % rows;
+    tn = local / rows;
+  }
+};
+
+}  // namespace tf32wg
+
+#if (defined(__CUDACC__) || defined(__CUDACC_RTC__)) && TF32WG_NO_WGMMA
+
+extern "C" __global__ void sgemm_tf32_wgmma(const float*, const float*, float*, int, int, int) { __trap(); }
+
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+namespace tf32wg {
+
+using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ>;
+constexpr int kAcc = WN / 2;                 // accumulator registers per thread
+constexpr int kChains = BK / (8 * KSTEP);    // tensor-core chains per k-tile
+constexpr int kItems = L::kItemsA + L::kItemsB;
+constexpr int kItemsPerChain = (kItems + kChains - 1) / kChains;
+
+static_assert(WGM >= 1 && WGN >= 1 && WGM * WGN <= 4, "1 to 4 warpgroups per block");
+static_assert(WN == 32 || WN == 64 || WN == 96 || WN == 128, "WN: 32, 64, 96 or 128 (the wgmma N)");
+static_assert(BK == 16 || BK == 32, "BK: 16 (64-byte rows) or 32 (128-byte rows)");
+static_assert(KSTEP == 1 || KSTEP == 2 || KSTEP == 4, "KSTEP: 1, 2 or 4");
+static_assert(BK % (8 * KSTEP) == 0, "a k-tile is a whole number of chains");
+static_assert(STAGES >= 2 && STAGES <= 6, "STAGES in 2..6");
+static_assert(LAYOUT == 0 || LAYOUT == 1, "LAYOUT 0 or 1");
+static_assert(SWZ >= 1 && MINB >= 1 && (DBUF == 0 || DBUF == 1), "SWZ, MINB >= 1; DBUF 0 or 1");
+static_assert((L::kBM * L::kChunks) % L::kThreads == 0 && (L::kBN * L::kChunks) % L::kThreads == 0 &&
+                  L::kItemsB >= 1 && L::kItemsA >= 1,
+              "the chunks of A and B divide among the threads");
+static_assert((BK * L::kBN / 4) % L::kThreads == 0, "B's copy chunks divide among the threads");
+static_assert(L::kSmemBytes + 1024 <= 232448, "shared memory: at most 227 KB per block");
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// 16- and 4-byte async copies; src_bytes 0 zero-fills without reading.
+__device__ __forceinline__ void cp16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp4(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// The value of x, hidden from the optimizer: the index arithmetic derived from it is then redone
+// where it is used instead of being hoisted out of the k loop into registers, which the three sets
+// of sums need (without it, 128x128 blocks spill).
+__device__ __forceinline__ int opaque(int x) {
+  int y;
+  asm volatile("mov.b32 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Generic-proxy shared-memory writes made visible to the async proxy (wgmma's operand reads); each
+// writing thread issues it before the barrier that orders its writes before the wgmma.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// wgmma.fence: orders this thread's earlier register accesses (the adds that read the chain
+// accumulator) before the wgmma that write it. commit / wait: the wgmma groups.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving reads of the chain accumulator across the wgmma fence and wait
+// (it does not know that the wgmma writes those registers asynchronously).
+__device__ __forceinline__ void fence_regs(float (&d)[kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d (+)= A(64x8) * B(8xN): TF32 operands from shared memory (descriptors da, db), FP32 accumulators;
+// kScaleD 0 ignores d's old value (D = A*B), 1 adds to it. One function per N (the register list).
+template <int kScaleD>
+__device__ __forceinline__ void wgmma_n32(float (&d)[16], unsigned long long da, unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, %16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(kScaleD));
+}
+template <int kScaleD>
+__device__ __forceinline__ void wgmma_n64(float (&d)[32], unsigned long long da, unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(kScaleD));
+}
+template <int kScaleD>
+__device__ __forceinline__ void wgmma_n96(float (&d)[48], unsigned long long da, unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+      "}, %48, %49, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "l"(da), "l"(db), "r"(kScaleD));
+}
+template <int kScaleD>
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da, unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(kScaleD));
+}
+template <int kScaleD>
+__device__ __forceinline__ void wgmma(float (&d)[kAcc], unsigned long long da, unsigned long long db) {
+#if WN == 32
+  wgmma_n32<kScaleD>(d, da, db);
+#elif WN == 64
+  wgmma_n64<kScaleD>(d, da, db);
+#elif WN == 96
+  wgmma_n96<kScaleD>(d, da, db);
+#else
+  wgmma_n128<kScaleD>(d, da, db);
+#endif
+}
+
+// x = hi + lo + O(2^-23 |x|), both TF32 (cvt.rn.tf32.f32: one instruction on sm_90; the result is
+// the float with its 13 low bits cleared).
+__device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
+  asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(hi) : "f"(x));
+  const float rest = x - __uint_as_float(hi);  // exact; NaN only where hi is Inf or NaN
+  asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(lo) : "f"(rest));
+}
+
+struct Ctx {
+  const float* __restrict__ A;
+  const float* __restrict__ B;
+  int M, N, K;
+  int row0, col0, tid;
+  bool kvec, nvec;  // K % 4 == 0, N % 4 == 0 (uniform per launch)
+  unsigned char* smem;  // the 1024-aligned base (generic pointer)
+  unsigned sbase;       // the same, as a shared-memory address
+};
+
+// Copies row[col .. col+3] to shared memory at dst, each element that lies in the matrix (in_row,
+// col + e < limit); the others are zero-filled. vec: limit % 4 == 0 and row is 16-byte aligned, so
+// the 4 are all in or all out (one 16-byte copy); else 4-byte copies. `any`: a valid address for the
+// copies that read nothing.
+__device__ __forceinline__ void copy4(unsigned dst, const float* row, bool in_row, int col, int limit, bool vec,
+                                      const float* any) {
+  if (vec) {
+    const bool ok = in_row && col < limit;
+    cp16(dst, ok ? row + col : any, ok ? 16 : 0);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const bool ok = in_row && col + e < limit;
+    cp4(dst + 4u * e, ok ? row + col + e : any, ok ? 4 : 0);
+  }
+}
+
+// Issues the copies of raw k-tile t (k from t * BK) into raw stage `stage`.
+__device__ __forceinline__ void load_raw(const Ctx& c, int t, int stage) {
+  const int k0 = t * BK, tid = opaque(c.tid);
+  const unsigned a_base = c.sbase + L::raw_a(stage), b_base = c.sbase + L::raw_b(stage);
+#pragma unroll
+  for (int l = 0; l < L::kItemsA; ++l) {
+    int r, ch;
+    L::copy_a(tid, l, r, ch);
+    const int gr = c.row0 + r;
+    const float* row = c.A + static_cast<size_t>(gr < c.M ? gr : 0) * static_cast<size_t>(c.K);
+    copy4(a_base + L::raw_a_chunk(r, ch), row, gr < c.M, k0 + 4 * ch, c.K, c.kvec, c.A);
+  }
+#pragma unroll
+  for (int l = 0; l < L::kItemsB; ++l) {
+    int k, n;
+    L::copy_b(tid, l, k, n);
+    const int gk = k0 + k;
+    const float* row = c.B + static_cast<size_t>(gk < c.K ? gk : 0) * static_cast<size_t>(c.N);
+    copy4(b_base + L::raw_b_at(k, n), row, gk < c.K, c.col0 + n, c.N, c.nvec, c.B);
+  }
+}
+
+// Splits items [first, last) of this thread's share of raw stage `stage` into operand buffer `buf`
+// (see Layout::split_a / split_b): 4 floats in, a 16-byte hi chunk and a 16-byte lo chunk out.
+template <int kFirst, int kLast>
+__device__ __forceinline__ void split_items(const Ctx& c, int stage, int buf) {
+  const int tid = opaque(c.tid);
+#pragma unroll
+  for (int i = kFirst; i < kLast; ++i) {
+    float x[4];
+    int row, ch, hi_off, lo_off;
+    if (i < L::kItemsA) {
+      L::split_a(tid, i, row, ch);
+      const float4 v = *reinterpret_cast<const float4*>(c.smem + L::raw_a(stage) + L::raw_a_chunk(row, ch));
+      x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+      hi_off = L::op_ahi(buf) + L::op_chunk(L::kBM, row, ch);
+      lo_off = L::op_alo(buf) + L::op_chunk(L::kBM, row, ch);
+    } else {
+      L::split_b(tid, i - L::kItemsA, row, ch);
+      const float* rb = reinterpret_cast<const float*>(c.smem + L::raw_b(stage));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x[e] = rb[L::raw_b_at(4 * ch + e, row) / 4];
+      hi_off = L::op_bhi(buf) + L::op_chunk(L::kBN, row, ch);
+      lo_off = L::op_blo(buf) + L::op_chunk(L::kBN, row, ch);
+    }
+    uint4 h, l;
+    split(x[0], h.x, l.x);
+    split(x[1], h.y, l.y);
+    split(x[2], h.z, l.z);
+    split(x[3], h.w, l.w);
+    *reinterpret_cast<uint4*>(c.smem + hi_off) = h;
+    *reinterpret_cast<uint4*>(c.smem + lo_off) = l;
+  }
+}
+
+// Chain q of the k-tile in operand buffer `buf`: d = sum over its KSTEP k steps of lo_a*hi_b, then
+// hi_a*lo_b, then hi_a*hi_b (the small terms first; the first wgmma from a zero accumulator). wm, wn:
+// this warpgroup's place in the block tile.
+template <int kQ>
+__device__ __forceinline__ void chain(const Ctx& c, int buf, int wm, int wn, float (&d)[kAcc]) {
+  const unsigned ahi = c.sbase + L::op_ahi(buf), alo = c.sbase + L::op_alo(buf);
+  const unsigned bhi = c.sbase + L::op_bhi(buf), blo = c.sbase + L::op_blo(buf);
+  const int ra = 64 * wm, rb = WN * wn;
+#pragma unroll
+  for (int j = 0; j < KSTEP; ++j) {
+    const int s = kQ * KSTEP + j;
+    if (j == 0)
+      wgmma<0>(d, L::desc(alo, L::kBM, ra, s), L::desc(bhi, L::kBN, rb, s));
+    else
+      wgmma<1>(d, L::desc(alo, L::kBM, ra, s), L::desc(bhi, L::kBN, rb, s));
+    wgmma<1>(d, L::desc(ahi, L::kBM, ra, s), L::desc(blo, L::kBN, rb, s));
+  }
+#pragma unroll
+  for (int j = 0; j < KSTEP; ++j) {
+    const int s = kQ * KSTEP + j;
+    wgmma<1>(d, L::desc(ahi, L::kBM, ra, s), L::desc(bhi, L::kBN, rb, s));
+  }
+}
+
+// One k-tile: its chains, each followed (while the tensor cores work) by this thread's share of the
+// split of the next k-tile (when there is one), then the wait and the FP32 adds into `part`.
+template <int kQ>
+__device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int next_stage, bool split_next, int wm, int wn,
+                                            float (&d)[kAcc], float (&part)[kAcc]) {
+  if constexpr (kQ < kChains) {
+    fence_regs(d);
+    wgmma_fence();
+    chain<kQ>(c, buf, wm, wn, d);
+    wgmma_commit();
+    constexpr int first = kQ * kItemsPerChain;
+    constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
+    if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
+    wgmma_wait<0>();
+    fence_regs(d);
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) part[i] += d[i];
+    tile_chains<kQ + 1>(c, buf, next_stage, split_next, wm, wn, d, part);
+  }
+}
+
+// DBUF = 1: chain kQ into accumulator kQ % 2 (d0 or d1), this thread's share of the split, then
+// the wait for chain kQ - 1 only (wgmma.wait_group 1) and its adds; after the last chain, the wait
+// for it (all of the k-tile's wgmma complete before the barrier).
+template <int kQ>
+__device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int next_stage, bool split_next, int wm, int wn,
+                                             float (&d0)[kAcc], float (&d1)[kAcc], float (&part)[kAcc]) {
+  if constexpr (kQ < kChains) {
+    float(&d)[kAcc] = kQ % 2 == 0 ? d0 : d1;
+    fence_regs(d);
+    wgmma_fence();
+    chain<kQ>(c, buf, wm, wn, d);
+    wgmma_commit();
+    constexpr int first = kQ * kItemsPerChain;
+    constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
+    if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
+    if constexpr (kQ > 0) {
+      float(&prev)[kAcc] = kQ % 2 == 0 ? d1 : d0;
+      wgmma_wait<1>();
+      fence_regs(prev);
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) part[i] += prev[i];
+    }
+    tile_chains2<kQ + 1>(c, buf, next_stage, split_next, wm, wn, d0, d1, part);
+  } else {
+    float(&last)[kAcc] = (kChains - 1) % 2 == 0 ? d0 : d1;
+    wgmma_wait<0>();
+    fence_regs(last);
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) part[i] += last[i];
+  }
+}
+
+__device__ __forceinline__ void zero(float (&x)[kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) x[i] = 0.f;
+}
+// acc += part; part = 0 (the outer level of the two-level sums).
+__device__ __forceinline__ void fold(float (&acc)[kAcc], float (&part)[kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) {
+    acc[i] += part[i];
+    part[i] = 0.f;
+  }
+}
+
+}  // namespace tf32wg
+
+extern "C" __global__ void __launch_bounds__(tf32wg::L::kThreads, MINB)
+sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
+                 int K) {
+  using namespace tf32wg;
+  extern __shared__ float4 tf32wg_smem[];
+  Ctx c;
+  {
+    const unsigned raw = smem_u32(tf32wg_smem);
+    const unsigned pad = (1024u - (raw & 1023u)) & 1023u;  // the + 1024 of the launch
+    c.smem = reinterpret_cast<unsigned char*>(tf32wg_smem) + pad;
+    c.sbase = raw + pad;
+  }
+  c.A = A; c.B = B; c.M = M; c.N = N; c.K = K;
+  c.tid = static_cast<int>(threadIdx.x);
+  {
+    int tm, tn;
+    L::tile_of(static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(gridDim.x),
+               static_cast<int>(gridDim.y), tm, tn);
+    c.row0 = tm * L::kBM;
+    c.col0 = tn * L::kBN;
+  }
+  c.kvec = (K & 3) == 0;
+  c.nvec = (N & 3) == 0;
+  const int wg = c.tid / 128, wm = wg / WGN, wn = wg % WGN;
+  const int warp = (c.tid % 128) / 32, lane = c.tid % 32;
+
+  const int KT = K / BK + (K % BK != 0);
+  // Prologue (see Pipeline).
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+    if (s < KT) load_raw(c, s, s);
+    cp_commit();
+  }
+  cp_wait<STAGES - 2>();
+  __syncthreads();
+  split_items<0, kItems>(c, 0, 0);
+  fence_proxy_async();
+  __syncthreads();
+
+  float acc[kAcc], part[kAcc], d[kAcc];
+#if DBUF
+  float d1[kAcc];
+  zero(d1);
+#endif
+  zero(acc);
+  zero(part);
+  zero(d);
+  const int inner = L::inner_tiles(KT, kChains);
+  int left = inner;
+  int stage = 0;  // raw stage of tile t
+  for (int t = 0; t < KT; ++t) {
+    if (t + STAGES < KT) load_raw(c, t + STAGES, stage);
+    cp_commit();
+    const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
+#if DBUF
+    tile_chains2<0>(c, t & 1, next_stage, t + 1 < KT, wm, wn, d, d1, part);
+#else
+    tile_chains<0>(c, t & 1, next_stage, t + 1 < KT, wm, wn, d, part);
+#endif
+    cp_wait<STAGES - 2>();
+    fence_proxy_async();
+    __syncthreads();
+    if (--left == 0) {
+      fold(acc, part);
+      left = inner;
+    }
+    stage = next_stage;
+  }
+  cp_wait<0>();  // only empty groups can be left
+  fold(acc, part);
+
+  const bool even = (N & 1) == 0;
+#pragma unroll
+  for (int v = 0; v < kAcc; v += 2) {  // registers v, v + 1: one row, adjacent columns
+    const int row = c.row0 + 64 * wm + L::d_row(warp, lane, v);
+    const int col = c.col0 + WN * wn + L::d_col(lane, v);  // even
+    if (row >= M) continue;
+    float* crow = C + static_cast<size_t>(row) * static_cast<size_t>(N);
+    if (even) {
+      if (col < N) *reinterpret_cast<float2*>(crow + col) = make_float2(acc[v], acc[v + 1]);  // col + 1 < N
+    } else {
+      if (col < N) crow[col] = acc[v];
+      if (col + 1 < N) crow[col + 1] = acc[v + 1];
+    }
+  }
+}
+
+#endif  // __CUDACC__ || __CUDACC_RTC__, TF32WG_NO_WGMMA
