@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/device_info.h"
 #include "temp_dir.h"
 #include "tune/driver.h"
 #include "tune/runner.h"
@@ -40,17 +41,7 @@ class TableRunner final : public kopt::tune::Runner {
   TableRunner(const kopt::spec::Spec& spec, double seconds, Asked& asked)
       : spec_(spec), seconds_(seconds), asked_(asked) {}
 
-  kopt::model::DeviceInfo open() override {
-    kopt::model::DeviceInfo d;
-    d.name = "recorded device";
-    d.cc_major = 9;
-    d.sm_count = 132;
-    d.max_threads_per_block = 1024;
-    d.warp_size = 32;
-    d.shared_per_block_bytes = 49152;
-    d.shared_per_block_optin_bytes = 232448;
-    return d;
-  }
+  kopt::model::DeviceInfo open() override { return kopt::model::hopper_limits("recorded device"); }
   std::string arch() override { return "sm_90"; }
   kopt::cuda::CompileResult compile(const kopt::spec::Candidate&) override {
     kopt::cuda::CompileResult r;

@@ -1,11 +1,25 @@
 #include "model/device_info.h"
 
+#include <utility>
+
 #include "util/error.h"
 
 namespace kopt::model {
 
 std::string DeviceInfo::arch() const {
   return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
+}
+
+DeviceInfo hopper_limits(std::string name) {
+  DeviceInfo d;
+  d.name = std::move(name);
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.max_threads_per_block = 1024;
+  d.warp_size = 32;
+  d.shared_per_block_bytes = 49152;
+  d.shared_per_block_optin_bytes = 232448;
+  return d;
 }
 
 double DeviceInfo::peak_dram_bytes_per_s() const {

@@ -40,6 +40,14 @@ struct DeviceInfo {
   static DeviceInfo from_json(const nlohmann::json& j);
 };
 
+/// A device with the limits of an H100/H200 (sm_90; 132 SMs, 1024 threads a
+/// block, warps of 32, 48 KiB of shared memory a block, 227 KiB with the
+/// opt-in), named `name`, every other field 0: what a runner without a GPU
+/// reports (a replay of a recorded space, a test's runner), so that
+/// constraints on device limits see a real device's values. The limits are
+/// the CUDA C++ Programming Guide's for compute capability 9.0.
+DeviceInfo hopper_limits(std::string name);
+
 /// What kopt says beside every latency or ratio measured on a simulated
 /// device (DeviceInfo::simulated): progress lines, the run's closing lines,
 /// `kopt evaluate`, the report's header.

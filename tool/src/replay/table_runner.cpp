@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "model/device_info.h"
 #include "util/error.h"
 
 namespace kopt::replay {
@@ -73,15 +74,8 @@ TableRunner::TableRunner(const Table& table, std::string case_name, search::scor
     : table_(table), case_(std::move(case_name)), trace_(trace) {}
 
 model::DeviceInfo TableRunner::open() {
-  model::DeviceInfo d;  // the limits of an H100/H200; no constraint of a replay names them
-  d.name = table_.recorded().device.empty() ? "recorded device" : table_.recorded().device;
-  d.cc_major = 9;
-  d.sm_count = 132;
-  d.max_threads_per_block = 1024;
-  d.warp_size = 32;
-  d.shared_per_block_bytes = 49152;
-  d.shared_per_block_optin_bytes = 232448;
-  return d;
+  // The limits of an H100/H200; the replay's space is the record's configurations.
+  return model::hopper_limits(table_.recorded().device.empty() ? "recorded device" : table_.recorded().device);
 }
 
 const run::RecordedOutcome& TableRunner::outcome(const spec::Candidate& c) const {
