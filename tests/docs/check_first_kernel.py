@@ -4,7 +4,8 @@
     check_first_kernel.py --kopt KOPT --source-dir SRC --work-dir DIR
 
 1. Every file of docs/first-kernel/ is shown in docs/first-kernel.md as a
-   fenced block with exactly its text (the page and the files cannot drift).
+   fenced block with exactly its text (the page and the files cannot drift),
+   and README.md's walkthrough shows affine.json as it is.
 2. Copied to DIR (as a user's own folder), the walkthrough's commands run:
    `kopt evaluate --spec affine.json --arch sm_90` compiles the initial
    kernel; `kopt optimize --spec affine.json --arch sm_90 --budget evals=8`
@@ -50,6 +51,11 @@ def main():
         text = open(os.path.join(folder, name), encoding="utf-8").read()
         if text not in blocks:
             fail("docs/first-kernel.md shows no block with the exact text of docs/first-kernel/%s" % name)
+    # The README's walkthrough shows the same spec.
+    readme = open(os.path.join(a.source_dir, "README.md"), encoding="utf-8").read()
+    spec = open(os.path.join(folder, "affine.json"), encoding="utf-8").read()
+    if spec not in [m.group(1) for m in re.finditer(r"^```json\n(.*?)^```$", readme, re.S | re.M)]:
+        fail("README.md shows no json block with the exact text of docs/first-kernel/affine.json")
 
     work = os.path.abspath(a.work_dir)
     shutil.rmtree(work, ignore_errors=True)
