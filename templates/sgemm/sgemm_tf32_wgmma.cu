@@ -434,11 +434,11 @@ __device__ __forceinline__ void fence_regs(float (&d)[kAcc]) {
   for (int i = 0; i < kAcc; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// d (+)= A(64x8) * B(8xN), FP32 accumulators; kScaleD 0 ignores d's old value (D = A*B), 1 adds
-// to it. wgmma_nN: both operands from shared memory (descriptors da, db); wgmma_rN (AREG): A from
-// the four registers a of the A fragment (see Layout::a_frag_row), B from shared memory. One pair
-// per N (the register list), written by TF32WG_WGMMA from the accumulator count and the operand
-// numbers that follow the accumulators.
+// d (+)= A(64x8) * B(8xN), N = WN, FP32 accumulators; kScaleD 0 ignores d's old value (D = A*B), 1
+// adds to it. wgmma: both operands from shared memory (descriptors da, db); wgmma_r (AREG): A from
+// the four registers a of the A fragment (see Layout::a_frag_row), B from shared memory. Written by
+// TF32WG_WGMMA for WN (the register list) from the accumulator count and the operand numbers that
+// follow the accumulators.
 #undef TF32WG_D8
 #undef TF32WG_L16
 #undef TF32WG_WGMMA
@@ -452,7 +452,7 @@ __device__ __forceinline__ void fence_regs(float (&d)[kAcc]) {
 // o0..o5: the operand numbers REGS .. REGS + 5.
 #define TF32WG_WGMMA(NN, REGS, LIST, DOPS, o0, o1, o2, o3, o4, o5)                                      \
   template <int kScaleD>                                                                                \
-  __device__ __forceinline__ void wgmma_n##NN(float (&d)[REGS], unsigned long long da, unsigned long long db) { \
+  __device__ __forceinline__ void wgmma(float (&d)[REGS], unsigned long long da, unsigned long long db) { \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #o2 ", 0;\n"                                         \
                  "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 {" LIST "}, %" #o0 ", %" #o1     \
                  ", p, 1, 1;\n}\n"                                                                      \
@@ -460,7 +460,7 @@ __device__ __forceinline__ void fence_regs(float (&d)[kAcc]) {
                  : "l"(da), "l"(db), "r"(kScaleD));                                                     \
   }                                                                                                     \
   template <int kScaleD>                                                                                \
-  __device__ __forceinline__ void wgmma_r##NN(float (&d)[REGS], const unsigned (&a)[4], unsigned long long db) { \
+  __device__ __forceinline__ void wgmma_r(float (&d)[REGS], const unsigned (&a)[4], unsigned long long db) { \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #o5 ", 0;\n"                                         \
                  "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 {" LIST "}, {%" #o0 ", %" #o1   \
                  ", %" #o2 ", %" #o3 "}, %" #o4 ", p, 1, 1;\n}\n"                                            \
@@ -483,35 +483,15 @@ __device__ __forceinline__ void fence_regs(float (&d)[kAcc]) {
   TF32WG_L16(16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
 #define TF32WG_L48 TF32WG_L32 ", " TF32WG_L16(32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47)
 #define TF32WG_L64 TF32WG_L48 ", " TF32WG_L16(48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63)
+#if WN == 32
 TF32WG_WGMMA(32, 16, TF32WG_L16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), TF32WG_D16, 16, 17, 18, 19, 20, 21)
+#elif WN == 64
 TF32WG_WGMMA(64, 32, TF32WG_L32, TF32WG_D32, 32, 33, 34, 35, 36, 37)
+#elif WN == 96
 TF32WG_WGMMA(96, 48, TF32WG_L48, TF32WG_D48, 48, 49, 50, 51, 52, 53)
+#else
 TF32WG_WGMMA(128, 64, TF32WG_L64, TF32WG_D64, 64, 65, 66, 67, 68, 69)
-
-template <int kScaleD>
-__device__ __forceinline__ void wgmma(float (&d)[kAcc], unsigned long long da, unsigned long long db) {
-#if WN == 32
-  wgmma_n32<kScaleD>(d, da, db);
-#elif WN == 64
-  wgmma_n64<kScaleD>(d, da, db);
-#elif WN == 96
-  wgmma_n96<kScaleD>(d, da, db);
-#else
-  wgmma_n128<kScaleD>(d, da, db);
 #endif
-}
-template <int kScaleD>
-__device__ __forceinline__ void wgmma_r(float (&d)[kAcc], const unsigned (&a)[4], unsigned long long db) {
-#if WN == 32
-  wgmma_r32<kScaleD>(d, a, db);
-#elif WN == 64
-  wgmma_r64<kScaleD>(d, a, db);
-#elif WN == 96
-  wgmma_r96<kScaleD>(d, a, db);
-#else
-  wgmma_r128<kScaleD>(d, a, db);
-#endif
-}
 
 // x = hi + lo + O(2^-23 |x|), both TF32 (cvt.rn.tf32.f32: one instruction on sm_90; the result is
 // the float with its 13 low bits cleared).

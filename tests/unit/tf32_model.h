@@ -178,4 +178,20 @@ inline double gemm_bound(int K, double ss, double ref) {
   return 8.0 * std::sqrt(static_cast<double>(K)) * u * std::sqrt(ss) + u * std::fabs(ref);
 }
 
+// Whether a rasterization, tile_of(bx, by, gx, gy, tm, tn) (each template's Layout::tile_of), maps
+// the gx x gy grid of blocks one to one onto the gx x gy grid of output tiles.
+inline bool rasterization_one_to_one(int gx, int gy, void (*tile_of)(int, int, int, int, int&, int&)) {
+  std::vector<char> seen(static_cast<size_t>(gx) * static_cast<size_t>(gy), 0);
+  for (int by = 0; by < gy; ++by)
+    for (int bx = 0; bx < gx; ++bx) {
+      int tm = -1, tn = -1;
+      tile_of(bx, by, gx, gy, tm, tn);
+      if (tm < 0 || tm >= gy || tn < 0 || tn >= gx) return false;
+      char& s = seen[static_cast<size_t>(tm) * static_cast<size_t>(gx) + static_cast<size_t>(tn)];
+      if (s) return false;
+      s = 1;
+    }
+  return true;
+}
+
 }  // namespace kopt::test::tf32
