@@ -69,7 +69,7 @@ using Kernel = void (*)(const float*, const float*, float*, int, int, int);
 struct Variant {
   int number;
   const char* label;
-  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk;
+  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk, defer;
   Kernel kernel;
 };
 std::vector<Variant>& variants() {
@@ -77,89 +77,106 @@ std::vector<Variant>& variants() {
   return v;
 }
 struct Params {
-  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk;
+  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk, defer;
 };
 struct VariantRegistration {
   VariantRegistration(int number, const char* label, Params p, Kernel k) {
     variants().push_back({number, label, p.wgm, p.wgn, p.wn, p.bk, p.stages, p.kstep, p.layout, p.swz, p.minb, p.dbuf,
-                          p.areg, p.splitk, k});
+                          p.areg, p.splitk, p.defer, k});
   }
 };
 
 // The variants, each a configuration of the spec's space (tf32_wgmma_variant.inc includes the
 // kernel with it): TW_CFG's fields are WGM, WGN, WN, BK, STAGES, KSTEP, LAYOUT, SWZ, MINB, DBUF,
-// AREG, SPLITK. 0-10: the first H100 run's set (docs/performance.md); 11-: A from registers, split-K.
+// AREG, SPLITK, DEFER. 0-10: the first H100 run's set (docs/performance.md); 11-: A from registers,
+// split-K, the last chain of a k-tile waited for in the next.
 #define TW_V 0
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "128x128 k32 swz128 kstep1"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 1
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "128x128 k32 swz128 kstep2"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 2
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 0, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 0, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "128x128 k32 interleaved"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 3
-#define TW_CFG(f) f(1, 2, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(1, 2, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "64x256 k16 swz64 4st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 4
-#define TW_CFG(f) f(2, 1, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(2, 1, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "128x128 k16 swz64 4st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 5
-#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "128x64 k32"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 6
-#define TW_CFG(f) f(1, 1, 64, 32, 3, 1, 1, 1, 2, 0, 0, 1)
+#define TW_CFG(f) f(1, 1, 64, 32, 3, 1, 1, 1, 2, 0, 0, 1, 0)
 #define TW_LABEL "64x64 k32 2/SM"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 7
-#define TW_CFG(f) f(2, 2, 64, 32, 2, 1, 1, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(2, 2, 64, 32, 2, 1, 1, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "128x128 4 wg n64 2st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 8
-#define TW_CFG(f) f(2, 1, 96, 32, 3, 1, 1, 8, 1, 0, 0, 1)
+#define TW_CFG(f) f(2, 1, 96, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0)
 #define TW_LABEL "128x96 k32"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 9
-#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1)
+#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1, 0)
 #define TW_LABEL "128x64 k32 dbuf"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 10
-#define TW_CFG(f) f(1, 2, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1)
+#define TW_CFG(f) f(1, 2, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1, 0)
 #define TW_LABEL "64x128 k32 dbuf"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 11
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 1, 0)
 #define TW_LABEL "128x128 kstep2 areg"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 12
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 1, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 1, 1, 0)
 #define TW_LABEL "128x128 kstep1 areg"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 13
-#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1, 0)
 #define TW_LABEL "128x128 kstep2 areg 4st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 14
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 2)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 2, 0)
 #define TW_LABEL "128x128 kstep2 splitk2"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 15
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 2)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 2, 0)
 #define TW_LABEL "128x128 kstep2 areg splitk2"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 16
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 4)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 4, 0)
 #define TW_LABEL "128x128 kstep2 areg splitk4"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 17
-#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 2, 0, 1, 1)
+#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 2, 0, 1, 1, 0)
 #define TW_LABEL "128x64 areg 2/SM"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 18
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 1, 1)
+#define TW_LABEL "128x128 kstep2 areg defer"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 19
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 1, 1, 1)
+#define TW_LABEL "128x128 kstep1 areg defer"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 20
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1, 1)
+#define TW_LABEL "128x128 kstep2 areg defer 4st"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 21
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 2, 1)
+#define TW_LABEL "128x128 kstep2 areg defer splitk2"
 #include "tf32_wgmma_variant.inc"
 
 dim3 grid_of(const Variant& v, int M, int N) {
@@ -169,7 +186,8 @@ dim3 grid_of(const Variant& v, int M, int N) {
 // The spec's shared_bytes (templates/sgemm/sgemm_tf32_wgmma.json).
 size_t smem_of(const Variant& v) {
   const int bm = 64 * v.wgm, bn = v.wn * v.wgn;
-  const size_t main = static_cast<size_t>((4 * (1 - v.areg) * bm + 4 * bn + v.stages * (bm + bn)) * v.bk * 4);
+  const size_t main =
+      static_cast<size_t>(((2 + v.defer) * 2 * ((1 - v.areg) * bm + bn) + v.stages * (bm + bn)) * v.bk * 4);
   const size_t red = v.splitk > 1 ? static_cast<size_t>(bm * (bn + 8) * 4) : 0;
   return std::max(main, red) + 1024;
 }
@@ -417,9 +435,10 @@ int main(int argc, char** argv) {
     }
   if (list) {
     for (const Variant& x : variants())
-      std::printf("%d %s WGM=%d,WGN=%d,WN=%d,BK=%d,STAGES=%d,KSTEP=%d,LAYOUT=%d,SWZ=%d,MINB=%d,DBUF=%d,AREG=%d,SPLITK=%d\n",
+      std::printf("%d %s WGM=%d,WGN=%d,WN=%d,BK=%d,STAGES=%d,KSTEP=%d,LAYOUT=%d,SWZ=%d,MINB=%d,DBUF=%d,AREG=%d,SPLITK=%d,"
+                  "DEFER=%d\n",
                   x.number, x.label, x.wgm, x.wgn, x.wn, x.bk, x.stages, x.kstep, x.layout, x.swz, x.minb, x.dbuf,
-                  x.areg, x.splitk);
+                  x.areg, x.splitk, x.defer);
     return 0;
   }
   if (g_variant < 0 || g_variant >= count) return usage();
@@ -444,9 +463,9 @@ int main(int argc, char** argv) {
     cudaGetLastError();
   }
   std::printf("variant v%d: %s (WGM=%d WGN=%d WN=%d BK=%d STAGES=%d KSTEP=%d LAYOUT=%d SWZ=%d MINB=%d DBUF=%d AREG=%d "
-              "SPLITK=%d) on %s\n",
+              "SPLITK=%d DEFER=%d) on %s\n",
               g_variant, v.label, v.wgm, v.wgn, v.wn, v.bk, v.stages, v.kstep, v.layout, v.swz, v.minb, v.dbuf, v.areg,
-              v.splitk, prop.name);
+              v.splitk, v.defer, prop.name);
   std::printf("  %d registers, %zu bytes local (spills), %zu bytes dynamic shared memory, %d block(s) per SM\n",
               fa.numRegs, static_cast<size_t>(fa.localSizeBytes), smem_of(v), per_sm);
 

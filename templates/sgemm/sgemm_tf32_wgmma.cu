@@ -6,7 +6,7 @@
 // kopt:entry sgemm_tf32_wgmma
 // kopt:grid ceil_div(N, WN * WGN) * SPLITK, ceil_div(M, 64 * WGM), 1
 // kopt:block 128 * WGM * WGN, 1, 1
-// kopt:shared max((4 * (1 - AREG) * 64 * WGM + 4 * WN * WGN + STAGES * (64 * WGM + WN * WGN)) * BK * 4, (SPLITK > 1) * 64 * WGM * (WN * WGN + 8) * 4) + 1024
+// kopt:shared max(((2 + DEFER) * 2 * ((1 - AREG) * 64 * WGM + WN * WGN) + STAGES * (64 * WGM + WN * WGN)) * BK * 4, (SPLITK > 1) * 64 * WGM * (WN * WGN + 8) * 4) + 1024
 // kopt:options --gpu-architecture=sm_90a
 //
 // wgmma.mma_async exists for sm_90a only (the "a" features of the H100/H200), so the file compiles
@@ -82,16 +82,23 @@
 //               1, ..., SPLITK-1 in that order (DSMEM loads) and stores them; a second barrier keeps
 //               every block's shared memory alive until the others have read it (as sgemm_tf32.cu).
 //               For shapes with few output tiles (a wave of 132 SMs only partly filled) and deep K.
+//   DEFER       0: every chain is waited for within its k-tile. 1: the last chain of a k-tile is
+//               issued and not waited for: the tile's barrier (and the copy wait before it) pass
+//               while the tensor cores work on it, and it is waited for and added at the start of
+//               the next k-tile (before that tile's fold), so the barrier no longer empties the
+//               tensor cores' queue. A third operand buffer (tile t in buffer t % 3) keeps the split
+//               of tile t + 1 off the buffer the deferred chain still reads. The sums are the same,
+//               in the same order. Needs DBUF 0.
 // Threads per block: 128 * WGM * WGN. Grid: x = ceil_div(N, BN) * SPLITK, y = ceil_div(M, BM).
 //
-// ==== Shared memory (dynamic; bytes = ((4 - 4 AREG) BM + 4 BN + STAGES (BM + BN)) * BK * 4 + 1024,
-// ==== or BM * (BN + 8) * 4 + 1024 for the split-K partial tile where that is more) ==================
+// ==== Shared memory (dynamic; bytes = ((2 + DEFER) 2 ((1 - AREG) BM + BN) + STAGES (BM + BN)) * BK * 4
+// ==== + 1024, or BM * (BN + 8) * 4 + 1024 for the split-K partial tile where that is more) ==========
 //
 // The base is rounded up to 1024 bytes (the slack is the + 1024): the swizzle is a function of the
 // shared-memory address bits, so every operand tile must start at a multiple of its pattern (1024
 // bytes for the 128-byte swizzle, 512 for the 64-byte one). From the base:
-//   two operand buffers (tile t in buffer t % 2), each: A hi, A lo (BM rows; not with AREG), B hi,
-//     B lo (BN rows),
+//   two operand buffers (three with DEFER; tile t in buffer t % 2 or t % 3), each: A hi, A lo (BM
+//     rows; not with AREG), B hi, B lo (BN rows),
 //     every row one k-tile along K (BK floats: K-major, what wgmma requires of TF32 operands; B is
 //     transposed on the way in); the 16-byte chunk c (k = 4c .. 4c+3) of row r of a tile of R rows
 //     is at (layout of the PTX ISA's "Shared Memory Matrix Layout", CUTLASS's canonical GMMA
@@ -190,6 +197,9 @@
 #ifndef SPLITK
 #define SPLITK 1
 #endif
+#ifndef DEFER
+#define DEFER 0
+#endif
 
 // A device pass for a target without wgmma: NVRTC stops with an error; nvcc compiles a kernel that
 // traps (nvcc -arch=sm_90a also writes compute_90 PTX, in a pass where the sm_90a features are off;
@@ -216,19 +226,22 @@ namespace tf32wg {
 // Every index the kernel computes, as integer arithmetic of the tuning parameters, the thread and
 // the loop counters; the kernel and the CPU tests use these functions and nothing else. Offsets are
 // in bytes from the (1024-aligned) shared-memory base unless said otherwise.
-template <int kWGM, int kWGN, int kWN, int kBK, int kStages, int kLayout, int kSwz, int kAReg = 0, int kSplitK = 1>
+template <int kWGM, int kWGN, int kWN, int kBK, int kStages, int kLayout, int kSwz, int kAReg = 0, int kSplitK = 1,
+          int kDefer = 0>
 struct Layout {
   static constexpr int kBM = 64 * kWGM, kBN = kWN * kWGN;
   static constexpr int kOpN = kWN, kTileK = kBK;     // one wgmma's N (rows of its B operand); BK
   static constexpr int kStageCount = kStages;
   static constexpr int kARegs = kAReg;               // 1: A's fragments in registers (see AREG)
   static constexpr int kSplits = kSplitK;            // cluster ranks per output tile (see SPLITK)
+  static constexpr int kOpBufs = 2 + kDefer;         // operand buffers (see DEFER)
+  static constexpr bool kDeferLast = kDefer != 0;    // the last chain of a k-tile waited for in the next
   static constexpr int kThreads = 128 * kWGM * kWGN;
   static constexpr int kRowBytes = 4 * kBK;          // one row of an operand tile: a k-tile
   static constexpr int kChunks = kBK / 4;            // 16-byte chunks per row
   static constexpr int kSwzMask = kBK == 32 ? 7 : 3;  // Swizzle<3,4,3> (128 B) or <2,4,3> (64 B)
   static constexpr int kSteps = kBK / 8;             // wgmma k steps per k-tile
-  // Operand buffers: [2][A hi, A lo (not with AREG), B hi, B lo]; then the raw stages [kStages][A, B].
+  // Operand buffers: [kOpBufs][A hi, A lo (not with AREG), B hi, B lo]; then the raw stages [kStages][A, B].
   static constexpr int kOpA = kBM * kRowBytes, kOpB = kBN * kRowBytes;
   static constexpr int kOpBuf = 2 * ((kAReg ? 0 : kOpA) + kOpB);
   static constexpr int kRawA = kBM * kRowBytes, kRawB = kBK * kBN * 4;
@@ -236,7 +249,7 @@ struct Layout {
   // Split-K: the partial tiles, BM rows of kLdc floats, over the operand buffers and stages.
   static constexpr int kLdc = kBN + 8;
   static constexpr int kRedBytes = kSplitK > 1 ? kBM * kLdc * 4 : 0;
-  static constexpr int kMainBytes = 2 * kOpBuf + kStages * kRawStage;
+  static constexpr int kMainBytes = kOpBufs * kOpBuf + kStages * kRawStage;
   static constexpr int kSmemBytes = kMainBytes > kRedBytes ? kMainBytes : kRedBytes;  // + 1024 of slack
   // Raw tiles in flight ahead of the one the tensor cores read: with AREG the raw stage of tile t
   // is read (A's fragments) while tile t is multiplied, so one stage fewer is ahead.
@@ -250,8 +263,8 @@ struct Layout {
   static TF32WG_HD int op_alo(int buf) { return buf * kOpBuf + kOpA; }
   static TF32WG_HD int op_bhi(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA); }
   static TF32WG_HD int op_blo(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA) + kOpB; }
-  static TF32WG_HD int raw_a(int stage) { return 2 * kOpBuf + stage * kRawStage; }
-  static TF32WG_HD int raw_b(int stage) { return 2 * kOpBuf + stage * kRawStage + kRawA; }
+  static TF32WG_HD int raw_a(int stage) { return kOpBufs * kOpBuf + stage * kRawStage; }
+  static TF32WG_HD int raw_b(int stage) { return kOpBufs * kOpBuf + stage * kRawStage + kRawA; }
 
   // The swizzle of a byte offset (relative to a 1024-aligned base): bits [4, 4 + b) ^= bits [7, 7 + b).
   static TF32WG_HD int swz(int x) { return x ^ (((x >> 7) & kSwzMask) << 4); }
@@ -367,7 +380,7 @@ extern "C" __global__ void sgemm_tf32_wgmma(const float*, const float*, float*, 
 
 namespace tf32wg {
 
-using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ, AREG, SPLITK>;
+using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ, AREG, SPLITK, DEFER>;
 constexpr int kAcc = WN / 2;                 // accumulator registers per thread
 constexpr int kChains = BK / (8 * KSTEP);    // tensor-core chains per k-tile
 constexpr int kItems = L::kSplitItemsA + L::kItemsB;  // split items per thread and k-tile
@@ -387,6 +400,7 @@ static_assert(AREG == 0 || (STAGES >= 3 && DBUF == 0),
 static_assert(SPLITK == 1 || SPLITK == 2 || SPLITK == 4 || SPLITK == 8,
               "SPLITK 1, 2, 4 or 8 (a portable thread block cluster holds at most 8 blocks)");
 static_assert(L::kBM % SPLITK == 0 && L::kBN % 4 == 0, "each cluster rank reduces BM / SPLITK rows");
+static_assert((DEFER == 0 || DEFER == 1) && (DEFER == 0 || DBUF == 0), "DEFER 0 or 1, and DEFER needs DBUF 0");
 static_assert((L::kBM * L::kChunks) % L::kThreads == 0 && (L::kBN * L::kChunks) % L::kThreads == 0 &&
                   L::kItemsB >= 1 && L::kItemsA >= 1,
               "the chunks of A and B divide among the threads");
@@ -648,12 +662,14 @@ __device__ __forceinline__ void chain(const Ctx& c, int buf, int wm, int wn, flo
 
 // One k-tile: its chains, each followed (while the tensor cores work) by this thread's share of the
 // split of the next k-tile (when there is one), then the wait and the FP32 adds into `part`. stage:
-// the raw stage of this tile (AREG reads A's fragments there), next_stage: the next tile's.
+// the raw stage of this tile (AREG reads A's fragments there into ahi, alo), next_stage: the next
+// tile's, nbuf: the operand buffer of the next tile. DEFER: the last chain is issued and not waited
+// for (see deferred_chain).
 template <int kQ>
-__device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int stage, int next_stage, bool split_next,
-                                            int wm, int wn, float (&d)[kAcc], float (&part)[kAcc]) {
+__device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int nbuf, int stage, int next_stage,
+                                            bool split_next, int wm, int wn, float (&d)[kAcc], float (&part)[kAcc],
+                                            unsigned (&ahi)[KSTEP][4], unsigned (&alo)[KSTEP][4]) {
   if constexpr (kQ < kChains) {
-    unsigned ahi[KSTEP][4], alo[KSTEP][4];
 #if AREG
     load_a_frags<kQ>(c, stage, 64 * wm, ahi, alo);
 #else
@@ -665,25 +681,44 @@ __device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int stage, in
     wgmma_commit();
     constexpr int first = kQ * kItemsPerChain;
     constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
-    if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
-    wgmma_wait<0>();
-    fence_regs(d);
+    if (split_next) split_items<first, last>(c, next_stage, nbuf);
+    if constexpr (!(DEFER && kQ == kChains - 1)) {
+      wgmma_wait<0>();
+      fence_regs(d);
 #if AREG
-    fence_frags(ahi);
-    fence_frags(alo);
+      fence_frags(ahi);
+      fence_frags(alo);
 #endif
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) part[i] += d[i];
-    tile_chains<kQ + 1>(c, buf, stage, next_stage, split_next, wm, wn, d, part);
+      for (int i = 0; i < kAcc; ++i) part[i] += d[i];
+      tile_chains<kQ + 1>(c, buf, nbuf, stage, next_stage, split_next, wm, wn, d, part, ahi, alo);
+    }
   }
+}
+
+// DEFER: the wait for the last chain of the previous k-tile and its adds, at the start of the next
+// k-tile (after the barrier: the tensor cores work through it) or after the last one.
+__device__ __forceinline__ void deferred_chain(float (&d)[kAcc], float (&part)[kAcc], unsigned (&ahi)[KSTEP][4],
+                                               unsigned (&alo)[KSTEP][4]) {
+  wgmma_wait<0>();
+  fence_regs(d);
+#if AREG
+  fence_frags(ahi);
+  fence_frags(alo);
+#else
+  (void)ahi;
+  (void)alo;
+#endif
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) part[i] += d[i];
 }
 
 // DBUF = 1 (not with AREG): chain kQ into accumulator kQ % 2 (d0 or d1), this thread's share of the
 // split, then the wait for chain kQ - 1 only (wgmma.wait_group 1) and its adds; after the last chain,
 // the wait for it (all of the k-tile's wgmma complete before the barrier).
 template <int kQ>
-__device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int next_stage, bool split_next, int wm, int wn,
-                                             float (&d0)[kAcc], float (&d1)[kAcc], float (&part)[kAcc]) {
+__device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int nbuf, int next_stage, bool split_next, int wm,
+                                             int wn, float (&d0)[kAcc], float (&d1)[kAcc], float (&part)[kAcc]) {
   if constexpr (kQ < kChains) {
     float(&d)[kAcc] = kQ % 2 == 0 ? d0 : d1;
     unsigned unused[KSTEP][4];
@@ -693,7 +728,7 @@ __device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int next_sta
     wgmma_commit();
     constexpr int first = kQ * kItemsPerChain;
     constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
-    if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
+    if (split_next) split_items<first, last>(c, next_stage, nbuf);
     if constexpr (kQ > 0) {
       float(&prev)[kAcc] = kQ % 2 == 0 ? d1 : d0;
       wgmma_wait<1>();
@@ -701,7 +736,7 @@ __device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int next_sta
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) part[i] += prev[i];
     }
-    tile_chains2<kQ + 1>(c, buf, next_stage, split_next, wm, wn, d0, d1, part);
+    tile_chains2<kQ + 1>(c, buf, nbuf, next_stage, split_next, wm, wn, d0, d1, part);
   } else {
     float(&last)[kAcc] = (kChains - 1) % 2 == 0 ? d0 : d1;
     wgmma_wait<0>();
@@ -744,12 +779,15 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
 #if DBUF
   float d1[kAcc];
   zero(d1);
+#else
+  unsigned ahi[KSTEP][4], alo[KSTEP][4];  // AREG: the A fragments of the chain in flight
 #endif
   zero(part);
   zero(d);
   const int inner = L::inner_tiles(n, kChains);
   int left = inner;
   int stage = 0;  // raw stage of tile t
+  int buf = 0;    // operand buffer of tile t (t % kOpBufs)
   for (int t = 0; t < n; ++t) {
     // Raw tile t + kAhead goes to stage (t + kAhead) % STAGES: tile t's (AREG 0: split in the last
     // iteration) or tile t - 1's (AREG 1: its A read in the last iteration).
@@ -757,20 +795,36 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
     if (t + L::kAhead < n) load_raw(c, t0 + t + L::kAhead, issue_stage);
     cp_commit();
     const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
+    const int nbuf = buf + 1 == L::kOpBufs ? 0 : buf + 1;
+#if DEFER
+    if (t > 0) {  // the previous tile's last chain, then its fold, as without DEFER
+      deferred_chain(d, part, ahi, alo);
+      if (--left == 0) {
+        fold(acc, part);
+        left = inner;
+      }
+    }
+#endif
 #if DBUF
-    tile_chains2<0>(c, t & 1, next_stage, t + 1 < n, wm, wn, d, d1, part);
+    tile_chains2<0>(c, buf, nbuf, next_stage, t + 1 < n, wm, wn, d, d1, part);
 #else
-    tile_chains<0>(c, t & 1, stage, next_stage, t + 1 < n, wm, wn, d, part);
+    tile_chains<0>(c, buf, nbuf, stage, next_stage, t + 1 < n, wm, wn, d, part, ahi, alo);
 #endif
     cp_wait<L::kAhead - 2>();  // raw tile t + 2 landed: of tiles ..t+kAhead, all but the newest kAhead-2
     fence_proxy_async();
     __syncthreads();
+#if !DEFER
     if (--left == 0) {
       fold(acc, part);
       left = inner;
     }
+#endif
     stage = next_stage;
+    buf = nbuf;
   }
+#if DEFER
+  if (n > 0) deferred_chain(d, part, ahi, alo);
+#endif
   cp_wait<0>();  // only empty groups can be left
   fold(acc, part);
 }

@@ -83,7 +83,7 @@ uint32_t hw_addr(uint64_t d, int i, int j) {
 template <class L>
 void check_operand_reads() {
   const uint32_t base = 5 * 1024;  // a 1024-aligned shared-memory base other than 0
-  for (int buf = 0; buf < 2; ++buf)
+  for (int buf = 0; buf < L::kOpBufs; ++buf)
     for (int op = L::kARegs ? 2 : 0; op < 4; ++op) {  // A hi, A lo (not with AREG), B hi, B lo
       const bool is_a = op < 2;
       const int rows = is_a ? L::kBM : L::kBN, width = is_a ? 64 : L::kOpN;
@@ -247,6 +247,9 @@ using WideR = tf32wg::Layout<1, 2, 128, 16, 4, 1, 8, 1>;  // 64x256, BK 16, A fr
 using BigR2 = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8, 1, 2>;  // A from registers, split-K 2
 using FourK4 = tf32wg::Layout<2, 2, 32, 32, 2, 1, 1, 0, 4>;  // four warpgroups, split-K 4
 using OddR8 = tf32wg::Layout<1, 1, 96, 16, 3, 0, 8, 1, 8>;   // interleaved, A from registers, split-K 8
+using BigRD = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8, 1, 1, 1>;  // A from registers, last chain deferred
+using BigRD2 = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8, 1, 2, 1>;  // the same with split-K 2
+using InterD = tf32wg::Layout<2, 1, 64, 32, 2, 0, 1, 0, 1, 1>;  // A from shared memory, deferred, 2 stages
 
 TEST(Tf32WgmmaLayout, DescriptorsPackTheirFields) {
   const uint64_t d = Big::desc(0x12340, Big::kBM, 64, 2);
@@ -274,6 +277,8 @@ TEST(Tf32WgmmaLayout, TheTensorCoreReadsEveryOperandElementWhereTheSplitWroteIt)
   check_operand_reads<BigR>();
   check_operand_reads<WideR>();
   check_operand_reads<OddR8>();
+  check_operand_reads<BigRD>();
+  check_operand_reads<InterD>();
 }
 
 TEST(Tf32WgmmaLayout, RegisterAFragmentsCoverTheOperandFromTheRawStageWithoutBankConflicts) {
@@ -343,19 +348,82 @@ struct Smem {
   void st(uint32_t a, float x) { std::memcpy(&bytes.at(a), &x, 4); }
 };
 
+// The A operands of one chain: per k step j of it, lo and hi (64 x 8 each).
+struct ChainA {
+  std::vector<float> v;
+  float& at(int j, bool hi, int i, int k) { return v[static_cast<size_t>(((2 * j + hi) * 64 + i) * 8 + k)]; }
+  float at(int j, bool hi, int i, int k) const { return v[static_cast<size_t>(((2 * j + hi) * 64 + i) * 8 + k)]; }
+};
+// Chain q's A operands for warpgroup row wm: with AREG the fragment registers (read from raw stage
+// `stage` and split as the kernel splits them), else the tensor core's reads of operand buffer buf.
+template <class L, int kKstep>
+ChainA chain_a(const Smem& sm, int wm, int buf, int stage, int q) {
+  ChainA a;
+  a.v.assign(static_cast<size_t>(kKstep) * 2 * 64 * 8, NAN);
+  const uint32_t sb = sm.base;
+  for (int j = 0; j < kKstep; ++j) {
+    const int s = q * kKstep + j;
+    if (L::kARegs) {
+      for (int w = 0; w < 4; ++w)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int v = 0; v < 4; ++v) {
+            const Split x = split(sm.ld(sb + L::raw_a(stage) + L::a_frag_at(64 * wm, w, lane, v, s)), 2);
+            const int i = L::a_frag_row(w, lane, v), k = L::a_frag_k(lane, v, s) - 8 * s;
+            a.at(j, true, i, k) = x.hi;
+            a.at(j, false, i, k) = x.lo;
+          }
+    } else {
+      for (const bool hi : {false, true}) {
+        const uint64_t da = L::desc(sb + (hi ? L::op_ahi(buf) : L::op_alo(buf)), L::kBM, 64 * wm, s);
+        for (int i = 0; i < 64; ++i)
+          for (int k = 0; k < 8; ++k) a.at(j, hi, i, k) = sm.ld(hw_addr(da, i, k));
+      }
+    }
+  }
+  return a;
+}
+// Chain q of warpgroup wg on operand buffer buf: lo_a*hi_b and hi_a*lo_b of every step, then
+// hi_a*hi_b, B read through the descriptors now, summed exactly and rounded once, added to part
+// through the accumulator fragment.
+template <class L, int kKstep>
+void run_chain(const Smem& sm, int wg, int buf, int q, const ChainA& a, std::vector<float>& part) {
+  constexpr int kAcc = L::kOpN / 2, kWGN = L::kBN / L::kOpN;
+  const int wn = wg % kWGN;
+  const uint32_t sb = sm.base;
+  std::vector<double> d(static_cast<size_t>(64 * L::kOpN), 0.0);
+  auto wgmma = [&](int j, bool a_hi, int b_tile) {
+    const uint64_t db = L::desc(sb + b_tile, L::kBN, L::kOpN * wn, q * kKstep + j);
+    for (int i = 0; i < 64; ++i)
+      for (int nn = 0; nn < L::kOpN; ++nn)
+        for (int k = 0; k < 8; ++k)
+          d[static_cast<size_t>(i * L::kOpN + nn)] += static_cast<double>(a.at(j, a_hi, i, k)) * sm.ld(hw_addr(db, nn, k));
+  };
+  for (int j = 0; j < kKstep; ++j) {
+    wgmma(j, false, L::op_bhi(buf));
+    wgmma(j, true, L::op_blo(buf));
+  }
+  for (int j = 0; j < kKstep; ++j) wgmma(j, true, L::op_bhi(buf));
+  for (int w = 0; w < 4; ++w)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int v = 0; v < kAcc; ++v)
+        part[static_cast<size_t>((wg * 128 + w * 32 + lane) * kAcc + v)] +=
+            static_cast<float>(d[static_cast<size_t>(L::d_row(w, lane, v) * L::kOpN + L::d_col(lane, v))]);
+}
+
 // The kernel of Layout L with chains of kKstep k steps, on the CPU, block by block: the copies
 // (zero-filled outside the matrices), the split (cvt.rn), each wgmma reading its operands through
 // hw_addr() from the descriptors the kernel builds (with AREG, A through the register fragment from
 // the raw stage), the chain summed exactly and rounded once (the tensor core's rounding is the
 // error model's business, below), the accumulator fragment, the two-level sums, split-K's ranks
 // summed in rank order, and the guarded stores. The raw stage of tile t + kAhead is written, and
-// tile t + 1 split, before tile t is read: a stage or buffer shared by mistake shows up as a wrong
-// result.
+// tile t + 1 split, before tile t is read (with DEFER, the last chain of tile t after the split of
+// tile t + 2): a stage or buffer shared by mistake shows up as a wrong result.
 template <class L, int kKstep>
 void emulate(int M, int N, int K, const std::vector<float>& A, const std::vector<float>& B, std::vector<float>& C,
              std::vector<int>& writes) {
   constexpr int kStages = L::kStageCount, kAhead = L::kAhead, kSplitK = L::kSplits;
   constexpr int kChains = L::kTileK / (8 * kKstep), kAcc = L::kOpN / 2, kWGN = L::kBN / L::kOpN;
+  constexpr int kWG = L::kThreads / 128;
   const int gx = (N + L::kBN - 1) / L::kBN, gy = (M + L::kBM - 1) / L::kBM, KT = (K + L::kTileK - 1) / L::kTileK;
   for (int by = 0; by < gy; ++by)
     for (int bx = 0; bx < gx; ++bx) {
@@ -420,54 +488,50 @@ void emulate(int M, int N, int K, const std::vector<float>& A, const std::vector
       split_tile(0, 0);
       const int inner = L::inner_tiles(n, kChains);
       int left = inner;
-      for (int t = 0; t < n; ++t) {
-        if (t + kAhead < n) load(t0 + t + kAhead, (t + kAhead) % kStages);
-        if (t + 1 < n) split_tile((t + 1) % kStages, (t + 1) & 1);
-        const int buf = t & 1, stage = t % kStages;
-        for (int wg = 0; wg < L::kThreads / 128; ++wg) {
-          const int wm = wg / kWGN, wn = wg % kWGN;
-          for (int q = 0; q < kChains; ++q) {
-            std::vector<double> d(static_cast<size_t>(64 * L::kOpN), 0.0);
-            // a_hi: operand A is hi (else lo); b_tile: B's operand tile.
-            auto wgmma = [&](bool a_hi, int b_tile, int s) {
-              float a[64][8];
-              if (L::kARegs) {  // the registers of the fragment, split as the kernel splits them
-                int seen = 0;
-                for (int w = 0; w < 4; ++w)
-                  for (int lane = 0; lane < 32; ++lane)
-                    for (int v = 0; v < 4; ++v, ++seen) {
-                      const Split x = split(sm.ld(sb + L::raw_a(stage) + L::a_frag_at(64 * wm, w, lane, v, s)), 2);
-                      a[L::a_frag_row(w, lane, v)][L::a_frag_k(lane, v, s) - 8 * s] = a_hi ? x.hi : x.lo;
-                    }
-                EXPECT_EQ(seen, 512);
-              } else {
-                const uint64_t da = L::desc(sb + (a_hi ? L::op_ahi(buf) : L::op_alo(buf)), L::kBM, 64 * wm, s);
-                for (int i = 0; i < 64; ++i)
-                  for (int j = 0; j < 8; ++j) a[i][j] = sm.ld(hw_addr(da, i, j));
-              }
-              const uint64_t db = L::desc(sb + b_tile, L::kBN, L::kOpN * wn, s);
-              for (int i = 0; i < 64; ++i)
-                for (int nn = 0; nn < L::kOpN; ++nn)
-                  for (int j = 0; j < 8; ++j)
-                    d[static_cast<size_t>(i * L::kOpN + nn)] += static_cast<double>(a[i][j]) * sm.ld(hw_addr(db, nn, j));
-            };
-            for (int j = 0; j < kKstep; ++j) {
-              wgmma(false, L::op_bhi(buf), q * kKstep + j);
-              wgmma(true, L::op_blo(buf), q * kKstep + j);
-            }
-            for (int j = 0; j < kKstep; ++j) wgmma(true, L::op_bhi(buf), q * kKstep + j);
-            for (int w = 0; w < 4; ++w)
-              for (int lane = 0; lane < 32; ++lane)
-                for (int v = 0; v < kAcc; ++v)
-                  part[static_cast<size_t>((wg * 128 + w * 32 + lane) * kAcc + v)] +=
-                      static_cast<float>(d[static_cast<size_t>(L::d_row(w, lane, v) * L::kOpN + L::d_col(lane, v))]);
-          }
-        }
+      auto fold_check = [&] {
         if (--left == 0) {
           for (size_t i = 0; i < acc.size(); ++i) acc[i] += part[i], part[i] = 0.0f;
           left = inner;
         }
+      };
+      // DEFER: each warpgroup's last chain of the previous tile (its A operand as read at the issue
+      // with AREG), run after the next split: the latest its reads can happen in the kernel.
+      std::vector<ChainA> pending(static_cast<size_t>(kWG));
+      bool deferred = false;
+      int pending_buf = 0, pending_stage = 0;
+      for (int t = 0; t < n; ++t) {
+        if (t + kAhead < n) load(t0 + t + kAhead, (t + kAhead) % kStages);
+        if (t + 1 < n) split_tile((t + 1) % kStages, (t + 1) % L::kOpBufs);
+        if (deferred) {
+          for (int wg = 0; wg < kWG; ++wg) {
+            ChainA& a = pending[static_cast<size_t>(wg)];
+            if (!L::kARegs) a = chain_a<L, kKstep>(sm, wg / kWGN, pending_buf, pending_stage, kChains - 1);
+            run_chain<L, kKstep>(sm, wg, pending_buf, kChains - 1, a, part);
+          }
+          deferred = false;
+          fold_check();
+        }
+        const int buf = t % L::kOpBufs, stage = t % kStages;
+        for (int wg = 0; wg < kWG; ++wg)
+          for (int q = 0; q < kChains; ++q) {
+            const ChainA a = chain_a<L, kKstep>(sm, wg / kWGN, buf, stage, q);
+            if (L::kDeferLast && q == kChains - 1) {
+              pending[static_cast<size_t>(wg)] = a;
+              deferred = true;
+              pending_buf = buf;
+              pending_stage = stage;
+            } else {
+              run_chain<L, kKstep>(sm, wg, buf, q, a, part);
+            }
+          }
+        if (!L::kDeferLast) fold_check();
       }
+      if (deferred)
+        for (int wg = 0; wg < kWG; ++wg) {
+          ChainA& a = pending[static_cast<size_t>(wg)];
+          if (!L::kARegs) a = chain_a<L, kKstep>(sm, wg / kWGN, pending_buf, pending_stage, kChains - 1);
+          run_chain<L, kKstep>(sm, wg, pending_buf, kChains - 1, a, part);
+        }
       for (size_t i = 0; i < acc.size(); ++i) acc[i] += part[i];
       rank_acc.push_back(acc);
       }
@@ -537,6 +601,17 @@ TEST(Tf32WgmmaKernel, EmulatedWithRegisterAAndSplitKPassesTheSpecTolerance) {
   check_emulated<FourK4, 1>(130, 70, 130);
   check_emulated<OddR8, 2>(100, 97, 300);
   check_emulated<OddR8, 1>(7, 3, 5000);
+}
+
+TEST(Tf32WgmmaKernel, EmulatedWithTheLastChainDeferredPassesTheSpecTolerance) {
+  EXPECT_EQ(BigRD::kOpBufs, 3);
+  EXPECT_EQ(BigRD::kSmemBytes - BigR::kSmemBytes, 2 * 128 * 32 * 4);  // a third B hi/lo buffer
+  check_emulated<BigRD, 1>(1, 1, 1);
+  check_emulated<BigRD, 2>(127, 129, 65);
+  check_emulated<BigRD, 2>(3, 2, 2000);  // the fold after the deferred chain, 63 k-tiles
+  check_emulated<BigRD2, 2>(130, 129, 200);
+  check_emulated<InterD, 1>(64, 64, 63);
+  check_emulated<InterD, 2>(7, 3, 300);
 }
 
 // ---- the error of the chains, in the truncating-adder model ---------------------------------------
