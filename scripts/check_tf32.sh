@@ -18,7 +18,7 @@
 #               every candidate's (CaseResult rel_error_max / rel_error_rms); prints, per case,
 #               cuBLAS's and the worst accepted candidate's, and their ratio (contract: <= 2)
 #     wgmma     the sm_90a kernel (templates/sgemm/sgemm_tf32_wgmma.cu; not in the default: run
-#               `bash scripts/check_tf32.sh wgmma`, about 5-6 minutes for 22 variants; about 4 with
+#               `bash scripts/check_tf32.sh wgmma`, about 5-6 minutes for 23 variants; about 4 with
 #               WG_EVALUATE=0): bench/tf32_wgmma_check.cu built with nvcc for sm_90a (registers,
 #               spills, HGMMA count in the SASS), then each of its
 #               variants in a process of its own under a timeout (WG_TIMEOUT, default 90 s; the
