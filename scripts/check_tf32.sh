@@ -19,7 +19,8 @@
 #               cuBLAS's and the worst accepted candidate's, and their ratio (contract: <= 2)
 #     wgmma     the sm_90a kernel (templates/sgemm/sgemm_tf32_wgmma.cu; not in the default: run
 #               `bash scripts/check_tf32.sh wgmma`, about 5-6 minutes for 23 variants; about 4 with
-#               WG_EVALUATE=0): bench/tf32_wgmma_check.cu built with nvcc for sm_90a (registers,
+#               WG_EVALUATE=0, which also skips building kopt): bench/tf32_wgmma_check.cu built with
+#               nvcc for sm_90a (registers,
 #               spills, HGMMA count in the SASS), then each of its
 #               variants in a process of its own under a timeout (WG_TIMEOUT, default 90 s; the
 #               variants left when WG_DEADLINE, default 330 s, has passed are reported skipped): an
@@ -95,13 +96,19 @@ echo "== configurations (scripts/tf32_configs.py)"
 python3 scripts/tf32_configs.py "$T_OUT" || exit 2
 cat "$T_OUT/configs.txt"
 
-echo "== build ($(since)): kopt and bench/ in parallel"
-(
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=ON -DKOPT_UNIT_TESTS=OFF \
-    >"$T_OUT/configure.log" 2>&1 &&
-    cmake --build "$BUILD" --target kopt -j "$JOBS" >"$T_OUT/build.log" 2>&1
-) &
-KOPT_BUILD=$!
+# kopt is needed by evaluate, accuracy and the wgmma stage's kopt evaluate (not with WG_EVALUATE=0).
+NEED_KOPT=0
+{ has evaluate || has accuracy || { has wgmma && [[ ${WG_EVALUATE:-1} != 0 ]]; }; } && NEED_KOPT=1
+echo "== build ($(since)): kopt (if needed: $NEED_KOPT) and bench/ in parallel"
+KOPT_BUILD=
+if [[ $NEED_KOPT == 1 ]]; then
+  (
+    cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=ON -DKOPT_UNIT_TESTS=OFF \
+      >"$T_OUT/configure.log" 2>&1 &&
+      cmake --build "$BUILD" --target kopt -j "$JOBS" >"$T_OUT/build.log" 2>&1
+  ) &
+  KOPT_BUILD=$!
+fi
 BENCH_BUILD=
 if has bench; then
   (
@@ -210,7 +217,7 @@ print("  %-4s %-30s %4s %7s %5s " % ("", "  the variant", "", "", "") + " ".join
 fl = [best[s]["x"][s] for s in FLAG if best[s]]
 print("WGMMA VERDICT: %s (%d of %d variants correct on every case%s)" % (
     "CORRECT" if good and not bad else "WRONG" if not good else "PARTLY CORRECT", len(good), len(rows),
-    "; wrong: " + ", ".join("%s %s" % (r["v"], r.get("label", "")) for r in bad) if bad else ""))
+    "; wrong: " + ", ".join(r["v"] for r in bad) + " (their SUMMARY lines above)" if bad else ""))
 if good:
     top = max(good, key=lambda r: g(r) if g(r) == g(r) else -1)
     print("  fastest correct single variant: %s %s: flagship geomean %.3fx cuBLAS FP32 (bar 1.6x); its worst error"
@@ -225,21 +232,23 @@ if good:
     met = [r for r in good if r.get("contract") == "met"]
     print("  contract met by %d of %d correct variants" % (len(met), len(good)))
 PY
-}}
+}
 
 if has wgmma; then
   wgmma_variants
 fi
 
-if ! wait "$KOPT_BUILD"; then
-  echo "kopt build FAILED"; tail -30 "$T_OUT/configure.log"; grep -E -A3 "error" "$T_OUT/build.log" | head -40; exit 1
+if [[ -n $KOPT_BUILD ]]; then
+  if ! wait "$KOPT_BUILD"; then
+    echo "kopt build FAILED"; tail -30 "$T_OUT/configure.log"; grep -E -A3 "error" "$T_OUT/build.log" | head -40; exit 1
+  fi
+  echo "kopt built ($(since))"
 fi
-echo "kopt built ($(since))"
 
 if has wgmma && [[ ${WG_EVALUATE:-1} != 0 ]]; then
   echo "== wgmma ($(since)): kopt evaluate of the seeds of sgemm_tf32_wgmma.json (NVRTC, the harness)"
   python3 scripts/tf32_configs.py --wgmma "$WG/eval" >/dev/null || status=1
-  timeout 150 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
+  timeout 200 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
     --no-reference-timing --cache-dir "$BUILD/kcache" --json "$WG/evaluate.json" >"$WG/evaluate.stdout" \
     2>"$WG/evaluate.err"
   rc=$?

@@ -86,9 +86,11 @@
 //               issued and not waited for: the tile's barrier (and the copy wait before it) pass
 //               while the tensor cores work on it, and it is waited for and added at the start of
 //               the next k-tile (before that tile's fold), so the barrier no longer empties the
-//               tensor cores' queue. A third operand buffer (tile t in buffer t % 3) keeps the split
-//               of tile t + 1 off the buffer the deferred chain still reads. The sums are the same,
-//               in the same order. Needs DBUF 0.
+//               tensor cores' queue. A third operand buffer (tile t in buffer t % 3): the split of
+//               tile t + 1 during k-tile t writes the buffer of tile t - 2, whose deferred chain
+//               every thread waited for before the last barrier (with two it would be tile t - 1's,
+//               whose deferred chain another warpgroup may still be running). The sums are the
+//               same, in the same order. Needs DBUF 0.
 // Threads per block: 128 * WGM * WGN. Grid: x = ceil_div(N, BN) * SPLITK, y = ceil_div(M, BM).
 //
 // ==== Shared memory (dynamic; bytes = ((2 + DEFER) 2 ((1 - AREG) BM + BN) + STAGES (BM + BN)) * BK * 4
