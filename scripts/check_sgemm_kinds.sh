@@ -74,16 +74,11 @@ if [[ " ${STAGES[*]} " == *" evaluate "* ]]; then
   tail -3 "$K_OUT/evaluate.err"
   python3 - "$K_OUT/evaluate.json" "$K_OUT/configs.txt" <<'PY' || status=1
 import json, sys
+sys.path.insert(0, "scripts")
+from tf32_report import read_labels, timed_cases
 res = json.load(open(sys.argv[1]))
-labels = {}
-for line in open(sys.argv[2]):
-    parts = line.split(None, 1)
-    labels[parts[0]] = parts[1].strip()
-perf = []
-for r in res:
-    for c in r.get("cases", []):
-        if c.get("latency") and c["name"] not in perf:
-            perf.append(c["name"])
+labels = read_labels(sys.argv[2])
+perf = timed_cases(res)
 print("\nverdict and median ms per performance case (correctness cases: checked, not timed)")
 print("%-7s %-14s %9s " % ("config", "verdict", "geomean") + " ".join("%14s" % p for p in perf))
 bad = 0

@@ -18,18 +18,21 @@
 #               every candidate's (CaseResult rel_error_max / rel_error_rms); prints, per case,
 #               cuBLAS's and the worst accepted candidate's, and their ratio (contract: <= 2)
 #     wgmma     the sm_90a kernel (templates/sgemm/sgemm_tf32_wgmma.cu; not in the default: run
-#               `bash scripts/check_tf32.sh wgmma`, about 4-5 minutes): bench/tf32_wgmma_check.cu built
-#               with nvcc for sm_90a (registers, spills, HGMMA count in the SASS), then each of its
+#               `bash scripts/check_tf32.sh wgmma`, about 5-6 minutes for 23 variants; about 4 with
+#               WG_EVALUATE=0, which also skips building kopt): bench/tf32_wgmma_check.cu built with
+#               nvcc for sm_90a (registers,
+#               spills, HGMMA count in the SASS), then each of its
 #               variants in a process of its own under a timeout (WG_TIMEOUT, default 90 s; the
-#               variants left when WG_DEADLINE, default 210 s, has passed are reported skipped): an
+#               variants left when WG_DEADLINE, default 330 s, has passed are reported skipped): an
 #               exact-integer probe (with a one-hot decode of what each output read when it is
 #               wrong), every element of every case against an FP64 oracle with the harness's
 #               tolerance, max and RMS error beside cuBLAS FP32's, speed on the flagship shapes beside
 #               cuBLAS FP32 (WG_ITERS launches, default 20); then `kopt evaluate` of the spec's seeds
 #               (scripts/tf32_configs.py --wgmma: NVRTC for sm_90a through the file's kopt:options
-#               line, the harness's verdicts; WG_EVALUATE=0 skips it). wgmma/summary.txt: one line per
-#               variant and a verdict: CORRECT or WRONG, the fastest correct variant's flagship
-#               geomean against cuBLAS FP32, the worst error ratios
+#               line, the harness's verdicts; WG_EVALUATE=0 skips it). wgmma/summary.txt: a table of
+#               each correct variant's ratio to cuBLAS FP32 per timed shape (flagship and others),
+#               the best variant per shape (what dispatch can pick) and its flagship geomean, and a
+#               verdict: CORRECT or WRONG, the fastest correct single variant, the worst error ratios
 #     bench     bench/sgemm_bench --precision --all-variants on the synthetic generated pair of the
 #               configurations: the five flagship shapes, 4096^3, 8192^3 and DeepBench shapes; per
 #               shape every variant, cuBLAS FP32 (pedantic) and cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32:
@@ -93,13 +96,19 @@ echo "== configurations (scripts/tf32_configs.py)"
 python3 scripts/tf32_configs.py "$T_OUT" || exit 2
 cat "$T_OUT/configs.txt"
 
-echo "== build ($(since)): kopt and bench/ in parallel"
-(
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=ON -DKOPT_UNIT_TESTS=OFF \
-    >"$T_OUT/configure.log" 2>&1 &&
-    cmake --build "$BUILD" --target kopt -j "$JOBS" >"$T_OUT/build.log" 2>&1
-) &
-KOPT_BUILD=$!
+# kopt is needed by evaluate, accuracy and the wgmma stage's kopt evaluate (not with WG_EVALUATE=0).
+NEED_KOPT=0
+{ has evaluate || has accuracy || { has wgmma && [[ ${WG_EVALUATE:-1} != 0 ]]; }; } && NEED_KOPT=1
+echo "== build ($(since)): kopt (if needed: $NEED_KOPT) and bench/ in parallel"
+KOPT_BUILD=
+if [[ $NEED_KOPT == 1 ]]; then
+  (
+    cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=ON -DKOPT_UNIT_TESTS=OFF \
+      >"$T_OUT/configure.log" 2>&1 &&
+      cmake --build "$BUILD" --target kopt -j "$JOBS" >"$T_OUT/build.log" 2>&1
+  ) &
+  KOPT_BUILD=$!
+fi
 BENCH_BUILD=
 if has bench; then
   (
@@ -154,11 +163,11 @@ wgmma_variants() {
   fi
   "$WG/tf32_wgmma_check" --list >"$WG/variants.txt" 2>&1
   : >"$WG/summaries.txt"
-  local deadline=$(( $(date +%s) + ${WG_DEADLINE:-210} ))
+  local deadline=$(( $(date +%s) + ${WG_DEADLINE:-330} ))
   while read -r v rest; do
     [[ $v =~ ^[0-9]+$ ]] || continue
     if (( $(date +%s) >= deadline )); then
-      echo "SUMMARY v$v correct=NO skipped=\"the variants' time (WG_DEADLINE ${WG_DEADLINE:-210} s) ran out\" label=\"$rest\"" \
+      echo "SUMMARY v$v correct=NO skipped=\"the variants' time (WG_DEADLINE ${WG_DEADLINE:-330} s) ran out\" label=\"$rest\"" \
         | tee -a "$WG/summaries.txt"
       continue
     fi
@@ -173,11 +182,17 @@ wgmma_variants() {
     grep -q "correct=yes probe=exact" "$WG/v$v.txt" || { sed -n '/probe/,/^  case/p' "$WG/v$v.txt" | head -30; grep WRONG "$WG/v$v.txt" | head -5; }
   done <"$WG/variants.txt"
   python3 - "$WG/summaries.txt" <<'PY' | tee "$WG/summary.txt"
-import re, sys
+import math, re, sys
 rows = []
 for line in open(sys.argv[1]):
     d = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', line))
     d["v"] = line.split()[1]
+    d["label"] = d.get("label", "").strip('"')
+    d["x"] = {}
+    for item in d.get("x_cublas", "-").split(","):
+        if ":" in item:
+            shape, ratio = item.split(":")
+            d["x"][shape] = float(ratio)
     rows.append(d)
 good = [r for r in rows if r.get("correct") == "yes" and r.get("probe") == "exact"]
 bad = [r for r in rows if r not in good]
@@ -186,14 +201,34 @@ def g(r):
         return float(r.get("flagship_geomean_x_cublas", "nan"))
     except ValueError:
         return float("nan")
+FLAG = ["4096x2048x1024", "2048x4096x3072", "8192x1024x4096", "1024x8192x512", "3000x1000x2000"]
+shapes = FLAG + sorted({s for r in good for s in r["x"]} - set(FLAG), key=lambda s: [int(x) for x in s.split("x")])
+short = lambda s: s.replace("x", "x", 2)
+print("x cuBLAS FP32 per shape (time ratio, > 1: faster), correct variants; flagship shapes first:")
+print("  %-4s %-30s %4s %7s %5s " % ("v", "label", "regs", "smem KB", "geo") + " ".join("%9s" % s[:9] for s in shapes))
+print("  %-4s %-30s %4s %7s %5s " % ("", "", "", "", "") + " ".join("%9s" % s[9:18] for s in shapes))
+for r in good:
+    print("  %-4s %-30s %4s %7.1f %5.3f " % (r["v"], r["label"][:30], r.get("regs", "?"), int(r.get("smem", "0")) / 1024.0, g(r))
+          + " ".join("%9s" % ("%.3f" % r["x"][s] if s in r["x"] else "-") for s in shapes))
+best = {s: max((r for r in good if s in r["x"]), key=lambda r: r["x"][s], default=None) for s in shapes}
+print("  %-4s %-30s %4s %7s %5s " % ("best", "per shape (what dispatch can pick)", "", "", "")
+      + " ".join("%9s" % ("%.3f" % best[s]["x"][s] if best[s] else "-") for s in shapes))
+print("  %-4s %-30s %4s %7s %5s " % ("", "  the variant", "", "", "") + " ".join("%9s" % (best[s]["v"] if best[s] else "-") for s in shapes))
+fl = [best[s]["x"][s] for s in FLAG if best[s]]
 print("WGMMA VERDICT: %s (%d of %d variants correct on every case%s)" % (
     "CORRECT" if good and not bad else "WRONG" if not good else "PARTLY CORRECT", len(good), len(rows),
-    "; wrong: " + ", ".join("%s %s" % (r["v"], r.get("label", "")) for r in bad) if bad else ""))
+    "; wrong: " + ", ".join(r["v"] for r in bad) + " (their SUMMARY lines above)" if bad else ""))
 if good:
-    best = max(good, key=lambda r: g(r) if g(r) == g(r) else -1)
-    print("  fastest correct: %s %s: flagship geomean %.3fx cuBLAS FP32 (bar 1.6x); its worst error ratio to"
-          " cuBLAS max %s, rms %s (contract <= 2: %s)" % (best["v"], best.get("label", ""), g(best),
-          best.get("worst_max_ratio"), best.get("worst_rms_ratio"), best.get("contract")))
+    top = max(good, key=lambda r: g(r) if g(r) == g(r) else -1)
+    print("  fastest correct single variant: %s %s: flagship geomean %.3fx cuBLAS FP32 (bar 1.6x); its worst error"
+          " ratio to cuBLAS max %s, rms %s (contract <= 2: %s)" % (top["v"], top.get("label", ""), g(top),
+          top.get("worst_max_ratio"), top.get("worst_rms_ratio"), top.get("contract")))
+    if len(fl) == len(FLAG):
+        print("  best variant per flagship shape: geomean %.3fx cuBLAS FP32" % math.exp(sum(map(math.log, fl)) / len(fl)))
+    others = [(s, best[s]["x"][s]) for s in shapes if s not in FLAG and best[s]]
+    if others:
+        print("  other shapes, best variant: " + ", ".join("%s %.3f" % o for o in others) +
+              "; worst: %s %.3f" % min(others, key=lambda o: o[1]))
     met = [r for r in good if r.get("contract") == "met"]
     print("  contract met by %d of %d correct variants" % (len(met), len(good)))
 PY
@@ -203,15 +238,17 @@ if has wgmma; then
   wgmma_variants
 fi
 
-if ! wait "$KOPT_BUILD"; then
-  echo "kopt build FAILED"; tail -30 "$T_OUT/configure.log"; grep -E -A3 "error" "$T_OUT/build.log" | head -40; exit 1
+if [[ -n $KOPT_BUILD ]]; then
+  if ! wait "$KOPT_BUILD"; then
+    echo "kopt build FAILED"; tail -30 "$T_OUT/configure.log"; grep -E -A3 "error" "$T_OUT/build.log" | head -40; exit 1
+  fi
+  echo "kopt built ($(since))"
 fi
-echo "kopt built ($(since))"
 
 if has wgmma && [[ ${WG_EVALUATE:-1} != 0 ]]; then
   echo "== wgmma ($(since)): kopt evaluate of the seeds of sgemm_tf32_wgmma.json (NVRTC, the harness)"
   python3 scripts/tf32_configs.py --wgmma "$WG/eval" >/dev/null || status=1
-  timeout 150 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
+  timeout 200 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
     --no-reference-timing --cache-dir "$BUILD/kcache" --json "$WG/evaluate.json" >"$WG/evaluate.stdout" \
     2>"$WG/evaluate.err"
   rc=$?

@@ -7,11 +7,14 @@
 # the GPU machine); DEST defaults to docs/example-run beside this script. The
 # report is drawn again by this checkout's kopt (`kopt report RUN_DIR --out`,
 # which leaves RUN_DIR alone), then DEST gets:
-#   report.html          the self-contained report (opens from disk, no network)
-#   heatmap.svg          the speedup heatmap
-#   compare-classes.svg, compare-shapes.svg, progress.svg
-#                        the report's charts as files of their own (a README
-#                        on GitHub can show an SVG, not the report's HTML)
+#   report.html          the self-contained report (opens from disk, no network),
+#                        with every chart, the heatmap and the progress chart
+#                        included (a long run's heatmap and progress chart are
+#                        hundreds of KiB each: not written again as files)
+#   compare-classes.svg, compare-shapes.svg
+#                        the report's charts against cuBLAS as files of their
+#                        own (a README on GitHub can show an SVG, not the
+#                        report's HTML)
 #   summary.json         the run's summary (the record the report reads)
 #   report.png           a preview: the top of the report at 1280 px wide,
 #                        KOPT_EXAMPLE_PNG_HEIGHT px high (default 1800),
@@ -91,6 +94,7 @@ out=$work/out
 mkdir -p "$out"
 
 "$kopt" report "$run_dir" --out "$out/report.html" --quiet >/dev/null
+rm -f "$out/heatmap.svg"  # it is in report.html
 cp "$run_dir/summary.json" "$out/summary.json"
 
 # The charts as SVG files of their own: the report's inline <svg> elements
@@ -99,8 +103,7 @@ python3 - "$out" <<'PY'
 import re, sys
 out = sys.argv[1]
 html = open(out + "/report.html", encoding="utf-8").read()
-want = {"kopt-compare by-class": "compare-classes.svg", "kopt-compare by-shape": "compare-shapes.svg",
-        "kopt-progress": "progress.svg"}
+want = {"kopt-compare by-class": "compare-classes.svg", "kopt-compare by-shape": "compare-shapes.svg"}
 for m in re.finditer(r'<svg xmlns="http://www.w3.org/2000/svg"[^>]*class="([^"]+)"[^>]*>.*?</svg>', html, re.S):
     name = want.pop(m.group(1), None)
     if name:

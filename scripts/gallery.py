@@ -109,7 +109,7 @@ def kopt_bin():
     return os.environ.get("KOPT", os.path.join(ROOT, "build-gpu", "tool", "kopt"))
 
 
-# A wall-clock bound on each kopt run, so that one slow kernel (long compiles) cannot use up a
+# A wall-clock bound on each kopt run (and Kernel Tuner's time_limit), so that one slow kernel (long compiles) cannot use up a
 # GPU call that has the other kernels still to do; the run reports "minutes" as its stop reason.
 KOPT_MINUTES = float(os.environ.get("GALLERY_KOPT_MINUTES", "3"))
 
@@ -151,7 +151,9 @@ def kt_tune(name, evals, strategy, out, np, cp, cachefile=None, iterations=7, ma
     space = kt_space_size(name)
     if strategy == "auto":
         strategy = "brute_force" if space <= evals else "genetic_algorithm"
-    strategy_options = {"max_fevals": evals} if max_fevals and strategy != "brute_force" else None
+    # The same bounds as kopt's run: evaluations and wall time (brute_force takes neither).
+    strategy_options = ({"max_fevals": evals, "time_limit": 60 * KOPT_MINUTES}
+                        if max_fevals and strategy != "brute_force" else None)
     source = os.path.join(ROOT, "templates", name, spec["template"]["source"])
     t0 = time.time()
     # A copy of block_size_names: Kernel Tuner appends its defaults to the list it is given.
@@ -397,11 +399,12 @@ def cmd_compare(a, names):
         except Exception as ex:  # one kernel's failure must not lose the others' figures
             log("   %s failed: %s" % (name, ex))
             rows.append({"kernel": name, "errors": [str(ex)]})
+        # Written after each kernel, so that a call cut off by its time limit keeps the finished rows.
         with open(os.path.join(a.out, "gallery.json"), "w") as f:
             json.dump({"peaks": pk, "rows": rows, "evals": a.evals}, f, indent=1, default=str)
-    text = table(rows, pk)
-    with open(os.path.join(a.out, "gallery.md"), "w") as f:
-        f.write(text + "\n")
+        text = table(rows, pk)
+        with open(os.path.join(a.out, "gallery.md"), "w") as f:
+            f.write(text + "\n")
     print(text)
     return 0 if all(not r.get("errors") for r in rows) else 1
 

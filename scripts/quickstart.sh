@@ -14,28 +14,47 @@
 # kopt is built in build/ in Release (-O2), in unity batches
 # (KOPT_UNITY_BUILD), without the tests. Measured on a fresh clone, no ccache,
 # 2 cores: see README's Set-up and docs/testing.md, "Build times".
+#
+# For the test of this script (scripts.quickstart, no GPU), all relative to
+# the repository root or absolute: KOPT_QUICKSTART_KOPT_BUILD=DIR takes the
+# kopt already built in DIR (nothing is configured or built there);
+# KOPT_QUICKSTART_EXAMPLE_BUILD=DIR (default build-example) and
+# KOPT_QUICKSTART_RESULTS=DIR (default results) move the example's build and
+# the compile-only listing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 export PATH="/usr/local/cuda/bin:$PATH"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=OFF >/dev/null
-cmake --build build --target kopt -j "$(nproc)"
-mkdir -p results
+build=${KOPT_QUICKSTART_KOPT_BUILD:-build}
+example=${KOPT_QUICKSTART_EXAMPLE_BUILD:-build-example}
+results=${KOPT_QUICKSTART_RESULTS:-results}
+if [ -z "${KOPT_QUICKSTART_KOPT_BUILD:-}" ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=OFF >/dev/null
+  cmake --build build --target kopt -j "$(nproc)"
+fi
+kopt=$build/tool/kopt
+mkdir -p "$results"
 gpu=1
-if ! build/tool/kopt devices >/dev/null 2>&1; then
+if ! "$kopt" devices >/dev/null 2>&1; then
   gpu=0
   echo "quickstart: no CUDA device here: compiling 8 candidate kernels of templates/sgemm for sm_90" >&2
   code=0
-  build/tool/kopt optimize --spec templates/sgemm/sgemm.json --arch sm_90 --budget evals=8 \
-    >results/compile-only.json || code=$?
-  [ "$code" -eq 77 ] || { echo "quickstart: compile-only run failed (exit $code)" >&2; exit "$code"; }
-  echo "quickstart: candidates compiled (results/compile-only.json); checking and timing them needs a GPU" >&2
+  # Its messages go to a log: the example's step below says once why there is no GPU.
+  "$kopt" optimize --spec templates/sgemm/sgemm.json --arch sm_90 --budget evals=8 \
+    >"$results/compile-only.json" 2>"$results/compile-only.log" || code=$?
+  if [ "$code" -ne 77 ]; then
+    cat "$results/compile-only.log" >&2
+    echo "quickstart: compile-only run failed (exit $code)" >&2
+    exit "$code"
+  fi
+  echo "quickstart: $(tail -n 1 "$results/compile-only.log" | sed 's/^kopt: //')" \
+       "($results/compile-only.json; its log $results/compile-only.log)" >&2
 fi
-cmake -S example_project -B build-example -G Ninja -DKernelOptimizer_DIR="$ROOT/build" >/dev/null
-cmake --build build-example --target optimize_sgemm
-cmake --build build-example
+cmake -S example_project -B "$example" -G Ninja -DKernelOptimizer_DIR="$(cd "$build" && pwd)" >/dev/null
+cmake --build "$example" --target optimize_sgemm
+cmake --build "$example"
 code=0
-build-example/matmul || code=$?
+"$example/matmul" || code=$?
 if [ "$code" -eq 77 ]; then
   echo "quickstart: matmul built with the cached kernel; running it needs a GPU" >&2
 elif [ "$code" -ne 0 ]; then
@@ -43,14 +62,14 @@ elif [ "$code" -ne 0 ]; then
 fi
 
 # Where things are (paths relative to the repository root).
-gen=build-example/kernel_optimizer/sgemm
+gen=$example/kernel_optimizer/sgemm
 echo
 echo "quickstart: done. In $ROOT:"
-echo "  build/tool/kopt                the tool (build/tool/kopt --help)"
+echo "  $kopt                the tool ($kopt --help)"
 echo "  $gen/sgemm.cu"
 echo "  $gen/sgemm_launch.h"
 echo "                                 the generated kernel and its launch header, compiled into matmul"
-echo "  build-example/matmul           the example application (matmul M N K; needs a GPU)"
+echo "  $example/matmul           the example application (matmul M N K; needs a GPU)"
 if [ "$gpu" = 1 ]; then
   run=$(ls -d "$gen"/runs/run-* 2>/dev/null | sort | tail -n 1 || true)
   if [ -n "$run" ] && [ -f "$run/report.html" ]; then
@@ -58,9 +77,10 @@ if [ "$gpu" = 1 ]; then
     echo "                                 the tuning run's report: open it in a browser"
   fi
 else
-  echo "  results/compile-only.json      the candidates compiled without a GPU"
-  echo "  (no report of your own: a tuning run on a GPU writes report.html into its run folder, docs/run-folder.md)"
+  echo "  $results/compile-only.json      the candidates compiled without a GPU"
+  echo "  (no report of your own: a tuning run on a GPU writes report.html into its run folder;"
+  echo "   copied here, \`$kopt report RUN_DIR\` draws it again: docs/example-run/README.md)"
   if [ -f docs/example-run/report.html ]; then
-    echo "  docs/example-run/report.html   the report of a tuning run on an H200: open it in a browser"
+    echo "  docs/example-run/report.html   the report of a tuning run on an H100: open it in a browser"
   fi
 fi

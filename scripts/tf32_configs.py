@@ -123,6 +123,7 @@ def write_wgmma(out):
         cfg = sgemm_kinds.full_config(seed, names)
         label = "wgmma %dx%d k%d kstep%d layout%d" % (64 * cfg["WGM"], cfg["WN"] * cfg["WGN"], cfg["BK"], cfg["KSTEP"],
                                                       cfg["LAYOUT"])
+        label += "".join(" %s%d" % (k.lower(), cfg[k]) for k in ("DBUF", "AREG", "SPLITK", "DEFER") if cfg.get(k, 0) > (k == "SPLITK"))
         configs.append((label, cfg))
     os.makedirs(out, exist_ok=True)
     adv = adversarial_cases(out)

@@ -52,17 +52,29 @@ def num(x):
     return x
 
 
-def evaluate(results_file, configs_file):
-    res = json.load(open(results_file))
+def read_labels(configs_file):
+    """CONFIGS_TXT, a line per configuration ("cfg_N label"): {cfg_N: label}."""
     labels = {}
     for line in open(configs_file):
         parts = line.split(None, 1)
-        labels[parts[0]] = parts[1].strip()
+        labels[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    return labels
+
+
+def timed_cases(results):
+    """The names of the cases kopt evaluate's results timed, in the order they first appear."""
     perf = []
-    for r in res:
+    for r in results:
         for c in r.get("cases", []):
             if c.get("latency") and c["name"] not in perf:
                 perf.append(c["name"])
+    return perf
+
+
+def evaluate(results_file, configs_file):
+    res = json.load(open(results_file))
+    labels = read_labels(configs_file)
+    perf = timed_cases(res)
     print("\nkopt evaluate: verdict, median ms per timed case, worst relative error over all cases"
           " (e = |c - ref| / sqrt(sum_k (a_ik b_kj)^2))")
     print("%-7s %-14s %9s %10s %10s " % ("config", "verdict", "geomean", "max e", "rms e") +
@@ -165,10 +177,7 @@ def contract(results_file, run_dir, configs_file):
     if base is None:
         print("contract: no accepted cuBLAS baseline in %s" % run_dir)
         return 0
-    labels = {}
-    for line in open(configs_file):
-        parts = line.split(None, 1)
-        labels[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    labels = read_labels(configs_file)
     print("\nerror contract per configuration (kopt evaluate vs the cuBLAS FP32 baseline of %s, cases with"
           " K >= %d; <= 2 required):" % (os.path.basename(run_dir), SHALLOW_K))
     print("  %-7s %8s %-28s %8s %-28s  %s" % ("config", "max x", "(case)", "rms x", "(case)", "label"))

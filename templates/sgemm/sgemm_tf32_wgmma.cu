@@ -4,9 +4,9 @@
 // and newer, is sgemm_tf32.cu; the arithmetic and its error analysis are described there.
 //
 // kopt:entry sgemm_tf32_wgmma
-// kopt:grid ceil_div(N, WN * WGN), ceil_div(M, 64 * WGM), 1
+// kopt:grid ceil_div(N, WN * WGN) * SPLITK, ceil_div(M, 64 * WGM), 1
 // kopt:block 128 * WGM * WGN, 1, 1
-// kopt:shared (4 + STAGES) * (64 * WGM + WN * WGN) * BK * 4 + 1024
+// kopt:shared max(((2 + DEFER) * 2 * ((1 - AREG) * 64 * WGM + WN * WGN) + STAGES * (64 * WGM + WN * WGN)) * BK * 4, (SPLITK > 1) * 64 * WGM * (WN * WGN + 8) * 4) + 1024
 // kopt:options --gpu-architecture=sm_90a
 //
 // wgmma.mma_async exists for sm_90a only (the "a" features of the H100/H200), so the file compiles
@@ -66,14 +66,41 @@
 //               1; all waited for at the end of a k-tile, before the barrier that frees its buffer):
 //               a warpgroup keeps the tensor cores fed by itself, for WN / 2 more registers. The sums
 //               are the same, in the same order.
-// Threads per block: 128 * WGM * WGN. Grid: x = ceil_div(N, BN), y = ceil_div(M, BM).
+//   AREG        0: A's hi and lo parts from shared memory, as B's. 1: A from registers (wgmma's
+//               register form of A): each warpgroup reads its A fragments from the raw stage just
+//               before each chain and splits them in registers (8 KSTEP registers), so the block
+//               splits B alone and the tensor cores read only B from shared memory: of the shared
+//               memory traffic per 128x128x32 tile (copies, split reads and writes, wgmma operand
+//               reads), about 192 KB instead of 272 KB, against 128 bytes per clock. The raw stage
+//               of the tile multiplied is read during its k-tile, so one stage fewer is ahead
+//               (STAGES >= 3). The sums are the same, in the same order. Needs DBUF 0.
+//   SPLITK      1: a block walks all of K. 2, 4 or 8: blocks x*SPLITK .. x*SPLITK+SPLITK-1 are one
+//               thread block cluster for one output tile; cluster rank r walks k-tiles
+//               [r*KT/SPLITK, (r+1)*KT/SPLITK) (its own two-level sums), writes its partial tile to
+//               its shared memory (BM rows of BN + 8 floats, over the stages), and after a cluster
+//               barrier rank r sums rows [r*BM/SPLITK, (r+1)*BM/SPLITK) of the tile over ranks 0,
+//               1, ..., SPLITK-1 in that order (DSMEM loads) and stores them; a second barrier keeps
+//               every block's shared memory alive until the others have read it (as sgemm_tf32.cu).
+//               For shapes with few output tiles (a wave of 132 SMs only partly filled) and deep K.
+//   DEFER       0: every chain is waited for within its k-tile. 1: the last chain of a k-tile is
+//               issued and not waited for: the tile's barrier (and the copy wait before it) pass
+//               while the tensor cores work on it, and it is waited for and added at the start of
+//               the next k-tile (before that tile's fold), so the barrier no longer empties the
+//               tensor cores' queue. A third operand buffer (tile t in buffer t % 3): the split of
+//               tile t + 1 during k-tile t writes the buffer of tile t - 2, whose deferred chain
+//               every thread waited for before the last barrier (with two it would be tile t - 1's,
+//               whose deferred chain another warpgroup may still be running). The sums are the
+//               same, in the same order. Needs DBUF 0.
+// Threads per block: 128 * WGM * WGN. Grid: x = ceil_div(N, BN) * SPLITK, y = ceil_div(M, BM).
 //
-// ==== Shared memory (dynamic; bytes = (4 + STAGES) * (BM + BN) * BK * 4 + 1024) =====================
+// ==== Shared memory (dynamic; bytes = ((2 + DEFER) 2 ((1 - AREG) BM + BN) + STAGES (BM + BN)) * BK * 4
+// ==== + 1024, or BM * (BN + 8) * 4 + 1024 for the split-K partial tile where that is more) ==========
 //
 // The base is rounded up to 1024 bytes (the slack is the + 1024): the swizzle is a function of the
 // shared-memory address bits, so every operand tile must start at a multiple of its pattern (1024
 // bytes for the 128-byte swizzle, 512 for the 64-byte one). From the base:
-//   two operand buffers (tile t in buffer t % 2), each: A hi, A lo (BM rows), B hi, B lo (BN rows),
+//   two operand buffers (three with DEFER; tile t in buffer t % 2 or t % 3), each: A hi, A lo (BM
+//     rows; not with AREG), B hi, B lo (BN rows),
 //     every row one k-tile along K (BK floats: K-major, what wgmma requires of TF32 operands; B is
 //     transposed on the way in); the 16-byte chunk c (k = 4c .. 4c+3) of row r of a tile of R rows
 //     is at (layout of the PTX ISA's "Shared Memory Matrix Layout", CUTLASS's canonical GMMA
@@ -111,17 +138,22 @@
 //
 // ==== Pipeline (KT = ceil_div(K, BK) k-tiles; raw tile t in stage t % STAGES) ==========================
 //
-//   prologue: raw tiles 0 .. STAGES-1 issued (one cp.async group each, empty past KT); wait for
+// AHEAD = STAGES (AREG 0) or STAGES - 1 (AREG 1) raw tiles in flight; with SPLITK, t counts the
+// rank's own k-tiles.
+//   prologue: raw tiles 0 .. AHEAD-1 issued (one cp.async group each, empty past KT); wait for
 //             tiles 0 and 1; barrier; tile 0 split into operand buffer 0; proxy fence; barrier.
 //   iteration t (invariant: buffer t % 2 holds tile t, split, fenced, behind a barrier; raw tile
-//             t+1 has landed and is visible to every thread; the raw stage of tile t is free):
-//     issue raw tile t + STAGES into stage t % STAGES, commit (always, maybe empty);
-//     per chain q (CH = BK / (8 KSTEP) of them): wgmma.fence; 3 * KSTEP wgmma on buffer t % 2 into
+//             t+1 has landed and is visible to every thread; the raw stage of tile t is free
+//             (AREG 0), or that of tile t - 1 (AREG 1: tile t's A fragments are read from its stage
+//             during this iteration)):
+//     issue raw tile t + AHEAD into stage (t + AHEAD) % STAGES, commit (always, maybe empty);
+//     per chain q (CH = BK / (8 KSTEP) of them): (AREG: its A fragments loaded from raw stage t %
+//       STAGES and split); wgmma.fence; 3 * KSTEP wgmma on buffer t % 2 into
 //       the chain accumulator; commit; split 1/CH of raw tile t+1 into buffer (t+1) % 2 (while the
 //       tensor cores work: that buffer held tile t-1, whose wgmma all completed before the last
 //       barrier); wait for the chain; partial sum += chain accumulator;
-//     wait for raw tile t+2 (cp.async.wait_group STAGES-2: of tiles 0..t+STAGES, all but the newest
-//       STAGES-2 complete); fence.proxy.async (the split values are generic-proxy writes that the
+//     wait for raw tile t+2 (cp.async.wait_group AHEAD-2: of tiles 0..t+AHEAD, all but the newest
+//       AHEAD-2 complete); fence.proxy.async (the split values are generic-proxy writes that the
 //       async proxy of wgmma will read); barrier; every P tiles acc += partial, partial = 0.
 //
 // ==== Bounds (any M, N, K >= 1) =======================================================================
@@ -161,6 +193,15 @@
 #ifndef DBUF
 #define DBUF 0
 #endif
+#ifndef AREG
+#define AREG 0
+#endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
+#ifndef DEFER
+#define DEFER 0
+#endif
 
 // A device pass for a target without wgmma: NVRTC stops with an error; nvcc compiles a kernel that
 // traps (nvcc -arch=sm_90a also writes compute_90 PTX, in a pass where the sm_90a features are off;
@@ -187,31 +228,45 @@ namespace tf32wg {
 // Every index the kernel computes, as integer arithmetic of the tuning parameters, the thread and
 // the loop counters; the kernel and the CPU tests use these functions and nothing else. Offsets are
 // in bytes from the (1024-aligned) shared-memory base unless said otherwise.
-template <int kWGM, int kWGN, int kWN, int kBK, int kStages, int kLayout, int kSwz>
+template <int kWGM, int kWGN, int kWN, int kBK, int kStages, int kLayout, int kSwz, int kAReg = 0, int kSplitK = 1,
+          int kDefer = 0>
 struct Layout {
   static constexpr int kBM = 64 * kWGM, kBN = kWN * kWGN;
   static constexpr int kOpN = kWN, kTileK = kBK;     // one wgmma's N (rows of its B operand); BK
   static constexpr int kStageCount = kStages;
+  static constexpr int kARegs = kAReg;               // 1: A's fragments in registers (see AREG)
+  static constexpr int kSplits = kSplitK;            // cluster ranks per output tile (see SPLITK)
+  static constexpr int kOpBufs = 2 + kDefer;         // operand buffers (see DEFER)
+  static constexpr bool kDeferLast = kDefer != 0;    // the last chain of a k-tile waited for in the next
   static constexpr int kThreads = 128 * kWGM * kWGN;
   static constexpr int kRowBytes = 4 * kBK;          // one row of an operand tile: a k-tile
   static constexpr int kChunks = kBK / 4;            // 16-byte chunks per row
   static constexpr int kSwzMask = kBK == 32 ? 7 : 3;  // Swizzle<3,4,3> (128 B) or <2,4,3> (64 B)
   static constexpr int kSteps = kBK / 8;             // wgmma k steps per k-tile
-  // Operand buffers: [2][A hi, A lo, B hi, B lo]; then the raw stages [kStages][A, B].
+  // Operand buffers: [kOpBufs][A hi, A lo (not with AREG), B hi, B lo]; then the raw stages [kStages][A, B].
   static constexpr int kOpA = kBM * kRowBytes, kOpB = kBN * kRowBytes;
-  static constexpr int kOpBuf = 2 * (kOpA + kOpB);
+  static constexpr int kOpBuf = 2 * ((kAReg ? 0 : kOpA) + kOpB);
   static constexpr int kRawA = kBM * kRowBytes, kRawB = kBK * kBN * 4;
   static constexpr int kRawStage = kRawA + kRawB;
-  static constexpr int kSmemBytes = 2 * kOpBuf + kStages * kRawStage;  // + 1024 of alignment slack
-  // Per thread and k-tile: 16-byte chunks of A and of B, for the copies and for the split alike.
+  // Split-K: the partial tiles, BM rows of kLdc floats, over the operand buffers and stages.
+  static constexpr int kLdc = kBN + 8;
+  static constexpr int kRedBytes = kSplitK > 1 ? kBM * kLdc * 4 : 0;
+  static constexpr int kMainBytes = kOpBufs * kOpBuf + kStages * kRawStage;
+  static constexpr int kSmemBytes = kMainBytes > kRedBytes ? kMainBytes : kRedBytes;  // + 1024 of slack
+  // Raw tiles in flight ahead of the one the tensor cores read: with AREG the raw stage of tile t
+  // is read (A's fragments) while tile t is multiplied, so one stage fewer is ahead.
+  static constexpr int kAhead = kStages - kAReg;
+  // Per thread and k-tile: 16-byte chunks of A and of B, for the copies and for the split alike
+  // (with AREG the block splits B only).
   static constexpr int kItemsA = kBM * kChunks / kThreads, kItemsB = kBN * kChunks / kThreads;
+  static constexpr int kSplitItemsA = kAReg ? 0 : kItemsA;
 
   static TF32WG_HD int op_ahi(int buf) { return buf * kOpBuf; }
   static TF32WG_HD int op_alo(int buf) { return buf * kOpBuf + kOpA; }
-  static TF32WG_HD int op_bhi(int buf) { return buf * kOpBuf + 2 * kOpA; }
-  static TF32WG_HD int op_blo(int buf) { return buf * kOpBuf + 2 * kOpA + kOpB; }
-  static TF32WG_HD int raw_a(int stage) { return 2 * kOpBuf + stage * kRawStage; }
-  static TF32WG_HD int raw_b(int stage) { return 2 * kOpBuf + stage * kRawStage + kRawA; }
+  static TF32WG_HD int op_bhi(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA); }
+  static TF32WG_HD int op_blo(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA) + kOpB; }
+  static TF32WG_HD int raw_a(int stage) { return kOpBufs * kOpBuf + stage * kRawStage; }
+  static TF32WG_HD int raw_b(int stage) { return kOpBufs * kOpBuf + stage * kRawStage + kRawA; }
 
   // The swizzle of a byte offset (relative to a 1024-aligned base): bits [4, 4 + b) ^= bits [7, 7 + b).
   static TF32WG_HD int swz(int x) { return x ^ (((x >> 7) & kSwzMask) << 4); }
@@ -275,6 +330,21 @@ struct Layout {
   // warpgroup's 64 x WN tile (see Fragments).
   static TF32WG_HD int d_row(int w, int lane, int v) { return 16 * w + (lane >> 2) + 8 * ((v >> 1) & 1); }
   static TF32WG_HD int d_col(int lane, int v) { return 8 * (v >> 2) + 2 * (lane & 3) + (v & 1); }
+  // AREG: register v (0..3) of the A fragment of wgmma .tf32 from registers (the PTX ISA's
+  // "Register Fragments" for A of m64nNk8, CUTLASS's SM90 RS ALayout 64x8; the m16n8k8 .tf32 A
+  // fragment per warp): lane = 4 g + t of warp w holds row 16 w + g + 8 (v & 1), k 8 s + t +
+  // 4 (v >> 1) of k step s, read from the raw A stage (byte offset in the stage).
+  static TF32WG_HD int a_frag_row(int w, int lane, int v) { return 16 * w + (lane >> 2) + 8 * (v & 1); }
+  static TF32WG_HD int a_frag_k(int lane, int v, int s) { return 8 * s + (lane & 3) + 4 * (v >> 1); }
+  static TF32WG_HD int a_frag_at(int r0, int w, int lane, int v, int s) {
+    const int k = a_frag_k(lane, v, s);
+    return raw_a_chunk(r0 + a_frag_row(w, lane, v), k >> 2) + 4 * (k & 3);
+  }
+  // Split-K (SPLITK > 1): k-tiles [first, last) of cluster rank r of kSplitK.
+  static TF32WG_HD void k_range(int kt, int r, int& first, int& last) {
+    first = static_cast<int>(static_cast<long long>(kt) * r / kSplitK);
+    last = static_cast<int>(static_cast<long long>(kt) * (r + 1) / kSplitK);
+  }
 
   // Two-level sums: k-tiles per fold for kt k-tiles and ch chains per k-tile, round(sqrt(kt / ch))
   // >= 1 (inner chain p * ch adds, outer kt / p: about equal).
@@ -312,10 +382,10 @@ extern "C" __global__ void sgemm_tf32_wgmma(const float*, const float*, float*, 
 
 namespace tf32wg {
 
-using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ>;
+using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ, AREG, SPLITK, DEFER>;
 constexpr int kAcc = WN / 2;                 // accumulator registers per thread
 constexpr int kChains = BK / (8 * KSTEP);    // tensor-core chains per k-tile
-constexpr int kItems = L::kItemsA + L::kItemsB;
+constexpr int kItems = L::kSplitItemsA + L::kItemsB;  // split items per thread and k-tile
 constexpr int kItemsPerChain = (kItems + kChains - 1) / kChains;
 
 static_assert(WGM >= 1 && WGN >= 1 && WGM * WGN <= 4, "1 to 4 warpgroups per block");
@@ -326,6 +396,13 @@ static_assert(BK % (8 * KSTEP) == 0, "a k-tile is a whole number of chains");
 static_assert(STAGES >= 2 && STAGES <= 6, "STAGES in 2..6");
 static_assert(LAYOUT == 0 || LAYOUT == 1, "LAYOUT 0 or 1");
 static_assert(SWZ >= 1 && MINB >= 1 && (DBUF == 0 || DBUF == 1), "SWZ, MINB >= 1; DBUF 0 or 1");
+static_assert(AREG == 0 || AREG == 1, "AREG 0 or 1");
+static_assert(AREG == 0 || (STAGES >= 3 && DBUF == 0),
+              "AREG: STAGES >= 3 (the stage of the tile multiplied stays), DBUF 0 (one fragment set)");
+static_assert(SPLITK == 1 || SPLITK == 2 || SPLITK == 4 || SPLITK == 8,
+              "SPLITK 1, 2, 4 or 8 (a portable thread block cluster holds at most 8 blocks)");
+static_assert(L::kBM % SPLITK == 0 && L::kBN % 4 == 0, "each cluster rank reduces BM / SPLITK rows");
+static_assert((DEFER == 0 || DEFER == 1) && (DEFER == 0 || DBUF == 0), "DEFER 0 or 1, and DEFER needs DBUF 0");
 static_assert((L::kBM * L::kChunks) % L::kThreads == 0 && (L::kBN * L::kChunks) % L::kThreads == 0 &&
                   L::kItemsB >= 1 && L::kItemsA >= 1,
               "the chunks of A and B divide among the threads");
@@ -373,82 +450,64 @@ __device__ __forceinline__ void fence_regs(float (&d)[kAcc]) {
   for (int i = 0; i < kAcc; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// d (+)= A(64x8) * B(8xN): TF32 operands from shared memory (descriptors da, db), FP32 accumulators;
-// kScaleD 0 ignores d's old value (D = A*B), 1 adds to it. One function per N (the register list).
-template <int kScaleD>
-__device__ __forceinline__ void wgmma_n32(float (&d)[16], unsigned long long da, unsigned long long db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(da), "l"(db), "r"(kScaleD));
-}
-template <int kScaleD>
-__device__ __forceinline__ void wgmma_n64(float (&d)[32], unsigned long long da, unsigned long long db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(da), "l"(db), "r"(kScaleD));
-}
-template <int kScaleD>
-__device__ __forceinline__ void wgmma_n96(float (&d)[48], unsigned long long da, unsigned long long db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-      "}, %48, %49, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-      : "l"(da), "l"(db), "r"(kScaleD));
-}
-template <int kScaleD>
-__device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da, unsigned long long db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(da), "l"(db), "r"(kScaleD));
-}
-template <int kScaleD>
-__device__ __forceinline__ void wgmma(float (&d)[kAcc], unsigned long long da, unsigned long long db) {
+// d (+)= A(64x8) * B(8xN), N = WN, FP32 accumulators; kScaleD 0 ignores d's old value (D = A*B), 1
+// adds to it. wgmma: both operands from shared memory (descriptors da, db); wgmma_r (AREG): A from
+// the four registers a of the A fragment (see Layout::a_frag_row), B from shared memory. Written by
+// TF32WG_WGMMA for WN (the register list) from the accumulator count and the operand numbers that
+// follow the accumulators.
+#undef TF32WG_D8
+#undef TF32WG_L16
+#undef TF32WG_WGMMA
+#define TF32WG_D8(i)                                                                                   \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define TF32WG_L16(a, b, c, e, f, g, h, i, j, k, l, m, n, o, p, q)                                      \
+  "%" #a ", %" #b ", %" #c ", %" #e ", %" #f ", %" #g ", %" #h ", %" #i ", %" #j ", %" #k ", %" #l ", %" #m \
+  ", %" #n ", %" #o ", %" #p ", %" #q
+// NN: the wgmma N; REGS: NN / 2 accumulators; LIST: "%0, ..., %REGS-1"; DOPS: their operands;
+// o0..o5: the operand numbers REGS .. REGS + 5.
+#define TF32WG_WGMMA(NN, REGS, LIST, DOPS, o0, o1, o2, o3, o4, o5)                                      \
+  template <int kScaleD>                                                                                \
+  __device__ __forceinline__ void wgmma(float (&d)[REGS], unsigned long long da, unsigned long long db) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #o2 ", 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 {" LIST "}, %" #o0 ", %" #o1     \
+                 ", p, 1, 1;\n}\n"                                                                      \
+                 : DOPS                                                                                 \
+                 : "l"(da), "l"(db), "r"(kScaleD));                                                     \
+  }                                                                                                     \
+  template <int kScaleD>                                                                                \
+  __device__ __forceinline__ void wgmma_r(float (&d)[REGS], const unsigned (&a)[4], unsigned long long db) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #o5 ", 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 {" LIST "}, {%" #o0 ", %" #o1   \
+                 ", %" #o2 ", %" #o3 "}, %" #o4 ", p, 1, 1;\n}\n"                                            \
+                 : DOPS                                                                                 \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(kScaleD));                  \
+  }
+#undef TF32WG_D16
+#undef TF32WG_D32
+#undef TF32WG_D48
+#undef TF32WG_D64
+#undef TF32WG_L32
+#undef TF32WG_L48
+#undef TF32WG_L64
+#define TF32WG_D16 TF32WG_D8(0), TF32WG_D8(8)
+#define TF32WG_D32 TF32WG_D16, TF32WG_D8(16), TF32WG_D8(24)
+#define TF32WG_D48 TF32WG_D32, TF32WG_D8(32), TF32WG_D8(40)
+#define TF32WG_D64 TF32WG_D48, TF32WG_D8(48), TF32WG_D8(56)
+#define TF32WG_L32 \
+  TF32WG_L16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) ", " \
+  TF32WG_L16(16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
+#define TF32WG_L48 TF32WG_L32 ", " TF32WG_L16(32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47)
+#define TF32WG_L64 TF32WG_L48 ", " TF32WG_L16(48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63)
 #if WN == 32
-  wgmma_n32<kScaleD>(d, da, db);
+TF32WG_WGMMA(32, 16, TF32WG_L16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), TF32WG_D16, 16, 17, 18, 19, 20, 21)
 #elif WN == 64
-  wgmma_n64<kScaleD>(d, da, db);
+TF32WG_WGMMA(64, 32, TF32WG_L32, TF32WG_D32, 32, 33, 34, 35, 36, 37)
 #elif WN == 96
-  wgmma_n96<kScaleD>(d, da, db);
+TF32WG_WGMMA(96, 48, TF32WG_L48, TF32WG_D48, 48, 49, 50, 51, 52, 53)
 #else
-  wgmma_n128<kScaleD>(d, da, db);
+TF32WG_WGMMA(128, 64, TF32WG_L64, TF32WG_D64, 64, 65, 66, 67, 68, 69)
 #endif
-}
 
 // x = hi + lo + O(2^-23 |x|), both TF32 (cvt.rn.tf32.f32: one instruction on sm_90; the result is
 // the float with its 13 low bits cleared).
@@ -509,7 +568,8 @@ __device__ __forceinline__ void load_raw(const Ctx& c, int t, int stage) {
 }
 
 // Splits items [first, last) of this thread's share of raw stage `stage` into operand buffer `buf`
-// (see Layout::split_a / split_b): 4 floats in, a 16-byte hi chunk and a 16-byte lo chunk out.
+// (see Layout::split_a / split_b; with AREG, B's items only): 4 floats in, a 16-byte hi chunk and a
+// 16-byte lo chunk out.
 template <int kFirst, int kLast>
 __device__ __forceinline__ void split_items(const Ctx& c, int stage, int buf) {
   const int tid = opaque(c.tid);
@@ -517,14 +577,14 @@ __device__ __forceinline__ void split_items(const Ctx& c, int stage, int buf) {
   for (int i = kFirst; i < kLast; ++i) {
     float x[4];
     int row, ch, hi_off, lo_off;
-    if (i < L::kItemsA) {
+    if (i < L::kSplitItemsA) {
       L::split_a(tid, i, row, ch);
       const float4 v = *reinterpret_cast<const float4*>(c.smem + L::raw_a(stage) + L::raw_a_chunk(row, ch));
       x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
       hi_off = L::op_ahi(buf) + L::op_chunk(L::kBM, row, ch);
       lo_off = L::op_alo(buf) + L::op_chunk(L::kBM, row, ch);
     } else {
-      L::split_b(tid, i - L::kItemsA, row, ch);
+      L::split_b(tid, i - L::kSplitItemsA, row, ch);
       const float* rb = reinterpret_cast<const float*>(c.smem + L::raw_b(stage));
 #pragma unroll
       for (int e = 0; e < 4; ++e) x[e] = rb[L::raw_b_at(4 * ch + e, row) / 4];
@@ -541,14 +601,50 @@ __device__ __forceinline__ void split_items(const Ctx& c, int stage, int buf) {
   }
 }
 
+// AREG: the A fragments of chain q's KSTEP k steps, read from raw stage `stage` and split in
+// registers (hi[j], lo[j]: k step q * KSTEP + j). ra: the warpgroup's first row in the block tile.
+template <int kQ>
+__device__ __forceinline__ void load_a_frags(const Ctx& c, int stage, int ra, unsigned (&hi)[KSTEP][4],
+                                             unsigned (&lo)[KSTEP][4]) {
+  const int tid = opaque(c.tid), w = (tid % 128) / 32, lane = tid % 32;
+  const unsigned char* raw = c.smem + L::raw_a(stage);
+#pragma unroll
+  for (int j = 0; j < KSTEP; ++j)
+#pragma unroll
+    for (int v = 0; v < 4; ++v)
+      split(*reinterpret_cast<const float*>(raw + L::a_frag_at(ra, w, lane, v, kQ * KSTEP + j)), hi[j][v], lo[j][v]);
+}
+// Keeps the A fragments alive (unchanged) until the wait for the wgmma that read them.
+__device__ __forceinline__ void fence_frags(unsigned (&x)[KSTEP][4]) {
+#pragma unroll
+  for (int j = 0; j < KSTEP; ++j)
+#pragma unroll
+    for (int v = 0; v < 4; ++v) asm volatile("" : "+r"(x[j][v])::"memory");
+}
+
 // Chain q of the k-tile in operand buffer `buf`: d = sum over its KSTEP k steps of lo_a*hi_b, then
 // hi_a*lo_b, then hi_a*hi_b (the small terms first; the first wgmma from a zero accumulator). wm, wn:
-// this warpgroup's place in the block tile.
+// this warpgroup's place in the block tile. With AREG, A's parts are the registers ahi, alo.
 template <int kQ>
-__device__ __forceinline__ void chain(const Ctx& c, int buf, int wm, int wn, float (&d)[kAcc]) {
-  const unsigned ahi = c.sbase + L::op_ahi(buf), alo = c.sbase + L::op_alo(buf);
+__device__ __forceinline__ void chain(const Ctx& c, int buf, int wm, int wn, float (&d)[kAcc],
+                                      const unsigned (&ahi_r)[KSTEP][4], const unsigned (&alo_r)[KSTEP][4]) {
   const unsigned bhi = c.sbase + L::op_bhi(buf), blo = c.sbase + L::op_blo(buf);
-  const int ra = 64 * wm, rb = WN * wn;
+  const int rb = WN * wn;
+#if AREG
+#pragma unroll
+  for (int j = 0; j < KSTEP; ++j) {
+    const int s = kQ * KSTEP + j;
+    if (j == 0)
+      wgmma_r<0>(d, alo_r[j], L::desc(bhi, L::kBN, rb, s));
+    else
+      wgmma_r<1>(d, alo_r[j], L::desc(bhi, L::kBN, rb, s));
+    wgmma_r<1>(d, ahi_r[j], L::desc(blo, L::kBN, rb, s));
+  }
+#pragma unroll
+  for (int j = 0; j < KSTEP; ++j) wgmma_r<1>(d, ahi_r[j], L::desc(bhi, L::kBN, rb, kQ * KSTEP + j));
+#else
+  const unsigned ahi = c.sbase + L::op_ahi(buf), alo = c.sbase + L::op_alo(buf);
+  const int ra = 64 * wm;
 #pragma unroll
   for (int j = 0; j < KSTEP; ++j) {
     const int s = kQ * KSTEP + j;
@@ -563,44 +659,78 @@ __device__ __forceinline__ void chain(const Ctx& c, int buf, int wm, int wn, flo
     const int s = kQ * KSTEP + j;
     wgmma<1>(d, L::desc(ahi, L::kBM, ra, s), L::desc(bhi, L::kBN, rb, s));
   }
+#endif
 }
 
 // One k-tile: its chains, each followed (while the tensor cores work) by this thread's share of the
-// split of the next k-tile (when there is one), then the wait and the FP32 adds into `part`.
+// split of the next k-tile (when there is one), then the wait and the FP32 adds into `part`. stage:
+// the raw stage of this tile (AREG reads A's fragments there into ahi, alo), next_stage: the next
+// tile's, nbuf: the operand buffer of the next tile. DEFER: the last chain is issued and not waited
+// for (see deferred_chain).
 template <int kQ>
-__device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int next_stage, bool split_next, int wm, int wn,
-                                            float (&d)[kAcc], float (&part)[kAcc]) {
+__device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int nbuf, int stage, int next_stage,
+                                            bool split_next, int wm, int wn, float (&d)[kAcc], float (&part)[kAcc],
+                                            unsigned (&ahi)[KSTEP][4], unsigned (&alo)[KSTEP][4]) {
   if constexpr (kQ < kChains) {
+#if AREG
+    load_a_frags<kQ>(c, stage, 64 * wm, ahi, alo);
+#else
+    (void)stage;
+#endif
     fence_regs(d);
     wgmma_fence();
-    chain<kQ>(c, buf, wm, wn, d);
+    chain<kQ>(c, buf, wm, wn, d, ahi, alo);
     wgmma_commit();
     constexpr int first = kQ * kItemsPerChain;
     constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
-    if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
-    wgmma_wait<0>();
-    fence_regs(d);
+    if (split_next) split_items<first, last>(c, next_stage, nbuf);
+    if constexpr (!(DEFER && kQ == kChains - 1)) {
+      wgmma_wait<0>();
+      fence_regs(d);
+#if AREG
+      fence_frags(ahi);
+      fence_frags(alo);
+#endif
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) part[i] += d[i];
-    tile_chains<kQ + 1>(c, buf, next_stage, split_next, wm, wn, d, part);
+      for (int i = 0; i < kAcc; ++i) part[i] += d[i];
+      tile_chains<kQ + 1>(c, buf, nbuf, stage, next_stage, split_next, wm, wn, d, part, ahi, alo);
+    }
   }
 }
 
-// DBUF = 1: chain kQ into accumulator kQ % 2 (d0 or d1), this thread's share of the split, then
-// the wait for chain kQ - 1 only (wgmma.wait_group 1) and its adds; after the last chain, the wait
-// for it (all of the k-tile's wgmma complete before the barrier).
+// DEFER: the wait for the last chain of the previous k-tile and its adds, at the start of the next
+// k-tile (after the barrier: the tensor cores work through it) or after the last one.
+__device__ __forceinline__ void deferred_chain(float (&d)[kAcc], float (&part)[kAcc], unsigned (&ahi)[KSTEP][4],
+                                               unsigned (&alo)[KSTEP][4]) {
+  wgmma_wait<0>();
+  fence_regs(d);
+#if AREG
+  fence_frags(ahi);
+  fence_frags(alo);
+#else
+  (void)ahi;
+  (void)alo;
+#endif
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) part[i] += d[i];
+}
+
+// DBUF = 1 (not with AREG): chain kQ into accumulator kQ % 2 (d0 or d1), this thread's share of the
+// split, then the wait for chain kQ - 1 only (wgmma.wait_group 1) and its adds; after the last chain,
+// the wait for it (all of the k-tile's wgmma complete before the barrier).
 template <int kQ>
-__device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int next_stage, bool split_next, int wm, int wn,
-                                             float (&d0)[kAcc], float (&d1)[kAcc], float (&part)[kAcc]) {
+__device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int nbuf, int next_stage, bool split_next, int wm,
+                                             int wn, float (&d0)[kAcc], float (&d1)[kAcc], float (&part)[kAcc]) {
   if constexpr (kQ < kChains) {
     float(&d)[kAcc] = kQ % 2 == 0 ? d0 : d1;
+    unsigned unused[KSTEP][4];
     fence_regs(d);
     wgmma_fence();
-    chain<kQ>(c, buf, wm, wn, d);
+    chain<kQ>(c, buf, wm, wn, d, unused, unused);
     wgmma_commit();
     constexpr int first = kQ * kItemsPerChain;
     constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
-    if (split_next) split_items<first, last>(c, next_stage, buf ^ 1);
+    if (split_next) split_items<first, last>(c, next_stage, nbuf);
     if constexpr (kQ > 0) {
       float(&prev)[kAcc] = kQ % 2 == 0 ? d1 : d0;
       wgmma_wait<1>();
@@ -608,7 +738,7 @@ __device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int next_sta
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) part[i] += prev[i];
     }
-    tile_chains2<kQ + 1>(c, buf, next_stage, split_next, wm, wn, d0, d1, part);
+    tile_chains2<kQ + 1>(c, buf, nbuf, next_stage, split_next, wm, wn, d0, d1, part);
   } else {
     float(&last)[kAcc] = (kChains - 1) % 2 == 0 ? d0 : d1;
     wgmma_wait<0>();
@@ -631,9 +761,108 @@ __device__ __forceinline__ void fold(float (&acc)[kAcc], float (&part)[kAcc]) {
   }
 }
 
+// k-tiles [t0, t1) of the tile into acc (see Pipeline): the raw copies, the split, the chains and
+// the two-level sums.
+__device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, int wn, float (&acc)[kAcc]) {
+  const int n = t1 - t0;
+  // Prologue (see Pipeline).
+#pragma unroll
+  for (int s = 0; s < L::kAhead; ++s) {
+    if (s < n) load_raw(c, t0 + s, s);
+    cp_commit();
+  }
+  cp_wait<L::kAhead - 2>();
+  __syncthreads();
+  split_items<0, kItems>(c, 0, 0);
+  fence_proxy_async();
+  __syncthreads();
+
+  float part[kAcc], d[kAcc];
+#if DBUF
+  float d1[kAcc];
+  zero(d1);
+#else
+  unsigned ahi[KSTEP][4], alo[KSTEP][4];  // AREG: the A fragments of the chain in flight
+#endif
+  zero(part);
+  zero(d);
+  const int inner = L::inner_tiles(n, kChains);
+  int left = inner;
+  int stage = 0;  // raw stage of tile t
+  int buf = 0;    // operand buffer of tile t (t % kOpBufs)
+  for (int t = 0; t < n; ++t) {
+    // Raw tile t + kAhead goes to stage (t + kAhead) % STAGES: tile t's (AREG 0: split in the last
+    // iteration) or tile t - 1's (AREG 1: its A read in the last iteration).
+    const int issue_stage = AREG ? (stage == 0 ? STAGES - 1 : stage - 1) : stage;
+    if (t + L::kAhead < n) load_raw(c, t0 + t + L::kAhead, issue_stage);
+    cp_commit();
+    const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
+    const int nbuf = buf + 1 == L::kOpBufs ? 0 : buf + 1;
+#if DEFER
+    if (t > 0) {  // the previous tile's last chain, then its fold, as without DEFER
+      deferred_chain(d, part, ahi, alo);
+      if (--left == 0) {
+        fold(acc, part);
+        left = inner;
+      }
+    }
+#endif
+#if DBUF
+    tile_chains2<0>(c, buf, nbuf, next_stage, t + 1 < n, wm, wn, d, d1, part);
+#else
+    tile_chains<0>(c, buf, nbuf, stage, next_stage, t + 1 < n, wm, wn, d, part, ahi, alo);
+#endif
+    cp_wait<L::kAhead - 2>();  // raw tile t + 2 landed: of tiles ..t+kAhead, all but the newest kAhead-2
+    fence_proxy_async();
+    __syncthreads();
+#if !DEFER
+    if (--left == 0) {
+      fold(acc, part);
+      left = inner;
+    }
+#endif
+    stage = next_stage;
+    buf = nbuf;
+  }
+#if DEFER
+  if (n > 0) deferred_chain(d, part, ahi, alo);
+#endif
+  cp_wait<0>();  // only empty groups can be left
+  fold(acc, part);
+}
+
 }  // namespace tf32wg
 
-extern "C" __global__ void __launch_bounds__(tf32wg::L::kThreads, MINB)
+#if SPLITK > 1
+// Thread block clusters (sm_90): this block's rank, a barrier over the cluster with release/acquire
+// semantics, and loads from another block's shared memory (DSMEM); as sgemm_tf32.cu's split-K.
+namespace tf32wg_cluster {
+__device__ __forceinline__ unsigned rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ float4 load4(unsigned local, unsigned r) {
+  unsigned a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(local), "r"(r));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+  return v;
+}
+}  // namespace tf32wg_cluster
+#endif
+#undef TF32WG_CLUSTER_DIMS  // a generated file holds this source once per variant
+#if SPLITK > 1
+#define TF32WG_CLUSTER_DIMS __cluster_dims__(SPLITK, 1, 1)
+#else
+#define TF32WG_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void __launch_bounds__(tf32wg::L::kThreads, MINB) TF32WG_CLUSTER_DIMS
 sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
                  int K) {
   using namespace tf32wg;
@@ -649,8 +878,8 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
   c.tid = static_cast<int>(threadIdx.x);
   {
     int tm, tn;
-    L::tile_of(static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(gridDim.x),
-               static_cast<int>(gridDim.y), tm, tn);
+    L::tile_of(static_cast<int>(blockIdx.x) / SPLITK, static_cast<int>(blockIdx.y),
+               static_cast<int>(gridDim.x) / SPLITK, static_cast<int>(gridDim.y), tm, tn);
     c.row0 = tm * L::kBM;
     c.col0 = tn * L::kBN;
   }
@@ -660,50 +889,50 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
   const int warp = (c.tid % 128) / 32, lane = c.tid % 32;
 
   const int KT = K / BK + (K % BK != 0);
-  // Prologue (see Pipeline).
-#pragma unroll
-  for (int s = 0; s < STAGES; ++s) {
-    if (s < KT) load_raw(c, s, s);
-    cp_commit();
-  }
-  cp_wait<STAGES - 2>();
-  __syncthreads();
-  split_items<0, kItems>(c, 0, 0);
-  fence_proxy_async();
-  __syncthreads();
-
-  float acc[kAcc], part[kAcc], d[kAcc];
-#if DBUF
-  float d1[kAcc];
-  zero(d1);
-#endif
+  float acc[kAcc];
   zero(acc);
-  zero(part);
-  zero(d);
-  const int inner = L::inner_tiles(KT, kChains);
-  int left = inner;
-  int stage = 0;  // raw stage of tile t
-  for (int t = 0; t < KT; ++t) {
-    if (t + STAGES < KT) load_raw(c, t + STAGES, stage);
-    cp_commit();
-    const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
-#if DBUF
-    tile_chains2<0>(c, t & 1, next_stage, t + 1 < KT, wm, wn, d, d1, part);
-#else
-    tile_chains<0>(c, t & 1, next_stage, t + 1 < KT, wm, wn, d, part);
-#endif
-    cp_wait<STAGES - 2>();
-    fence_proxy_async();
-    __syncthreads();
-    if (--left == 0) {
-      fold(acc, part);
-      left = inner;
+#if SPLITK > 1
+  const unsigned rank = tf32wg_cluster::rank();
+  int t0, t1;
+  L::k_range(KT, static_cast<int>(rank), t0, t1);
+  mainloop(c, t0, t1, wm, wn, acc);
+  // Every rank's partial tile into its shared memory (over the stages: every thread is past the
+  // main loop's last barrier and every wgmma is complete), then rank r sums rows [r BM / SPLITK,
+  // (r + 1) BM / SPLITK) over ranks 0, 1, ..., SPLITK - 1 in that order and stores them.
+  __syncthreads();
+  float* const red = reinterpret_cast<float*>(c.smem);
+#pragma unroll
+  for (int v = 0; v < kAcc; v += 2)
+    *reinterpret_cast<float2*>(red + (64 * wm + L::d_row(warp, lane, v)) * L::kLdc + WN * wn + L::d_col(lane, v)) =
+        make_float2(acc[v], acc[v + 1]);
+  tf32wg_cluster::sync();  // every rank's partial tile is written and visible cluster-wide
+  {
+    constexpr int kRows = L::kBM / SPLITK, kQ4 = L::kBN / 4;
+    for (int f = c.tid; f < kRows * kQ4; f += L::kThreads) {
+      const int tm = static_cast<int>(rank) * kRows + f / kQ4, tn = 4 * (f % kQ4);
+      const unsigned off = c.sbase + 4u * static_cast<unsigned>(tm * L::kLdc + tn);
+      float4 s = tf32wg_cluster::load4(off, 0);
+#pragma unroll
+      for (int p = 1; p < SPLITK; ++p) {  // fixed order: rank 0, 1, ..., SPLITK-1
+        const float4 v = tf32wg_cluster::load4(off, p);
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+      }
+      const int row = c.row0 + tm, col = c.col0 + tn;
+      if (row >= M) continue;
+      float* crow = C + static_cast<size_t>(row) * static_cast<size_t>(N);
+      if (c.nvec) {
+        if (col < N) *reinterpret_cast<float4*>(crow + col) = s;  // N % 4 == 0: col + 3 < N
+      } else {
+        if (col + 0 < N) crow[col + 0] = s.x;
+        if (col + 1 < N) crow[col + 1] = s.y;
+        if (col + 2 < N) crow[col + 2] = s.z;
+        if (col + 3 < N) crow[col + 3] = s.w;
+      }
     }
-    stage = next_stage;
   }
-  cp_wait<0>();  // only empty groups can be left
-  fold(acc, part);
-
+  tf32wg_cluster::sync();  // no block leaves (freeing its shared memory) while others still read it
+#else
+  mainloop(c, 0, KT, wm, wn, acc);
   const bool even = (N & 1) == 0;
 #pragma unroll
   for (int v = 0; v < kAcc; v += 2) {  // registers v, v + 1: one row, adjacent columns
@@ -718,6 +947,8 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
       if (col + 1 < N) crow[col + 1] = acc[v + 1];
     }
   }
+#endif
 }
 
+#undef TF32WG_CLUSTER_DIMS
 #endif  // __CUDACC__ || __CUDACC_RTC__, TF32WG_NO_WGMMA

@@ -10,7 +10,7 @@
 #    them elsewhere and leaves the run folder as it was (every file hashed);
 # 3. scripts/example_report.sh refuses the simulated run; with
 #    KOPT_EXAMPLE_ALLOW_SIMULATED=1 it still refuses a folder under docs/, and
-#    fills WORK_DIR/example: the report, heatmap and chart SVGs, summary.json
+#    fills WORK_DIR/example: the report, the comparison chart SVGs, summary.json
 #    with the accuracy record, and a 1280 px wide PNG preview;
 # 4. the example's report is laid out at 1280 and 800 px (layout_check.py):
 #    no horizontal scroll, the simulated warning, the accuracy table;
@@ -91,8 +91,11 @@ grep -q "never written into" "$work/refused-docs.err" ||
 [ ! -e "$never" ] || { rm -rf "$never"; fail "the refused example wrote $never"; }
 KOPT="$kopt" KOPT_EXAMPLE_ALLOW_SIMULATED=1 "$src/scripts/example_report.sh" "$run" "$work/example" \
     >"$work/example.out" 2>&1 || fail "example_report.sh failed: $(tail -n 20 "$work/example.out")"
-for f in report.html heatmap.svg compare-classes.svg compare-shapes.svg progress.svg summary.json report.png; do
+for f in report.html compare-classes.svg compare-shapes.svg summary.json report.png; do
   [ -s "$work/example/$f" ] || fail "example_report.sh wrote no $f"
+done
+for f in heatmap.svg progress.svg; do  # in report.html; as files they would double a long run's folder
+  [ ! -e "$work/example/$f" ] || fail "example_report.sh wrote $f beside report.html"
 done
 python3 - "$work/example" <<'PY' || fail "the example's files are not what they should be"
 import struct, sys, xml.dom.minidom
@@ -102,7 +105,7 @@ with open(d + "/report.png", "rb") as f:
 assert head[:8] == b"\x89PNG\r\n\x1a\n", "report.png is no PNG"
 w, h = struct.unpack(">II", head[16:24])
 assert (w, h) == (1280, 1800), "report.png is %dx%d" % (w, h)
-for name in ("heatmap.svg", "compare-classes.svg", "compare-shapes.svg", "progress.svg"):
+for name in ("compare-classes.svg", "compare-shapes.svg"):
     xml.dom.minidom.parse(d + "/" + name)  # well-formed SVG files
 PY
 echo "example: $(tr '\n' ' ' <"$work/example.out")"

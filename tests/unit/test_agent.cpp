@@ -111,6 +111,12 @@ struct Script {
   void add(Step s) { steps.push_back(std::move(s)); }
 };
 
+/// `n` turns (at most 4), each reading the notes on another topic.
+void add_note_reads(Script& s, int n) {
+  const char* topics[] = {"coalescing", "occupancy", "cp-async", "tail-handling"};
+  for (int i = 0; i < n; ++i) s.add(reply({call("read_optimization_notes", {{"topic", topics[i]}})}));
+}
+
 /// `n` turns, each evaluating another variant of the repaired kernel.
 void add_evaluations(Script& s, int n) {
   for (int i = 0; i < n; ++i) {
@@ -491,8 +497,7 @@ TEST(AgentLoop, OtherApiErrorsEndTheRunWithExitCode3) {
 TEST(AgentLoop, IterationBudgetCountsModelTurns) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  for (const char* topic : {"coalescing", "occupancy", "cp-async", "tail-handling"})
-    s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
+  add_note_reads(*s, 4);
   auto o = base_options(t);
   o.budget.evaluations = 2;
   const RunOut r = run_with(o, s);
@@ -520,8 +525,7 @@ TEST(AgentLoop, RepairBudgetStopsAfterConsecutiveFailures) {
 TEST(AgentLoop, TokenBudgetStopsBeforeTheNextTurn) {
   TempDir t;
   auto s = std::make_shared<Script>();
-  for (const char* topic : {"coalescing", "occupancy", "cp-async"})
-    s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
+  add_note_reads(*s, 3);
   auto o = base_options(t);
   o.budget.tokens = 200;  // each reply reports 150 tokens
   const RunOut r = run_with(o, s);
@@ -572,8 +576,7 @@ TEST(AgentLoop, ModelTurnsAndEvaluationsAreSeparateItems) {
   {
     TempDir t;
     auto s = std::make_shared<Script>();
-    for (const char* topic : {"coalescing", "occupancy", "cp-async"})
-      s->add(reply({call("read_optimization_notes", {{"topic", topic}})}));
+    add_note_reads(*s, 3);
     auto o = base_options(t);
     o.budget.model_turns = 2;
     const RunOut r = run_with(o, s);
@@ -706,14 +709,26 @@ json vadd_template_args() {
           {"constraints", {"BS * ITEMS <= 512"}}};
 }
 
-TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
-  TempDir t;
+/// A hybrid run's script: the model proposes the vadd template, then says it is done.
+std::shared_ptr<Script> vadd_template_script() {
   auto s = std::make_shared<Script>();
   s->add(reply({call("propose_template", vadd_template_args())}));
   s->add(text("done"));
+  return s;
+}
+
+/// Options of a hybrid run whose search evaluates up to 4 of a template's configurations.
+kopt::tune::OptimizeOptions hybrid_options(const TempDir& t) {
   auto o = base_options(t);
   o.strategy = "hybrid";
   o.agent.template_evaluations = 4;
+  return o;
+}
+
+TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
+  TempDir t;
+  auto s = vadd_template_script();
+  auto o = hybrid_options(t);
   const RunOut r = run_with(o, s);
   const auto& at = r.history["attempts"];
   ASSERT_EQ(at.size(), 5u) << r.history.dump();  // the initial kernel + 4 of the 5 valid configurations
@@ -733,12 +748,8 @@ TEST(AgentLoop, HybridTemplatesAreTunedByTheSearch) {
 // and the conversation stops with the item as its reason.
 TEST(AgentLoop, HybridTemplateConfigurationsCountAgainstTheEvaluations) {
   TempDir t;
-  auto s = std::make_shared<Script>();
-  s->add(reply({call("propose_template", vadd_template_args())}));
-  s->add(text("done"));
-  auto o = base_options(t);
-  o.strategy = "hybrid";
-  o.agent.template_evaluations = 4;
+  auto s = vadd_template_script();
+  auto o = hybrid_options(t);
   o.budget.evaluations = 2;
   o.budget.model_turns = 10;
   const RunOut r = run_with(o, s);

@@ -511,6 +511,24 @@ TEST(Cli, RetimingStopsWhenTheMinutesBudgetIsSpent) {
   }
 }
 
+TEST(Cli, CompileOnlySaysTheSeedsAreCompiledAndTheMissingDeviceOnce) {
+  if (has_gpu()) GTEST_SKIP() << "a CUDA device is present";
+  // The SGEMM template's $.tuning.seeds come first; without a GPU nothing is evaluated.
+  const CliRun r = run("optimize --spec " + kSgemmSpec + " --arch sm_90 --budget evals=2");
+  EXPECT_EQ(r.code, 77) << r.err;
+  EXPECT_NE(r.err.find("$.tuning.seeds: 6 of 6 configuration(s) are in the space and are compiled first (no GPU: "
+                       "nothing is evaluated), then the"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("evaluated first"), std::string::npos) << r.err;
+  size_t ids = 0;
+  for (size_t p = r.err.find("[kopt.cuda.077]"); p != std::string::npos; p = r.err.find("[kopt.cuda.077]", p + 1)) ++ids;
+  EXPECT_EQ(ids, 1u) << r.err;
+  EXPECT_NE(r.err.find("compiled 2 candidate(s) for sm_90 (0 failed); checking and timing need a GPU"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Cli, RealWorkerReportsNoDeviceThroughTheSupervisor) {
   if (has_gpu()) GTEST_SKIP() << "a CUDA device is present";
   kopt::eval::SupervisorOptions o;

@@ -50,6 +50,14 @@ cuda::CompileRequest filter_request() {
   return r;
 }
 
+/// Compiler options that compile in a `kopt compile-worker` process, stopped after `timeout_s`.
+cuda::CompilerOptions in_a_worker(double timeout_s) {
+  cuda::CompilerOptions o;
+  o.helper_argv = {KOPT_CLI, "compile-worker"};
+  o.timeout_s = timeout_s;
+  return o;
+}
+
 TEST(CompileFeatures, PtxVariableSizes) {
   const std::string ptx =
       ".version 8.8\n.target sm_90\n"
@@ -115,10 +123,7 @@ TEST(CompileFeatures, LogsHaveNoNulAndTheFirstErrorLineSaysWhy) {
 
 TEST(CompileFeatures, ACompileInItsOwnProcessLandsInTheCache) {
   test::TempDir dir("kopt-cf");
-  cuda::CompilerOptions o;
-  o.helper_argv = {KOPT_CLI, "compile-worker"};
-  o.timeout_s = 120;
-  cuda::Compiler c(dir.path(), o);
+  cuda::Compiler c(dir.path(), in_a_worker(120));
   const cuda::CompileResult r = c.compile(filter_request());
   ASSERT_TRUE(r.ok) << r.log;
   EXPECT_FALSE(r.cache_hit);
@@ -140,10 +145,7 @@ TEST(CompileFeatures, ACompileInItsOwnProcessLandsInTheCache) {
 
 TEST(CompileFeatures, ACompilePastItsTimeLimitIsStoppedAndNotCached) {
   test::TempDir dir("kopt-cf");
-  cuda::CompilerOptions o;
-  o.helper_argv = {KOPT_CLI, "compile-worker"};
-  o.timeout_s = 0.5;
-  cuda::Compiler c(dir.path(), o);
+  cuda::Compiler c(dir.path(), in_a_worker(0.5));
   // A long dependent chain written out: seconds of NVRTC and ptxas on any machine.
   cuda::CompileRequest r;
   r.source = "extern \"C\" __global__ void heavy(float* x) {\n  float a = x[threadIdx.x];\n";
@@ -454,14 +456,15 @@ TEST(GenerateFeatures, PythonOperatorsAndDefinesInTheLaunchHeader) {
   EXPECT_NE(h.find("const long long halo = (floor_div(FW, 2) * 2);"), std::string::npos) << h;
 }
 
-// ---- the ported Kernel Tuner convolution, as a user runs it ----
+// ---- the ported Kernel Tuner convolution (templates/convolution), as a user runs it ----
 
 TEST(PortedConvolution, LoadsAndCompilesForSm90WithoutAGpu) {
   if (test::run_kopt("devices").code == 0) GTEST_SKIP() << "a CUDA device is present; this covers the compile-only path";
   test::TempDir dir("kopt-conv");
-  const std::string spec = (stdfs::path(KOPT_TEST_DATA_DIR) / "convolution" / "convolution.json").string();
-  const test::CliRun r =
-      test::run_kopt("evaluate --spec " + spec + " --arch sm_90 --cache-dir " + (dir.path() / "cache").string());
+  const std::string spec = (stdfs::path(KOPT_SOURCE_DIR) / "templates" / "convolution" / "convolution.json").string();
+  const test::CliRun r = test::run_kopt(
+      "evaluate --spec " + spec + " --arch sm_90 --cache-dir " + (dir.path() / "cache").string() +
+      " --params block_size_x=16,block_size_y=16,tile_size_x=1,tile_size_y=1,use_padding=0,read_only=0");
   EXPECT_EQ(r.code, 77) << r.err;
   const json j = json::parse(r.out);
   ASSERT_EQ(j.size(), 1u);

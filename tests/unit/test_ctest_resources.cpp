@@ -287,6 +287,17 @@ TEST(GenerateCli, WritesTheDepfileAndLeavesTheCommittedCacheAlone) {
   EXPECT_EQ(slurp(d / "cache.json"), committed);
   EXPECT_EQ(nlohmann::json::parse(slurp(out / "vadd.tuning.json")), nlohmann::json::parse(committed));
   fsys::permissions(d / "cache.json", fsys::perms::owner_all);
+  // A cache not committed yet: --cache-out is still written (an empty cache),
+  // since the CMake module declares it an output and would otherwise run the
+  // step on every build.
+  const ShellRun none = shell(std::string(KOPT_CLI) + " generate --spec " + spec_file.string() +
+                              " --name vadd --no-tune --out-dir " + (d / "out2").string() + " --cache-file " +
+                              (d / "not_yet.json").string() + " --cache-out " + (d / "out2" / "vadd.tuning.json").string() +
+                              " --cache-dir " + (d / "nvrtc").string());
+  ASSERT_EQ(none.code, 0) << none.out;
+  EXPECT_FALSE(fsys::exists(d / "not_yet.json"));
+  ASSERT_TRUE(fsys::exists(d / "out2" / "vadd.tuning.json")) << none.out;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(d / "out2" / "vadd.tuning.json")).at("entries").empty());
 }
 
 }  // namespace

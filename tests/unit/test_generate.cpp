@@ -27,6 +27,7 @@
 #include "util/fs.h"
 
 #include "cli_run.h"
+#include "support/files.h"
 
 namespace {
 
@@ -429,6 +430,28 @@ TEST(GenerateHeader, NamesTheHeaderCannotDeclareAreRefused) {
   const std::string cmd = "c++ -std=c++17 -Wall -Werror -fsyntax-only -I" + d.string() + " " + (d / "all.cpp").string() +
                           " 2>" + (d / "cc.log").string();
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  fsys::remove_all(d);
+}
+
+// The spec's defines of the initial kernel are its configuration: without a
+// GPU or a cache, `kopt generate` writes them into the file (kopt:param lines
+// and #defines), so that a launch written in tuning parameters compiles. The
+// spec is docs/first-kernel.md's (the initial kernel is the template's
+// source with "defines": {"BLOCK": 256, "ITEMS": 4}).
+TEST(GenerateCli, TheInitialKernelsDefinesAreItsParams) {
+  const fsys::path d = temp_dir("initial-defines");
+  const std::string cmd = std::string(KOPT_CLI) + " generate --spec " + KOPT_SOURCE_DIR +
+                          "/docs/first-kernel/affine.json --name k --no-tune --out-dir " + (d / "out").string() +
+                          " --cache-dir " + (d / "cache").string() + " 2>" + (d / "err.txt").string() + " >/dev/null";
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << kopt::test::slurp(d / "err.txt");
+  const std::string cu = kopt::test::slurp(d / "out" / "k.cu");
+  EXPECT_NE(cu.find("// kopt:param BLOCK=256\n// kopt:param ITEMS=4\n"), std::string::npos) << cu.substr(0, 800);
+  EXPECT_NE(cu.find("#ifndef ITEMS\n#define ITEMS 4\n#endif\n"), std::string::npos) << cu.substr(0, 800);
+  expect_header_compiles(d / "out", kopt::test::slurp(d / "out" / "k_launch.h"),
+                         "  kopt_k::LaunchConfig c = kopt_k::launch_config(1000, 17);\n"
+                         "  return c.grid[0] == 17 && c.block[0] == 256 ? 0 : 1;");
   fsys::remove_all(d);
 }
 

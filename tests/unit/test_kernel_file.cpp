@@ -1,12 +1,16 @@
 // The kernel-file format (spec/kernel_file): what is written parses back to
 // what was written, and the files are byte for byte those the code wrote
 // before the format had one owner (golden files in tests/data/kernel_file/,
-// written from kernel_file_cases.h by that code).
+// written from kernel_file_cases.h by that code). A golden launch header
+// holds a line "@@kopt-shipped NAME@@" where the header copies the shipped
+// text gen/shipped.h names NAME (test_shipped_headers.cpp checks that text
+// against its source), so the golden keeps no second copy of it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +19,7 @@
 
 #include "eval/evaluator.h"
 #include "gen/generate.h"
+#include "gen/shipped.h"
 #include "kernel_file_cases.h"
 #include "run/store.h"
 #include "spec/annotations.h"
@@ -35,6 +40,31 @@ using nlohmann::json;
 const fsys::path kGolden = fsys::path(KOPT_TEST_DATA_DIR) / "kernel_file";
 
 std::string golden(const std::string& name) { return kopt::fs::read_file(kGolden / name); }
+
+/// A golden launch header with each "@@kopt-shipped NAME@@" line replaced by
+/// the shipped text NAME (gen/shipped.h); an unknown NAME fails the test.
+std::string golden_launch_header(const std::string& name) {
+  namespace sh = kopt::gen::shipped;
+  const std::map<std::string, const char*> shipped = {
+      {"expression_functions", sh::expression_functions}, {"launch_config", sh::launch_config},
+      {"python_operators", sh::python_operators},         {"dispatch_rule", sh::dispatch_rule},
+      {"nearest_tuned", sh::nearest_tuned},               {"capture_includes", sh::capture_includes},
+      {"capture_runtime", sh::capture_runtime}};
+  const std::string open = "@@kopt-shipped ", close = "@@\n";
+  std::string text = golden(name);
+  for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at)) {
+    const size_t end = text.find(close, at);
+    const std::string key = text.substr(at + open.size(), end == std::string::npos ? 0 : end - at - open.size());
+    const auto it = shipped.find(key);
+    if (end == std::string::npos || it == shipped.end()) {
+      ADD_FAILURE() << name << ": unknown shipped text at byte " << at << " (\"" << key << "\")";
+      return text;
+    }
+    text.replace(at, end + close.size() - at, it->second);
+    at += std::string(it->second).size();
+  }
+  return text;
+}
 
 spec::Spec vadd() { return spec::load_spec(std::string(KOPT_TEST_DATA_DIR) + "/agent/vadd.json"); }
 
@@ -266,7 +296,7 @@ TEST(KernelFile, JoinIsGensBytes) {
   for (const auto& v : kc::variants()) vs.push_back({v.source, v.origin, v.label});
   EXPECT_EQ(spec::join_variants(vs), golden("combined.cu"));
   EXPECT_EQ(kopt::gen::combine_variants(kc::variants()), golden("combined.cu"));
-  EXPECT_EQ(kopt::gen::launch_header("tr", kc::variants(), vadd()), golden("combined_launch.h"));
+  EXPECT_EQ(kopt::gen::launch_header("tr", kc::variants(), vadd()), golden_launch_header("combined_launch.h"));
   // One variant is its source unchanged.
   EXPECT_EQ(spec::join_variants({vs[1]}), vs[1].source);
 }

@@ -55,21 +55,36 @@ json schema_enum(const std::string& file, const std::string& def) {
 // ---------------------------------------------------------------------------
 // Enums: every verdict and kind is listed, named, parsed, mapped and in the schema
 
+/// Each value of enum E below `probe` that `name_of` names (not "unknown"): it
+/// stands at its place in `all` (called `all_name`), `parse` reads its name
+/// back, and `also(value, name)` holds; `listed` gets the names.
+template <typename E, size_t N, typename NameOf, typename Parse, typename Also>
+void check_every_value(int probe, const E (&all)[N], const char* all_name, NameOf name_of, Parse parse, Also also,
+                       std::set<std::string>* listed) {
+  for (int i = 0; i < probe; ++i) {
+    const E v = static_cast<E>(i);
+    const std::string name = name_of(v);
+    if (name == "unknown") continue;
+    ASSERT_LT(static_cast<size_t>(i), N) << name << " is not in " << all_name;
+    EXPECT_EQ(all[i], v) << name;
+    EXPECT_EQ(parse(name), v) << name;
+    also(v, name);
+    listed->insert(name);
+  }
+}
+
 TEST(Records, EveryVerdictIsListedMappedAndInTheSchema) {
   // A verdict added to the enum (and, as the compiler demands, to
   // verdict_name's switch) but not to kAllVerdicts fails here.
   std::set<std::string> listed;
-  for (int i = 0; i < 64; ++i) {
-    const Verdict v = static_cast<Verdict>(i);
-    const std::string name = kopt::model::verdict_name(v);
-    if (name == "unknown") continue;
-    ASSERT_LT(static_cast<size_t>(i), std::size(kopt::model::kAllVerdicts)) << name << " is not in kAllVerdicts";
-    EXPECT_EQ(kopt::model::kAllVerdicts[i], v) << name;
-    EXPECT_EQ(kopt::model::parse_verdict(name), v);
-    const std::string t4 = kopt::run::t4_invalidity(v);
-    EXPECT_NE(std::string("timeout compile runtime correctness constraints correct").find(t4), std::string::npos) << t4;
-    listed.insert(name);
-  }
+  ASSERT_NO_FATAL_FAILURE(check_every_value(
+      64, kopt::model::kAllVerdicts, "kAllVerdicts", kopt::model::verdict_name, kopt::model::parse_verdict,
+      [](Verdict v, const std::string&) {
+        const std::string t4 = kopt::run::t4_invalidity(v);
+        EXPECT_NE(std::string("timeout compile runtime correctness constraints correct").find(t4), std::string::npos)
+            << t4;
+      },
+      &listed));
   EXPECT_EQ(listed.size(), std::size(kopt::model::kAllVerdicts));
   std::set<std::string> in_schema;
   for (const auto& n : schema_enum("history.schema.json", "verdict")) in_schema.insert(n.get<std::string>());
@@ -78,16 +93,11 @@ TEST(Records, EveryVerdictIsListedMappedAndInTheSchema) {
 
 TEST(Records, EveryAttemptKindIsListedNamedAndInTheSchema) {
   std::set<std::string> listed;
-  for (int i = 0; i < 16; ++i) {
-    const auto k = static_cast<AttemptKind>(i);
-    const std::string name = kopt::model::attempt_kind_name(k);
-    if (name == "unknown") continue;
-    ASSERT_LT(static_cast<size_t>(i), std::size(kopt::model::kAllAttemptKinds)) << name;
-    EXPECT_EQ(kopt::model::kAllAttemptKinds[i], k);
-    EXPECT_EQ(kopt::model::parse_attempt_kind(name), k);
-    EXPECT_EQ(json(k), json(name)) << "JSON of a kind is its name";
-    listed.insert(name);
-  }
+  ASSERT_NO_FATAL_FAILURE(check_every_value(
+      16, kopt::model::kAllAttemptKinds, "kAllAttemptKinds", kopt::model::attempt_kind_name,
+      kopt::model::parse_attempt_kind,
+      [](AttemptKind k, const std::string& name) { EXPECT_EQ(json(k), json(name)) << "JSON of a kind is its name"; },
+      &listed));
   EXPECT_FALSE(kopt::model::parse_attempt_kind("Candidate"));
   std::set<std::string> in_schema;
   for (const auto& n : schema_enum("history.schema.json", "kind")) in_schema.insert(n.get<std::string>());

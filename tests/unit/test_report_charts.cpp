@@ -574,6 +574,42 @@ TEST(Heatmap, FallsBackToTheInitialKernelWhenTheReferenceWasNotTimed) {
   EXPECT_NE(blank.find("data-baseline=\"reference\""), std::string::npos);
 }
 
+TEST(Heatmap, ALongClassRunDrawsOnlyItsTimedCellsAndNamesAttemptsByIndex) {
+  // 300 attempts (rows too thin for labels), each timed on one case, as a
+  // class search times an attempt on its class's cases only.
+  const std::string label = "c1:ASYNC_A=0,BK=16,BM=128,BN=256,KIND=0,MINB=1,PAD=0,SPLITK=1,STAGES=3";
+  std::vector<Attempt> h = {attempt(1, "initial", "naive.cu", Verdict::ok, {8, 8, 8}, {8, 8, 8})};
+  for (int i = 2; i <= 300; ++i) {
+    std::vector<double> medians = {0, 0, 0};
+    medians[static_cast<size_t>(i % 3)] = 1.0 + i % 7;
+    h.push_back(attempt(i, "candidate", label, Verdict::ok, medians, {8, 8, 8}));
+  }
+  const std::string svg = rp::heatmap_svg(h, kCases);
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_EQ(count(svg, "class=\"cell\""), 3u + 299u);  // every timing still has its cell
+  // The untimed cells are the one blank grid behind the rows.
+  EXPECT_EQ(count(svg, "class=\"cell nodata\""), 0u);
+  EXPECT_EQ(count(svg, "class=\"nodata-grid\""), 1u);
+  const size_t at = svg.find("data-index=\"4\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string row4 = svg.substr(at, svg.find("</g>", at) - at);  // 4 % 3 == 1: timed on "tall" only
+  EXPECT_EQ(count(row4, "class=\"cell\""), 1u);
+  EXPECT_NE(row4.find("<title>#4, tall: 5 ms vs reference 8 ms = 1.6x</title>"), std::string::npos) << row4;
+  // The configuration is not repeated in every cell (the History table has
+  // it): only the best attempt's frame names it.
+  EXPECT_EQ(count(svg, "BK=16,BM=128"), 1u);
+  const size_t best_at = svg.find("<title>best: ");
+  ASSERT_NE(best_at, std::string::npos);
+  EXPECT_NE(svg.find(label, best_at), std::string::npos);
+  EXPECT_LT(svg.size(), 300u * 400u);
+  // With room for labels, each untimed cell stays its own, with the attempt's label.
+  h.resize(40);
+  const std::string roomy = rp::heatmap_svg(h, kCases);
+  EXPECT_EQ(count(roomy, "class=\"cell nodata\""), 39u * 2);
+  EXPECT_NE(roomy.find(label + ", tall: no timing</title>"), std::string::npos);
+  EXPECT_EQ(count(roomy, "nodata-grid"), 0u);
+}
+
 // ---------------------------------------------------------------------------
 // A run folder written by `kopt optimize` with the fake worker
 

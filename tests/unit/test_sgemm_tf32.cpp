@@ -180,13 +180,8 @@ DotErrors dot_errors(Dist d, int K, int trials, int guard) {
   r.bound = 8.0 * std::sqrt(static_cast<double>(K)) * std::ldexp(1.0, -24);
   std::vector<float> a(static_cast<size_t>(K)), b(static_cast<size_t>(K));
   for (int t = 0; t < trials; ++t) {
-    for (int k = 0; k < K; ++k) {
-      a[k] = draw(d, g);
-      b[k] = draw(d, g);
-    }
-    double ss = 0;
-    const double ref = fp64_dot(a, b, ss);
-    const double scale = std::sqrt(ss);
+    const DrawnDot x = draw_dot(d, g, a, b);
+    const double ref = x.ref, scale = x.scale;
     r.fp32.add(std::fabs(dot_fp32(a, b) - ref) / scale);
     r.tf32x3.add(std::fabs(dot_3xtf32(a, b, guard) - ref) / scale);
     if (K <= 70000) {  // the schemes the kernel does not use
@@ -258,13 +253,8 @@ TEST(Tf32ErrorModel, TwoLevelSumsKeepDeepKWithinTwiceATreeReduction) {
         ErrStats tree, one, two[3];
         std::vector<float> a(static_cast<size_t>(K)), b(static_cast<size_t>(K));
         for (int trial = 0; trial < 3; ++trial) {
-          for (int k = 0; k < K; ++k) {
-            a[k] = draw(d, g);
-            b[k] = draw(d, g);
-          }
-          double ss = 0;
-          const double ref = fp64_dot(a, b, ss);
-          const double scale = std::sqrt(ss);
+          const DrawnDot x = draw_dot(d, g, a, b);
+          const double ref = x.ref, scale = x.scale;
           tree.add(std::fabs(dot_fp32_split(a, b, 128) - ref) / scale);
           one.add(std::fabs(dot_3xtf32(a, b, guard) - ref) / scale);
           for (const int cvt : {0, 1, 2}) two[cvt].add(std::fabs(dot_3xtf32(a, b, guard, 8, cvt, inner) - ref) / scale);
@@ -301,15 +291,9 @@ TEST(Tf32ErrorModel, TheToleranceAcceptsSplitTf32WithFmasAndRejectsSinglePassTf3
     double worst_fp32 = 0, worst_split = 0, worst_single = 0;
     std::vector<float> a(static_cast<size_t>(K)), b(static_cast<size_t>(K));
     for (int t = 0; t < (K >= 1024 ? 3000 : 30000); ++t) {
-      for (int k = 0; k < K; ++k) {
-        a[k] = draw(Dist::uniform, g);
-        b[k] = draw(Dist::uniform, g);
-      }
-      double ss = 0;
-      const double ref = fp64_dot(a, b, ss);
-      const float ref_f = static_cast<float>(ref);
-      const double u = std::ldexp(1.0, -24);
-      const double bound = 8.0 * std::sqrt(static_cast<double>(K)) * u * std::sqrt(ss) + u * std::fabs(ref_f);
+      const DrawnDot x = draw_dot(Dist::uniform, g, a, b);
+      const float ref_f = static_cast<float>(x.ref);
+      const double bound = gemm_bound(K, x.ss, ref_f);
       float big = 0, small = 0, single = 0;
       for (int k = 0; k < K; ++k) {  // as tf32_split_fma.cu and tf32_single_pass.cu compute
         const Split x = split(a[k]), y = split(b[k]);
@@ -504,17 +488,8 @@ void check_layout() {
           EXPECT_LE(worst_bank_load(words, 2), 1);
         }
   // Rasterization: one to one on every grid, for this SWZ.
-  for (const auto& [gx, gy] : std::vector<std::pair<int, int>>{{1, 1}, {1, 7}, {9, 1}, {5, 13}, {16, 16}, {3, 17}}) {
-    std::set<std::pair<int, int>> tiles;
-    for (int by = 0; by < gy; ++by)
-      for (int bx = 0; bx < gx; ++bx) {
-        int tm, tn;
-        L::tile_of(bx, by, gx, gy, tm, tn);
-        ASSERT_TRUE(tm >= 0 && tm < gy && tn >= 0 && tn < gx) << gx << "x" << gy;
-        tiles.insert({tm, tn});
-      }
-    ASSERT_EQ(tiles.size(), static_cast<size_t>(gx * gy)) << gx << "x" << gy;
-  }
+  for (const auto& [gx, gy] : std::vector<std::pair<int, int>>{{1, 1}, {1, 7}, {9, 1}, {5, 13}, {16, 16}, {3, 17}})
+    ASSERT_TRUE(rasterization_one_to_one(gx, gy, &L::tile_of)) << gx << "x" << gy;
 }
 
 TEST(Tf32Layout, FragmentsCopiesBanksAndRasterizationOfEveryTileShape) {
@@ -599,16 +574,9 @@ void check_emulated_kernel(int M, int N, int K) {
   const std::vector<float> C = emulate_kernel<L, kSplitK, kAcc2, kCvt>(A, B, M, N, K);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
-      double ref = 0, ss = 0;
-      for (int k = 0; k < K; ++k) {
-        const double p = static_cast<double>(A[static_cast<size_t>(m) * K + k]) * B[static_cast<size_t>(k) * N + n];
-        ref += p;
-        ss += p * p;
-      }
-      // The spec's tolerance (eval/validate.h, gemm_allowed_error) with factor 8.
-      const double u24 = std::ldexp(1.0, -24);
-      const double allowed = 8.0 * std::sqrt(static_cast<double>(K)) * u24 * std::sqrt(ss) +
-                             u24 * std::fabs(ref) + 1.1754943508222875e-38;
+      double ss = 0;
+      const double ref = fp64_gemm_at(A, B, N, K, m, n, ss);
+      const double allowed = gemm_bound(K, ss, ref) + 1.1754943508222875e-38;
       const float c = C[static_cast<size_t>(m) * N + n];
       ASSERT_TRUE(std::isfinite(c)) << "C[" << m << "][" << n << "] not written";
       ASSERT_LE(std::fabs(c - ref), allowed) << "C[" << m << "][" << n << "] = " << c << ", FP64 " << ref;

@@ -43,6 +43,9 @@
 #undef LAYOUT
 #undef SWZ
 #undef MINB
+#undef DBUF
+#undef AREG
+#undef SPLITK
 
 namespace {
 
@@ -80,8 +83,8 @@ uint32_t hw_addr(uint64_t d, int i, int j) {
 template <class L>
 void check_operand_reads() {
   const uint32_t base = 5 * 1024;  // a 1024-aligned shared-memory base other than 0
-  for (int buf = 0; buf < 2; ++buf)
-    for (int op = 0; op < 4; ++op) {  // A hi, A lo, B hi, B lo
+  for (int buf = 0; buf < L::kOpBufs; ++buf)
+    for (int op = L::kARegs ? 2 : 0; op < 4; ++op) {  // A hi, A lo (not with AREG), B hi, B lo
       const bool is_a = op < 2;
       const int rows = is_a ? L::kBM : L::kBN, width = is_a ? 64 : L::kOpN;
       const int tile = op == 0 ? L::op_ahi(buf) : op == 1 ? L::op_alo(buf) : op == 2 ? L::op_bhi(buf) : L::op_blo(buf);
@@ -208,12 +211,45 @@ void check_fragment() {
   ASSERT_EQ(seen.size(), static_cast<size_t>(64 * L::kOpN));
 }
 
-// Configurations: (WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ).
+// AREG: the A fragment of each k step covers the warpgroup's 64 x 8 operand once, every register
+// is read from the raw stage where the copy put that element, and each warp-wide 4-byte read is
+// free of bank conflicts (8 rows x 4 k of the swizzled rows).
+template <class L>
+void check_a_fragment() {
+  for (int r0 = 0; r0 < L::kBM; r0 += 64)
+    for (int s = 0; s < L::kSteps; ++s) {
+      std::set<std::pair<int, int>> seen;
+      for (int w = 0; w < 4; ++w)
+        for (int v = 0; v < 4; ++v) {
+          std::vector<uint32_t> addr;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int r = L::a_frag_row(w, lane, v), k = L::a_frag_k(lane, v, s);
+            ASSERT_TRUE(r >= 0 && r < 64 && k >= 8 * s && k < 8 * s + 8) << r << ", " << k;
+            ASSERT_TRUE(seen.insert({r, k}).second) << r << ", " << k;
+            const int at = L::a_frag_at(r0, w, lane, v, s);
+            ASSERT_EQ(at, L::raw_a_chunk(r0 + r, k / 4) + 4 * (k % 4));
+            addr.push_back(static_cast<uint32_t>(L::raw_a(1) + at));
+          }
+          EXPECT_TRUE(conflict_free4(addr)) << "A fragment read, step " << s << ", warp " << w << ", register " << v;
+        }
+      ASSERT_EQ(seen.size(), 64u * 8u);
+    }
+}
+
+// Configurations: (WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ[, AREG, SPLITK]).
 using Big = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8>;       // the 128x128 seed, 128-byte swizzle
 using Wide = tf32wg::Layout<1, 2, 128, 16, 4, 1, 8>;      // 64x256, 64-byte swizzle
 using Inter = tf32wg::Layout<2, 1, 64, 32, 2, 0, 1>;      // no swizzle (interleaved core matrices)
 using Four = tf32wg::Layout<2, 2, 32, 32, 2, 1, 1>;       // four warpgroups, WN 32
 using Odd = tf32wg::Layout<1, 1, 96, 16, 3, 0, 8>;        // WN 96, BK 16, interleaved
+using BigR = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8, 1>;   // 128x128, A from registers
+using WideR = tf32wg::Layout<1, 2, 128, 16, 4, 1, 8, 1>;  // 64x256, BK 16, A from registers
+using BigR2 = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8, 1, 2>;  // A from registers, split-K 2
+using FourK4 = tf32wg::Layout<2, 2, 32, 32, 2, 1, 1, 0, 4>;  // four warpgroups, split-K 4
+using OddR8 = tf32wg::Layout<1, 1, 96, 16, 3, 0, 8, 1, 8>;   // interleaved, A from registers, split-K 8
+using BigRD = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8, 1, 1, 1>;  // A from registers, last chain deferred
+using BigRD2 = tf32wg::Layout<2, 1, 128, 32, 3, 1, 8, 1, 2, 1>;  // the same with split-K 2
+using InterD = tf32wg::Layout<2, 1, 64, 32, 2, 0, 1, 0, 1, 1>;  // A from shared memory, deferred, 2 stages
 
 TEST(Tf32WgmmaLayout, DescriptorsPackTheirFields) {
   const uint64_t d = Big::desc(0x12340, Big::kBM, 64, 2);
@@ -238,6 +274,39 @@ TEST(Tf32WgmmaLayout, TheTensorCoreReadsEveryOperandElementWhereTheSplitWroteIt)
   check_operand_reads<Inter>();
   check_operand_reads<Four>();
   check_operand_reads<Odd>();
+  check_operand_reads<BigR>();
+  check_operand_reads<WideR>();
+  check_operand_reads<OddR8>();
+  check_operand_reads<BigRD>();
+  check_operand_reads<InterD>();
+}
+
+TEST(Tf32WgmmaLayout, RegisterAFragmentsCoverTheOperandFromTheRawStageWithoutBankConflicts) {
+  check_a_fragment<BigR>();
+  check_a_fragment<WideR>();
+  check_a_fragment<OddR8>();
+  EXPECT_EQ(BigR::kAhead, 2);
+  EXPECT_EQ(Big::kAhead, 3);
+  // Without A's operand buffers: 64 KB less for the 128x128x32 block; the split-K partial tile fits
+  // in what the main loop uses.
+  EXPECT_EQ(Big::kSmemBytes - BigR::kSmemBytes, 2 * 2 * 128 * 32 * 4);
+  EXPECT_EQ(BigR2::kSmemBytes, BigR::kSmemBytes);
+  EXPECT_GE(OddR8::kSmemBytes, 64 * (96 + 8) * 4);
+}
+
+TEST(Tf32WgmmaLayout, SplitKRangesPartitionTheKTilesInOrder) {
+  for (const int kt : {1, 2, 3, 7, 8, 9, 63, 64, 15626}) {
+    int next = 0;
+    for (int r = 0; r < 8; ++r) {
+      int first, last;
+      OddR8::k_range(kt, r, first, last);
+      ASSERT_EQ(first, next) << kt << " rank " << r;
+      ASSERT_LE(first, last) << kt << " rank " << r;
+      ASSERT_LE(last - first, (kt + 7) / 8) << kt << " rank " << r;
+      next = last;
+    }
+    EXPECT_EQ(next, kt);
+  }
 }
 
 TEST(Tf32WgmmaLayout, CopiesAndSplitCoverEachTileOnceWithoutBankConflicts) {
@@ -255,16 +324,8 @@ TEST(Tf32WgmmaLayout, AccumulatorFragmentCoversTheWarpgroupTile) {
 }
 
 TEST(Tf32WgmmaLayout, RasterizationIsOneToOneAndInnerLevelIsTheRoundedSquareRoot) {
-  for (const auto& [gx, gy] : std::vector<std::pair<int, int>>{{1, 1}, {7, 3}, {16, 32}, {5, 17}, {64, 9}}) {
-    std::set<std::pair<int, int>> seen;
-    for (int by = 0; by < gy; ++by)
-      for (int bx = 0; bx < gx; ++bx) {
-        int tm, tn;
-        Big::tile_of(bx, by, gx, gy, tm, tn);
-        ASSERT_TRUE(tm >= 0 && tm < gy && tn >= 0 && tn < gx) << gx << "x" << gy;
-        ASSERT_TRUE(seen.insert({tm, tn}).second) << gx << "x" << gy;
-      }
-  }
+  for (const auto& [gx, gy] : std::vector<std::pair<int, int>>{{1, 1}, {7, 3}, {16, 32}, {5, 17}, {64, 9}})
+    ASSERT_TRUE(rasterization_one_to_one(gx, gy, &Big::tile_of)) << gx << "x" << gy;
   for (const int ch : {1, 2, 4})
     for (int kt = 1; kt <= 100000; kt += (kt < 1000 ? 1 : 997))
       EXPECT_EQ(Big::inner_tiles(kt, ch), std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(kt) / ch)))))
@@ -287,23 +348,93 @@ struct Smem {
   void st(uint32_t a, float x) { std::memcpy(&bytes.at(a), &x, 4); }
 };
 
+// The A operands of one chain: per k step j of it, lo and hi (64 x 8 each).
+struct ChainA {
+  std::vector<float> v;
+  float& at(int j, bool hi, int i, int k) { return v[static_cast<size_t>(((2 * j + hi) * 64 + i) * 8 + k)]; }
+  float at(int j, bool hi, int i, int k) const { return v[static_cast<size_t>(((2 * j + hi) * 64 + i) * 8 + k)]; }
+};
+// Chain q's A operands for warpgroup row wm: with AREG the fragment registers (read from raw stage
+// `stage` and split as the kernel splits them), else the tensor core's reads of operand buffer buf.
+template <class L, int kKstep>
+ChainA chain_a(const Smem& sm, int wm, int buf, int stage, int q) {
+  ChainA a;
+  a.v.assign(static_cast<size_t>(kKstep) * 2 * 64 * 8, NAN);
+  const uint32_t sb = sm.base;
+  for (int j = 0; j < kKstep; ++j) {
+    const int s = q * kKstep + j;
+    if (L::kARegs) {
+      for (int w = 0; w < 4; ++w)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int v = 0; v < 4; ++v) {
+            const Split x = split(sm.ld(sb + L::raw_a(stage) + L::a_frag_at(64 * wm, w, lane, v, s)), 2);
+            const int i = L::a_frag_row(w, lane, v), k = L::a_frag_k(lane, v, s) - 8 * s;
+            a.at(j, true, i, k) = x.hi;
+            a.at(j, false, i, k) = x.lo;
+          }
+    } else {
+      for (const bool hi : {false, true}) {
+        const uint64_t da = L::desc(sb + (hi ? L::op_ahi(buf) : L::op_alo(buf)), L::kBM, 64 * wm, s);
+        for (int i = 0; i < 64; ++i)
+          for (int k = 0; k < 8; ++k) a.at(j, hi, i, k) = sm.ld(hw_addr(da, i, k));
+      }
+    }
+  }
+  return a;
+}
+// Chain q of warpgroup wg on operand buffer buf: lo_a*hi_b and hi_a*lo_b of every step, then
+// hi_a*hi_b, B read through the descriptors now, summed exactly and rounded once, added to part
+// through the accumulator fragment.
+template <class L, int kKstep>
+void run_chain(const Smem& sm, int wg, int buf, int q, const ChainA& a, std::vector<float>& part) {
+  constexpr int kAcc = L::kOpN / 2, kWGN = L::kBN / L::kOpN;
+  const int wn = wg % kWGN;
+  const uint32_t sb = sm.base;
+  std::vector<double> d(static_cast<size_t>(64 * L::kOpN), 0.0);
+  auto wgmma = [&](int j, bool a_hi, int b_tile) {
+    const uint64_t db = L::desc(sb + b_tile, L::kBN, L::kOpN * wn, q * kKstep + j);
+    for (int i = 0; i < 64; ++i)
+      for (int nn = 0; nn < L::kOpN; ++nn)
+        for (int k = 0; k < 8; ++k)
+          d[static_cast<size_t>(i * L::kOpN + nn)] += static_cast<double>(a.at(j, a_hi, i, k)) * sm.ld(hw_addr(db, nn, k));
+  };
+  for (int j = 0; j < kKstep; ++j) {
+    wgmma(j, false, L::op_bhi(buf));
+    wgmma(j, true, L::op_blo(buf));
+  }
+  for (int j = 0; j < kKstep; ++j) wgmma(j, true, L::op_bhi(buf));
+  for (int w = 0; w < 4; ++w)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int v = 0; v < kAcc; ++v)
+        part[static_cast<size_t>((wg * 128 + w * 32 + lane) * kAcc + v)] +=
+            static_cast<float>(d[static_cast<size_t>(L::d_row(w, lane, v) * L::kOpN + L::d_col(lane, v))]);
+}
+
 // The kernel of Layout L with chains of kKstep k steps, on the CPU, block by block: the copies
 // (zero-filled outside the matrices), the split (cvt.rn), each wgmma reading its operands through
-// hw_addr() from the descriptors the kernel builds, the chain summed exactly and rounded once (the
-// tensor core's rounding is the error model's business, below), the accumulator fragment, the
-// two-level sums and the guarded stores. The raw stage of tile t + STAGES is written, and tile t + 1
-// split, before tile t is read: a stage or buffer shared by mistake shows up as a wrong result.
+// hw_addr() from the descriptors the kernel builds (with AREG, A through the register fragment from
+// the raw stage), the chain summed exactly and rounded once (the tensor core's rounding is the
+// error model's business, below), the accumulator fragment, the two-level sums, split-K's ranks
+// summed in rank order, and the guarded stores. The raw stage of tile t + kAhead is written, and
+// tile t + 1 split, before tile t is read (with DEFER, the last chain of tile t after the split of
+// tile t + 2): a stage or buffer shared by mistake shows up as a wrong result.
 template <class L, int kKstep>
 void emulate(int M, int N, int K, const std::vector<float>& A, const std::vector<float>& B, std::vector<float>& C,
              std::vector<int>& writes) {
-  constexpr int kStages = L::kStageCount;
+  constexpr int kStages = L::kStageCount, kAhead = L::kAhead, kSplitK = L::kSplits;
   constexpr int kChains = L::kTileK / (8 * kKstep), kAcc = L::kOpN / 2, kWGN = L::kBN / L::kOpN;
+  constexpr int kWG = L::kThreads / 128;
   const int gx = (N + L::kBN - 1) / L::kBN, gy = (M + L::kBM - 1) / L::kBM, KT = (K + L::kTileK - 1) / L::kTileK;
   for (int by = 0; by < gy; ++by)
     for (int bx = 0; bx < gx; ++bx) {
       int tm, tn;
       L::tile_of(bx, by, gx, gy, tm, tn);
       const int row0 = tm * L::kBM, col0 = tn * L::kBN;
+      // Each rank's acc per thread (kThreads x kAcc), as the kernel holds them.
+      std::vector<std::vector<float>> rank_acc;
+      for (int rank = 0; rank < kSplitK; ++rank) {
+      int t0, t1;
+      L::k_range(KT, rank, t0, t1);
       Smem sm(L::kSmemBytes);
       const uint32_t sb = sm.base;
       auto load = [&](int t, int stage) {
@@ -329,18 +460,18 @@ void emulate(int M, int N, int K, const std::vector<float>& A, const std::vector
       };
       auto split_tile = [&](int stage, int buf) {
         for (int tid = 0; tid < L::kThreads; ++tid)
-          for (int i = 0; i < L::kItemsA + L::kItemsB; ++i)
+          for (int i = 0; i < L::kSplitItemsA + L::kItemsB; ++i)
             for (int e = 0; e < 4; ++e) {
               int row, c;
               float x;
               uint32_t hi, lo;
-              if (i < L::kItemsA) {
+              if (i < L::kSplitItemsA) {
                 L::split_a(tid, i, row, c);
                 x = sm.ld(sb + L::raw_a(stage) + L::raw_a_chunk(row, c) + 4 * e);
                 hi = sb + L::op_ahi(buf) + L::op_chunk(L::kBM, row, c) + 4 * e;
                 lo = sb + L::op_alo(buf) + L::op_chunk(L::kBM, row, c) + 4 * e;
               } else {
-                L::split_b(tid, i - L::kItemsA, row, c);
+                L::split_b(tid, i - L::kSplitItemsA, row, c);
                 x = sm.ld(sb + L::raw_b(stage) + L::raw_b_at(4 * c + e, row));
                 hi = sb + L::op_bhi(buf) + L::op_chunk(L::kBN, row, c) + 4 * e;
                 lo = sb + L::op_blo(buf) + L::op_chunk(L::kBN, row, c) + 4 * e;
@@ -350,54 +481,68 @@ void emulate(int M, int N, int K, const std::vector<float>& A, const std::vector
               sm.st(lo, s.lo);
             }
       };
-      // part and acc per thread (kThreads x kAcc), as the kernel holds them.
       std::vector<float> part(static_cast<size_t>(L::kThreads) * kAcc, 0.0f), acc(part);
-      for (int s = 0; s < kStages; ++s)
-        if (s < KT) load(s, s);
+      const int n = t1 - t0;
+      for (int s = 0; s < kAhead; ++s)
+        if (s < n) load(t0 + s, s);
       split_tile(0, 0);
-      const int inner = L::inner_tiles(KT, kChains);
+      const int inner = L::inner_tiles(n, kChains);
       int left = inner;
-      for (int t = 0; t < KT; ++t) {
-        if (t + kStages < KT) load(t + kStages, t % kStages);
-        if (t + 1 < KT) split_tile((t + 1) % kStages, (t + 1) & 1);
-        const int buf = t & 1;
-        for (int wg = 0; wg < L::kThreads / 128; ++wg) {
-          const int wm = wg / kWGN, wn = wg % kWGN;
-          for (int q = 0; q < kChains; ++q) {
-            std::vector<double> d(static_cast<size_t>(64 * L::kOpN), 0.0);
-            auto wgmma = [&](int a_tile, int b_tile, int s) {
-              const uint64_t da = L::desc(sb + a_tile, L::kBM, 64 * wm, s);
-              const uint64_t db = L::desc(sb + b_tile, L::kBN, L::kOpN * wn, s);
-              for (int i = 0; i < 64; ++i)
-                for (int n = 0; n < L::kOpN; ++n)
-                  for (int j = 0; j < 8; ++j)
-                    d[static_cast<size_t>(i * L::kOpN + n)] +=
-                        static_cast<double>(sm.ld(hw_addr(da, i, j))) * sm.ld(hw_addr(db, n, j));
-            };
-            for (int j = 0; j < kKstep; ++j) {
-              wgmma(L::op_alo(buf), L::op_bhi(buf), q * kKstep + j);
-              wgmma(L::op_ahi(buf), L::op_blo(buf), q * kKstep + j);
-            }
-            for (int j = 0; j < kKstep; ++j) wgmma(L::op_ahi(buf), L::op_bhi(buf), q * kKstep + j);
-            for (int w = 0; w < 4; ++w)
-              for (int lane = 0; lane < 32; ++lane)
-                for (int v = 0; v < kAcc; ++v)
-                  part[static_cast<size_t>((wg * 128 + w * 32 + lane) * kAcc + v)] +=
-                      static_cast<float>(d[static_cast<size_t>(L::d_row(w, lane, v) * L::kOpN + L::d_col(lane, v))]);
-          }
-        }
+      auto fold_check = [&] {
         if (--left == 0) {
           for (size_t i = 0; i < acc.size(); ++i) acc[i] += part[i], part[i] = 0.0f;
           left = inner;
         }
+      };
+      // DEFER: each warpgroup's last chain of the previous tile (its A operand as read at the issue
+      // with AREG), run after the next split: the latest its reads can happen in the kernel.
+      std::vector<ChainA> pending(static_cast<size_t>(kWG));
+      bool deferred = false;
+      int pending_buf = 0, pending_stage = 0;
+      for (int t = 0; t < n; ++t) {
+        if (t + kAhead < n) load(t0 + t + kAhead, (t + kAhead) % kStages);
+        if (t + 1 < n) split_tile((t + 1) % kStages, (t + 1) % L::kOpBufs);
+        if (deferred) {
+          for (int wg = 0; wg < kWG; ++wg) {
+            ChainA& a = pending[static_cast<size_t>(wg)];
+            if (!L::kARegs) a = chain_a<L, kKstep>(sm, wg / kWGN, pending_buf, pending_stage, kChains - 1);
+            run_chain<L, kKstep>(sm, wg, pending_buf, kChains - 1, a, part);
+          }
+          deferred = false;
+          fold_check();
+        }
+        const int buf = t % L::kOpBufs, stage = t % kStages;
+        for (int wg = 0; wg < kWG; ++wg)
+          for (int q = 0; q < kChains; ++q) {
+            const ChainA a = chain_a<L, kKstep>(sm, wg / kWGN, buf, stage, q);
+            if (L::kDeferLast && q == kChains - 1) {
+              pending[static_cast<size_t>(wg)] = a;
+              deferred = true;
+              pending_buf = buf;
+              pending_stage = stage;
+            } else {
+              run_chain<L, kKstep>(sm, wg, buf, q, a, part);
+            }
+          }
+        if (!L::kDeferLast) fold_check();
       }
+      if (deferred)
+        for (int wg = 0; wg < kWG; ++wg) {
+          ChainA& a = pending[static_cast<size_t>(wg)];
+          if (!L::kARegs) a = chain_a<L, kKstep>(sm, wg / kWGN, pending_buf, pending_stage, kChains - 1);
+          run_chain<L, kKstep>(sm, wg, pending_buf, kChains - 1, a, part);
+        }
       for (size_t i = 0; i < acc.size(); ++i) acc[i] += part[i];
+      rank_acc.push_back(acc);
+      }
       for (int tid = 0; tid < L::kThreads; ++tid) {
         const int wg = tid / 128, wm = wg / kWGN, wn = wg % kWGN, w = (tid % 128) / 32, lane = tid % 32;
         for (int v = 0; v < kAcc; ++v) {
           const int row = row0 + 64 * wm + L::d_row(w, lane, v), col = col0 + L::kOpN * wn + L::d_col(lane, v);
           if (row < M && col < N) {
-            C[static_cast<size_t>(row) * N + col] = acc[static_cast<size_t>(tid * kAcc + v)];
+            float sum = rank_acc[0][static_cast<size_t>(tid * kAcc + v)];
+            for (int r = 1; r < kSplitK; ++r) sum += rank_acc[static_cast<size_t>(r)][static_cast<size_t>(tid * kAcc + v)];
+            C[static_cast<size_t>(row) * N + col] = sum;
             ++writes[static_cast<size_t>(row) * N + col];
           }
         }
@@ -416,20 +561,16 @@ void check_emulated(int M, int N, int K) {
   emulate<L, kKstep>(M, N, K, A, B, C, writes);
   const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " BM " +
                            std::to_string(L::kBM) + " BN " + std::to_string(L::kBN) + " BK " +
-                           std::to_string(L::kTileK) + " KSTEP " + std::to_string(kKstep);
+                           std::to_string(L::kTileK) + " KSTEP " + std::to_string(kKstep) + " AREG " +
+                           std::to_string(L::kARegs) + " SPLITK " + std::to_string(L::kSplits);
   double worst = 0;
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
-      double ref = 0, ss = 0;
-      for (int k = 0; k < K; ++k) {
-        const double p = static_cast<double>(A[static_cast<size_t>(i) * K + k]) * B[static_cast<size_t>(k) * N + j];
-        ref += p;
-        ss += p * p;
-      }
+      double ss = 0;
+      const double ref = fp64_gemm_at(A, B, N, K, i, j, ss);
       const size_t o = static_cast<size_t>(i) * N + j;
       ASSERT_EQ(writes[o], 1) << what << ": C[" << i << ", " << j << "] written " << writes[o] << " times";
-      const double bound = 8 * std::sqrt(static_cast<double>(K)) * std::ldexp(1.0, -24) * std::sqrt(ss) +
-                           std::ldexp(1.0, -24) * std::fabs(ref);
+      const double bound = gemm_bound(K, ss, ref);
       ASSERT_TRUE(std::isfinite(C[o])) << what << ": C[" << i << ", " << j << "]";
       ASSERT_LE(std::fabs(C[o] - ref), bound) << what << ": C[" << i << ", " << j << "] = " << C[o] << ", FP64 " << ref;
       worst = std::max(worst, std::fabs(C[o] - ref) / bound);
@@ -448,6 +589,29 @@ TEST(Tf32WgmmaKernel, EmulatedOnOddShapesPassesTheSpecTolerance) {
   check_emulated<Inter, 1>(7, 3, 5);
   check_emulated<Four, 1>(130, 70, 130);
   check_emulated<Odd, 2>(100, 200, 50);
+}
+
+TEST(Tf32WgmmaKernel, EmulatedWithRegisterAAndSplitKPassesTheSpecTolerance) {
+  check_emulated<BigR, 1>(1, 1, 1);
+  check_emulated<BigR, 2>(127, 129, 65);
+  check_emulated<BigR, 2>(3, 2, 2000);
+  check_emulated<WideR, 2>(33, 300, 70);
+  check_emulated<BigR2, 2>(1, 1, 1);  // one k-tile: rank 0 has none
+  check_emulated<BigR2, 2>(130, 129, 200);
+  check_emulated<FourK4, 1>(130, 70, 130);
+  check_emulated<OddR8, 2>(100, 97, 300);
+  check_emulated<OddR8, 1>(7, 3, 5000);
+}
+
+TEST(Tf32WgmmaKernel, EmulatedWithTheLastChainDeferredPassesTheSpecTolerance) {
+  EXPECT_EQ(BigRD::kOpBufs, 3);
+  EXPECT_EQ(BigRD::kSmemBytes - BigR::kSmemBytes, 2 * 128 * 32 * 4);  // a third B hi/lo buffer
+  check_emulated<BigRD, 1>(1, 1, 1);
+  check_emulated<BigRD, 2>(127, 129, 65);
+  check_emulated<BigRD, 2>(3, 2, 2000);  // the fold after the deferred chain, 63 k-tiles
+  check_emulated<BigRD2, 2>(130, 129, 200);
+  check_emulated<InterD, 1>(64, 64, 63);
+  check_emulated<InterD, 2>(7, 3, 300);
 }
 
 // ---- the error of the chains, in the truncating-adder model ---------------------------------------
@@ -500,13 +664,8 @@ ChainErrors chain_errors(Dist d, int K, int trials, int guard) {
   ChainErrors r;
   std::vector<float> a(static_cast<size_t>(K)), b(static_cast<size_t>(K));
   for (int t = 0; t < trials; ++t) {
-    for (int k = 0; k < K; ++k) {
-      a[k] = draw(d, g);
-      b[k] = draw(d, g);
-    }
-    double ss = 0;
-    const double ref = fp64_dot(a, b, ss);
-    const double scale = std::sqrt(ss);
+    const DrawnDot x = draw_dot(d, g, a, b);
+    const double ref = x.ref, scale = x.scale;
     r.fp32.add(std::fabs(dot_fp32(a, b) - ref) / scale);
     for (int i = 0; i < 3; ++i) r.kstep[i].add(std::fabs(dot_wgmma(a, b, guard, 1 << i) - ref) / scale);
   }

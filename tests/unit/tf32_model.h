@@ -141,4 +141,57 @@ inline double fp64_dot(const std::vector<float>& a, const std::vector<float>& b,
   return ref;
 }
 
+// A pair of vectors of draws of d (a[k] then b[k] for each k in turn) and their FP64 dot: ref, the
+// sum of the squared products ss and the harness's error scale sqrt(ss).
+struct DrawnDot {
+  double ref = 0, ss = 0, scale = 0;
+};
+inline DrawnDot draw_dot(Dist d, std::mt19937_64& g, std::vector<float>& a, std::vector<float>& b) {
+  for (size_t k = 0; k < a.size(); ++k) {
+    a[k] = draw(d, g);
+    b[k] = draw(d, g);
+  }
+  DrawnDot r;
+  r.ref = fp64_dot(a, b, r.ss);
+  r.scale = std::sqrt(r.ss);
+  return r;
+}
+
+// Element (i, j) of the product of row-major A (K columns) and B (N columns) in FP64, and in ss the
+// sum of its squared products.
+inline double fp64_gemm_at(const std::vector<float>& A, const std::vector<float>& B, int N, int K, int i, int j,
+                           double& ss) {
+  double ref = 0;
+  ss = 0;
+  for (int k = 0; k < K; ++k) {
+    const double p = static_cast<double>(A[static_cast<size_t>(i) * K + k]) * B[static_cast<size_t>(k) * N + j];
+    ref += p;
+    ss += p * p;
+  }
+  return ref;
+}
+
+// The spec's GEMM tolerance with factor 8 (eval/validate.h, gemm_allowed_error; docs/evaluation.md):
+// 8 sqrt(K) 2^-24 sqrt(ss) + 2^-24 |ref|.
+inline double gemm_bound(int K, double ss, double ref) {
+  const double u = std::ldexp(1.0, -24);
+  return 8.0 * std::sqrt(static_cast<double>(K)) * u * std::sqrt(ss) + u * std::fabs(ref);
+}
+
+// Whether a rasterization, tile_of(bx, by, gx, gy, tm, tn) (each template's Layout::tile_of), maps
+// the gx x gy grid of blocks one to one onto the gx x gy grid of output tiles.
+inline bool rasterization_one_to_one(int gx, int gy, void (*tile_of)(int, int, int, int, int&, int&)) {
+  std::vector<char> seen(static_cast<size_t>(gx) * static_cast<size_t>(gy), 0);
+  for (int by = 0; by < gy; ++by)
+    for (int bx = 0; bx < gx; ++bx) {
+      int tm = -1, tn = -1;
+      tile_of(bx, by, gx, gy, tm, tn);
+      if (tm < 0 || tm >= gy || tn < 0 || tn >= gx) return false;
+      char& s = seen[static_cast<size_t>(tm) * static_cast<size_t>(gx) + static_cast<size_t>(tn)];
+      if (s) return false;
+      s = 1;
+    }
+  return true;
+}
+
 }  // namespace kopt::test::tf32

@@ -308,9 +308,13 @@ int generate(const GenerateOptions& options) {
   }
   // --cache-out: the committed cache is only read; its updated copy (or a
   // plain copy, when nothing was tuned) goes there, for the benchmark test.
+  // A cache file that does not exist yet gives an empty copy: the CMake
+  // module declares --cache-out an output of the step, and an output that is
+  // never written would make every build run the step again.
   auto copy_cache = [&]() {
     std::error_code ec;
-    if (!o.cache_out.empty() && !o.cache_file.empty() && std::filesystem::is_regular_file(o.cache_file, ec))
+    if (!o.cache_out.empty() && !o.cache_file.empty() &&
+        (std::filesystem::is_regular_file(o.cache_file, ec) || !std::filesystem::exists(o.cache_file, ec)))
       run::write_tuning_cache(o.cache_out, cache);
   };
 
@@ -405,7 +409,16 @@ int generate(const GenerateOptions& options) {
   // 3. The initial kernel.
   if (!s.initial)
     throw SpecError("kopt.gen.104", s.path.string() + ": no GPU, no usable tuning cache entry and no initial kernel to fall back on");
-  const std::string src = fs::read_file(s.initial->source, "kernel source", fs::kSourceMaxBytes);
+  std::string src = fs::read_file(s.initial->source, "kernel source", fs::kSourceMaxBytes);
+  // The spec's defines of the initial kernel (its configuration, when it is
+  // the template's source) go into the file as kopt:param lines, which the
+  // launch header reads, and guarded #defines, which the application's
+  // compiler reads; they come first, so they win over the source's own lines.
+  if (!s.initial->defines.empty()) {
+    std::string pre;
+    for (const auto& [name, v] : s.initial->defines) pre += spec::param_annotation(name, v) + "\n";
+    src = pre + spec::param_defines(s.initial->defines) + "\n" + src;
+  }
   const spec::Launch l = s.initial->launch ? *s.initial->launch : s.launch;
   copy_cache();
   emit(o, s, {KernelVariant{spec::with_missing_annotations(src, s.initial->source.string(), s.initial->entry, l),

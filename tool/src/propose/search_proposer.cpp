@@ -62,8 +62,10 @@ void SearchProposer::report_seeds() {
   const std::string from = o_.seeds_from.empty() ? std::string("warm start") : o_.seeds_from;
   const std::string about = o_.seeds_about.empty() ? "" : " (" + o_.seeds_about + ")";
   seed_report_.push_back(from + about + ": " + std::to_string(accepted_.size()) + " of " + std::to_string(o_.seeds.size()) +
-                         " configuration(s) are in the space and are evaluated first, then the " + strategy_name_ +
-                         " search goes on");
+                         " configuration(s) are in the space and are " +
+                         (compile_only_ ? "compiled first (no GPU: nothing is evaluated), then the "
+                                        : "evaluated first, then the ") +
+                         strategy_name_ + " search goes on");
   for (const auto& [kind, g] : not_used_)
     seed_report_.push_back(from + ": " + std::to_string(g.count) + " not used, " + kind + " (first: " + g.first_at +
                            ": " + g.first_reason + ")");
@@ -72,6 +74,7 @@ void SearchProposer::report_seeds() {
 }
 
 void SearchProposer::start(EvaluationService& service) {
+  compile_only_ = service.compile_only();
   if (!strategy_) prepare(service.device_constants());
 }
 

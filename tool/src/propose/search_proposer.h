@@ -127,6 +127,7 @@ class SearchProposer final : public Proposer {
   /// Says what check_seeds() and observe_recorded() made of the seeds (seed_report_, `note`).
   void report_seeds();
   bool seeds_reported_ = false;
+  bool compile_only_ = false;  // start(): no GPU, the seeds are compiled, not evaluated
   void not_used(const std::string& kind, const std::string& at, const std::string& reason);
   /// The proposal of `cfg` (nullopt: the precheck rejected it and it was observed as failed).
   std::optional<Proposal> offer(const search::Config& cfg);

@@ -205,13 +205,19 @@ struct CellRow {
   int x0, y, col_w, row_h, gap;
   int L;           // the colour range: 1/2^L to 2^L
   bool cell_text;  // the speedup written in each cell
+  /// Rows too thin for labels (a long run): a cell's tooltip names the
+  /// attempt by its index (the History table has its label), and an untimed
+  /// cell is not drawn (the blank grid behind the rows shows it), so that the
+  /// file stays small (a class search times each attempt on its class's
+  /// cases only).
+  bool dense;
 };
 
 /// A passing attempt's cells: one per performance case, coloured by its
 /// speedup over `ref`; a case without a timing is a blank cell.
 void draw_cells(std::ostringstream& o, const Attempt& a, const std::vector<std::string>& performance_cases,
                 const Base& ref, const CellRow& r) {
-  const std::string name = label_of(a);
+  const std::string name = r.dense ? "#" + std::to_string(a.index) : label_of(a);
   const std::string over = ref.initial ? "the initial kernel" : "the reference";
   const int m = static_cast<int>(performance_cases.size());
   const int x0 = r.x0, y = r.y, col_w = r.col_w, row_h = r.row_h, gap = r.gap, L = r.L;
@@ -222,6 +228,7 @@ void draw_cells(std::ostringstream& o, const Attempt& a, const std::vector<std::
     const auto s = case_speedup(a, c, ref, &rms, &ms);
     const int x = x0 + j * col_w;
     if (!s || !finite_positive(*s)) {
+      if (r.dense) continue;  // the blank grid behind the rows shows it
       o << "<rect class=\"cell nodata\" x=\"" << x << "\" y=\"" << y << "\" width=\"" << col_w - gap
         << "\" height=\"" << row_h - gap << "\" fill=\"" << kNoDataFill
         << "\" stroke=\"#dddddd\" stroke-width=\"0.5\"><title>" << esc(name) << ", " << esc(c)
@@ -325,6 +332,9 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
     tick_every = t;
     if (t * row_h >= 14) break;
   }
+  if (!row_labels && n > 0)  // dense: the untimed cells, one blank grid
+    o << "<rect class=\"nodata-grid\" x=\"" << x0 << "\" y=\"" << top << "\" width=\"" << grid_w << "\" height=\""
+      << n * row_h << "\" fill=\"" << kNoDataFill << "\" stroke=\"#dddddd\" stroke-width=\"0.5\"><title>blank: no timing</title></rect>\n";
   o << "<g class=\"rows\">\n";
   for (int i = 0; i < n; ++i) {
     const Attempt& a = history[static_cast<size_t>(i)];
@@ -357,7 +367,7 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
           << "</text>";
       }
     } else {
-      draw_cells(o, a, performance_cases, ref, {x0, y, col_w, row_h, gap, L, cell_text});
+      draw_cells(o, a, performance_cases, ref, {x0, y, col_w, row_h, gap, L, cell_text, !row_labels});
       if (row_labels) {
         if (auto g = geomean_speedup(a, ref))
           o << "<text class=\"geomean\" x=\"" << x0 + grid_w + 8 << "\" y=\"" << y + row_h / 2 + 4

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "run/record_json.h"
 #include "util/error.h"
@@ -21,6 +23,52 @@ namespace {
 // Members of summary.json's documents
 
 json params_to_json(const std::map<std::string, int64_t>& p) { return model::params_json(p); }
+
+/// One of a record's optional members (a number or an integer, >= 0; absent
+/// when unset) beside its key. A reader and a writer that take the same list
+/// of them name the same keys.
+template <typename T>
+struct OptionalField {
+  OptionalField(const char* k, std::optional<double> T::*n) : key(k), number(n) {}
+  OptionalField(const char* k, std::optional<int64_t> T::*i) : key(k), integer(i) {}
+  const char* key;
+  std::optional<double> T::*number = nullptr;
+  std::optional<int64_t> T::*integer = nullptr;
+};
+
+template <typename T>
+using OptionalFields = std::vector<OptionalField<T>>;
+
+template <typename T>
+void read_fields(const JsonAt& at, T& record, const OptionalFields<T>& fields) {
+  for (const OptionalField<T>& f : fields) {
+    if (f.number) {
+      record.*f.number = opt_number(at, f.key, 0);
+    } else if (auto v = at.find(f.key)) {
+      record.*f.integer = v->integer(0);
+    }
+  }
+}
+
+template <typename T>
+void write_fields(json& j, const T& record, const OptionalFields<T>& fields) {
+  for (const OptionalField<T>& f : fields) {
+    if (f.number && record.*f.number) j[f.key] = *(record.*f.number);
+    if (f.integer && record.*f.integer) j[f.key] = *(record.*f.integer);
+  }
+}
+
+const OptionalFields<FinalBest> kFinalBestFields = {{"geomean_ms", &FinalBest::geomean_ms},
+                                                      {"search_geomean_ms", &FinalBest::search_geomean_ms},
+                                                      {"speedup_vs_reference", &FinalBest::speedup_vs_reference},
+                                                      {"speedup_vs_initial", &FinalBest::speedup_vs_initial},
+                                                      {"ratio_to_cublas", &FinalBest::ratio_to_cublas}};
+
+const OptionalFields<Specialization> kSpecializationFields = {
+    {"single_geomean_ms", &Specialization::single_geomean_ms},
+    {"geomean_ms", &Specialization::geomean_ms},
+    {"ratio_to_cublas", &Specialization::ratio_to_cublas},
+    {"single_ratio_to_cublas", &Specialization::single_ratio_to_cublas}};
 
 SummaryCase summary_case(const JsonAt& c) {
   c.expect_object();
@@ -116,24 +164,22 @@ json retime_entry_json(const RetimeEntry& e) {
   return j;
 }
 
+const OptionalFields<BudgetUsed> kBudgetUsedFields = {{"evaluations", &BudgetUsed::evaluations},
+                                                      {"search_minutes", &BudgetUsed::search_minutes},
+                                                      {"model_turns", &BudgetUsed::model_turns},
+                                                      {"minutes", &BudgetUsed::minutes},
+                                                      {"tokens", &BudgetUsed::tokens}};
+
 BudgetUsed budget_used(const JsonAt& b) {
   b.expect_object();
   BudgetUsed u;
-  if (auto v = b.find("evaluations")) u.evaluations = v->integer(0);
-  u.search_minutes = opt_number(b, "search_minutes", 0);
-  if (auto v = b.find("model_turns")) u.model_turns = v->integer(0);
-  u.minutes = opt_number(b, "minutes", 0);
-  if (auto v = b.find("tokens")) u.tokens = v->integer(0);
+  read_fields(b, u, kBudgetUsedFields);
   return u;
 }
 
 json budget_used_json(const BudgetUsed& u) {
   json j = json::object();
-  if (u.evaluations) j["evaluations"] = *u.evaluations;
-  if (u.search_minutes) j["search_minutes"] = *u.search_minutes;
-  if (u.model_turns) j["model_turns"] = *u.model_turns;
-  if (u.minutes) j["minutes"] = *u.minutes;
-  if (u.tokens) j["tokens"] = *u.tokens;
+  write_fields(j, u, kBudgetUsedFields);
   return j;
 }
 
@@ -399,11 +445,7 @@ FinalBest FinalBest::from_json(const JsonAt& at) {
   if (auto v = at.find("index")) b.index = static_cast<int>(v->integer(1, INT32_MAX));
   if (auto v = at.find("label")) b.label = v->string();
   if (auto v = at.find("params")) b.params = int_map(*v);
-  b.geomean_ms = opt_number(at, "geomean_ms", 0);
-  b.search_geomean_ms = opt_number(at, "search_geomean_ms", 0);
-  b.speedup_vs_reference = opt_number(at, "speedup_vs_reference", 0);
-  b.speedup_vs_initial = opt_number(at, "speedup_vs_initial", 0);
-  b.ratio_to_cublas = opt_number(at, "ratio_to_cublas", 0);
+  read_fields(at, b, kFinalBestFields);
   return b;
 }
 
@@ -412,11 +454,7 @@ json FinalBest::to_json() const {
   if (index) j["index"] = *index;
   if (label) j["label"] = *label;
   if (params) j["params"] = params_to_json(*params);
-  if (geomean_ms) j["geomean_ms"] = *geomean_ms;
-  if (search_geomean_ms) j["search_geomean_ms"] = *search_geomean_ms;
-  if (speedup_vs_reference) j["speedup_vs_reference"] = *speedup_vs_reference;
-  if (speedup_vs_initial) j["speedup_vs_initial"] = *speedup_vs_initial;
-  if (ratio_to_cublas) j["ratio_to_cublas"] = *ratio_to_cublas;
+  write_fields(j, *this, kFinalBestFields);
   return j;
 }
 
@@ -492,10 +530,7 @@ Specialization Specialization::from_json(const JsonAt& at, ReadMode mode) {
       }
     }
   }
-  sp.single_geomean_ms = opt_number(at, "single_geomean_ms", 0);
-  sp.geomean_ms = opt_number(at, "geomean_ms", 0);
-  sp.ratio_to_cublas = opt_number(at, "ratio_to_cublas", 0);
-  sp.single_ratio_to_cublas = opt_number(at, "single_ratio_to_cublas", 0);
+  read_fields(at, sp, kSpecializationFields);
   return sp;
 }
 
@@ -528,10 +563,7 @@ json Specialization::to_json() const {
     j["latency_ms"] = std::move(l);
   }
   if (!dispatch.is_null()) j["dispatch"] = dispatch;
-  if (single_geomean_ms) j["single_geomean_ms"] = *single_geomean_ms;
-  if (geomean_ms) j["geomean_ms"] = *geomean_ms;
-  if (ratio_to_cublas) j["ratio_to_cublas"] = *ratio_to_cublas;
-  if (single_ratio_to_cublas) j["single_ratio_to_cublas"] = *single_ratio_to_cublas;
+  write_fields(j, *this, kSpecializationFields);
   return j;
 }
 

@@ -40,23 +40,28 @@ Launch parse_launch(const Ctx& ctx, const json& j, const std::string& path) {
   return l;
 }
 
-std::map<std::string, int64_t> parse_defines(const Ctx& ctx, const json& j, const std::string& path) {
+namespace {
+
+/// A "defines" object: each key a C identifier, each value read by `get`.
+template <typename Value, typename Get>
+std::map<std::string, Value> parse_define_map(const Ctx& ctx, const json& j, const std::string& path, Get get) {
   expect_object(ctx, j, path);
-  std::map<std::string, int64_t> out;
+  std::map<std::string, Value> out;
   for (const auto& [name, value] : j.items()) {
     check_identifier(ctx, name, child(path, name), "define name");
-    out[name] = get_int(ctx, value, child(path, name));
+    out[name] = get(ctx, value, child(path, name));
   }
   return out;
 }
+
+}  // namespace
+
+std::map<std::string, int64_t> parse_defines(const Ctx& ctx, const json& j, const std::string& path) {
+  return parse_define_map<int64_t>(ctx, j, path, get_int);
+}
+
 std::map<std::string, Expr> parse_spec_defines(const Ctx& ctx, const json& j, const std::string& path) {
-  expect_object(ctx, j, path);
-  std::map<std::string, Expr> out;
-  for (const auto& [name, value] : j.items()) {
-    check_identifier(ctx, name, child(path, name), "define name");
-    out[name] = get_expr(ctx, value, child(path, name));
-  }
-  return out;
+  return parse_define_map<Expr>(ctx, j, path, get_expr);
 }
 
 namespace {
