@@ -11,7 +11,7 @@
 #include <string>
 
 #include "model/result.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "support/run_fixture.h"
 
 using kopt::model::Attempt;
@@ -37,7 +37,7 @@ Attempt make(const std::string& kind, std::map<std::string, int64_t> params, Ver
 
 int main(int argc, char** argv) {
   return kopt::test::fixture_main(argc, argv, [](const std::filesystem::path& out) {
-    kopt::run::RunInfo info = kopt::test::fixture_info();
+    kopt::store::RunInfo info = kopt::test::fixture_info();
     info.budget = {{"evaluations", 20}};
     std::vector<Attempt> attempts = {make("reference", {}, Verdict::ok, 1), make("initial", {}, Verdict::ok, 1)};
     const Verdict all[] = {Verdict::ok,           Verdict::compile_error, Verdict::infeasible,
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
         attempts.push_back(make("candidate", {{"TILE", 16 << (n % 3)}, {"VEC", 1 + n % 2}, {"N", n}}, v, cases));
         ++n;
       }
-    const kopt::run::RunStore store = kopt::test::make_run(out / "results", attempts, kopt::test::fixture_spec(),
+    const kopt::store::RunStore store = kopt::test::make_run(out / "results", attempts, kopt::test::fixture_spec(),
                                                            kopt::test::fixture_device(), info);
     std::cout << store.dir().string() << "\n";
   });

@@ -26,7 +26,7 @@
 #include "model/dispatch.h"
 #include "model/result.h"
 #include "report/report.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "support/run_fixture.h"
 
 namespace stdfs = std::filesystem;
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
                                  {"K", std::stoll(c.substr(x2 + 1))}}}});
     }
     const nlohmann::json device = {{"name", "NVIDIA H200"}, {"arch", "sm_90"}};
-    kopt::run::RunInfo info;
+    kopt::store::RunInfo info;
     info.strategy = "anneal";
     info.seed = 20261130;
     info.budget = {{"evaluations", 40}};
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
     auto store = kopt::test::make_run(out / "results", attempts, spec, device, info);
     // The final re-timing, the cuBLAS figures and three shape-specialised
     // variants: the best, and the second and third fastest for the cases
-    // where they are faster (as tune/finalists.cpp records them).
+    // where they are faster (as driver/finalists.cpp records them).
     std::vector<const Attempt*> ranked;
     for (const Attempt& a : store.history())
       if (a.kind == kopt::model::AttemptKind::candidate && a.result.verdict == Verdict::ok) ranked.push_back(&a);

@@ -52,15 +52,15 @@ nlohmann::json fixture_spec() { return {{"format_version", 1}, {"name", "fixture
 
 nlohmann::json fixture_device() { return {{"name", "Fake GPU"}, {"arch", "sm_90"}}; }
 
-run::RunInfo fixture_info() {
-  run::RunInfo info;
+store::RunInfo fixture_info() {
+  store::RunInfo info;
   info.strategy = "random";
   return info;
 }
 
-run::RunStore make_run(const std::filesystem::path& results, const std::vector<model::Attempt>& attempts,
-                       const nlohmann::json& spec, const nlohmann::json& device, const run::RunInfo& info) {
-  run::RunStore store = run::RunStore::create(results, spec, device, info);
+store::RunStore make_run(const std::filesystem::path& results, const std::vector<model::Attempt>& attempts,
+                       const nlohmann::json& spec, const nlohmann::json& device, const store::RunInfo& info) {
+  store::RunStore store = store::RunStore::create(results, spec, device, info);
   for (const model::Attempt& a : attempts) store.record(a);
   return store;
 }

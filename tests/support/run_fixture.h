@@ -1,5 +1,5 @@
 // Synthetic run folders: attempts with made-up results, recorded by the real
-// run store (run/store.h), for what reads a run folder (the report, the T4
+// run store (store/store.h), for what reads a run folder (the report, the T4
 // export, the schema checks) to be tested without a GPU.
 // Test support, not part of the tool: built into kopt_test_fixture (over
 // kopt::core), included as "support/run_fixture.h"; used by the unit tests
@@ -18,7 +18,7 @@
 
 #include "model/attempt.h"
 #include "model/result.h"
-#include "run/store.h"
+#include "store/store.h"
 
 namespace kopt::test {
 
@@ -52,14 +52,14 @@ nlohmann::json fixture_spec();
 /// {"name": "Fake GPU", "arch": "sm_90"}.
 nlohmann::json fixture_device();
 /// A run.json of strategy "random", seed 0 and no budget.
-run::RunInfo fixture_info();
+store::RunInfo fixture_info();
 
 /// Creates the next run folder under `results` (results/run-NNN, by
-/// run::RunStore::create) and records `attempts` in order (their index set by
+/// store::RunStore::create) and records `attempts` in order (their index set by
 /// the store); returns the store, open on it. Throws what the store throws.
-run::RunStore make_run(const std::filesystem::path& results, const std::vector<model::Attempt>& attempts,
+store::RunStore make_run(const std::filesystem::path& results, const std::vector<model::Attempt>& attempts,
                        const nlohmann::json& spec = fixture_spec(), const nlohmann::json& device = fixture_device(),
-                       const run::RunInfo& info = fixture_info());
+                       const store::RunInfo& info = fixture_info());
 
 /// The main() of a fixture program called as `NAME OUT_DIR`: removes
 /// OUT_DIR/results, creates OUT_DIR, and calls write(OUT_DIR). Returns the

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "run/recorded.h"
+#include "store/recorded.h"
 #include "spec/spec.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -27,8 +27,8 @@ namespace stdfs = std::filesystem;
 using namespace kopt;
 
 /// The spaces one SPACE argument names.
-std::vector<run::RecordedSpace> load(const std::string& arg) {
-  std::vector<run::RecordedSpace> out;
+std::vector<store::RecordedSpace> load(const std::string& arg) {
+  std::vector<store::RecordedSpace> out;
   if (arg == "development" || arg == "holdout") {
     for (const auto& [family, seed] : arg == "development" ? test::development_spaces() : test::holdout_spaces())
       out.push_back(test::synthetic_space(family, seed));
@@ -57,9 +57,9 @@ int write_spaces(int argc, char** argv) {
   }
   const stdfs::path dir = argv[1];
   for (int i = 2; i < argc; ++i)
-    for (const run::RecordedSpace& s : load(argv[i])) {
+    for (const store::RecordedSpace& s : load(argv[i])) {
       const stdfs::path f = dir / (s.label + ".json");
-      fs::write_file_atomic(f, run::kernel_tuner_cache(s).dump(0) + "\n");
+      fs::write_file_atomic(f, store::kernel_tuner_cache(s).dump(0) + "\n");
       std::fprintf(stderr, "kopt_synthetic_spaces: wrote %s (%zu configurations)\n", f.string().c_str(),
                    s.entries.size());
     }

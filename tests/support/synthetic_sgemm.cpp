@@ -64,10 +64,10 @@ std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(co
 }
 
 
-run::RecordedSpace synthetic_sgemm_space(const Space& space,
+store::RecordedSpace synthetic_sgemm_space(const Space& space,
                                          const std::vector<std::pair<std::string, std::array<int64_t, 3>>>& cases,
                                          uint64_t seed) {
-  run::RecordedSpace r;
+  store::RecordedSpace r;
   r.label = "sgemm-synthetic";
   r.source = "synthetic: a performance model of templates/sgemm on an H200 (seed " + std::to_string(seed) +
              "); not a measurement";
@@ -89,7 +89,7 @@ run::RecordedSpace synthetic_sgemm_space(const Space& space,
     const int64_t BM = v("BM"), BN = v("BN"), BK = v("BK"), WM = v("WM"), WN = v("WN"), TM = v("TM"),
                   TN = v("TN"), STAGES = v("STAGES"), ASYNC = v("ASYNC_A"), PAD = v("PAD"), MINB = v("MINB");
     const std::string key = config_key(c);
-    run::RecordedOutcome e;
+    store::RecordedOutcome e;
     if (BM <= 0 || BN <= 0 || BK <= 0 || WM <= 0 || WN <= 0 || TM <= 0 || TN <= 0) {
       e.verdict = "compile_error";  // not the SGEMM template's parameters
       r.entries.emplace_back(c, e);

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "run/recorded.h"
+#include "store/recorded.h"
 #include "search/space.h"
 #include "spec/spec.h"
 
@@ -35,7 +35,7 @@ std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(co
 /// geometric mean over `cases`, name -> {M, N, K}), and a few percent of
 /// failed verdicts (register overflow at launch, a systematic wrong-result
 /// corner, random timeouts). Label "sgemm-synthetic"; untimed.
-run::RecordedSpace synthetic_sgemm_space(const search::Space& space,
+store::RecordedSpace synthetic_sgemm_space(const search::Space& space,
                                          const std::vector<std::pair<std::string, std::array<int64_t, 3>>>& cases,
                                          uint64_t seed);
 

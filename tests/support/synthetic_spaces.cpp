@@ -19,8 +19,8 @@ namespace {
 
 using search::Config;
 using search::config_key;
-using Outcome = run::RecordedOutcome;
-using RecordedSpace = run::RecordedSpace;
+using Outcome = store::RecordedOutcome;
+using RecordedSpace = store::RecordedSpace;
 
 using noise::hash_of;
 using noise::normal;

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "run/recorded.h"
+#include "store/recorded.h"
 
 namespace kopt::test {
 
@@ -46,7 +46,7 @@ std::vector<std::string> synthetic_families();
 
 /// The space of `family` with `seed` (label "<family>-<seed>"). Throws
 /// UsageError(kopt.replay.120) for an unknown family.
-run::RecordedSpace synthetic_space(const std::string& family, uint64_t seed);
+store::RecordedSpace synthetic_space(const std::string& family, uint64_t seed);
 
 /// The development set: the spaces the default strategy was developed on
 /// ("conv-1" ... ; docs/search.md lists them with their measures).

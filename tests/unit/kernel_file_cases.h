@@ -15,7 +15,7 @@
 
 #include "gen/generate.h"
 #include "model/attempt.h"
-#include "run/store.h"
+#include "store/store.h"
 
 namespace kopt::test::kernel_file_cases {
 
@@ -74,8 +74,8 @@ inline model::Attempt attempt(const std::string& kind, const std::string& label,
   return a;
 }
 
-inline run::RunInfo info() {
-  run::RunInfo i;
+inline store::RunInfo info() {
+  store::RunInfo i;
   i.strategy = "random";
   i.seed = 7;
   i.budget = nlohmann::json{{"evaluations", 10}};
@@ -109,8 +109,8 @@ inline const char* kVariantSource =
 
 /// Run A: a reference, an initial kernel and two passing candidates (the
 /// first one is the faster) in a named workload on a named GPU.
-inline run::RunStore run_a(const std::filesystem::path& results) {
-  run::RunStore s = run::RunStore::create(
+inline store::RunStore run_a(const std::filesystem::path& results) {
+  store::RunStore s = store::RunStore::create(
       results, nlohmann::json{{"format_version", 1}, {"name", "sgemm\tbig"}},
       nlohmann::json{{"name", "NVIDIA H200"}, {"arch", "sm_90"}}, info());
   s.record(attempt("reference", "reference", {}, "// reference\n", {}, {8, 4}));
@@ -123,14 +123,14 @@ inline run::RunStore run_a(const std::filesystem::path& results) {
 
 /// best.cu of run A (golden best_full.cu): the launch lines as a proposer
 /// may hand them over (leading blanks, a line without "//", empty lines).
-inline void write_best_a(const run::RunStore& s) {
+inline void write_best_a(const store::RunStore& s) {
   s.write_best("sgemm_tiled", {"// kopt:grid ceil_div(N, BN), ceil_div(M, BM), 1", "   // kopt:block 256, 1, 1",
                                "kopt:shared 0", "", "   "});
 }
 
 /// variants/v1.cu of run A (golden variant_v1.cu): the launch lines carry a
 /// kopt:options line, so the attempt's options are not written.
-inline void write_variant_a(const run::RunStore& s) {
+inline void write_variant_a(const store::RunStore& s) {
   s.write_best(s.history()[3], "k",
                {"// kopt:grid 1, 1, 1", "// kopt:block 32, 1, 1", "// kopt:shared 0", "// kopt:options -lineinfo"},
                "variants/v1.cu");
@@ -139,14 +139,14 @@ inline void write_variant_a(const run::RunStore& s) {
 /// Run B: an unnamed workload, a GPU known by its architecture only, and an
 /// attempt that compiled but was not timed, with an empty source, written
 /// without an entry (golden best_untimed.cu).
-inline run::RunStore run_b(const std::filesystem::path& results) {
-  run::RunStore s = run::RunStore::create(results, nlohmann::json{{"format_version", 1}},
+inline store::RunStore run_b(const std::filesystem::path& results) {
+  store::RunStore s = store::RunStore::create(results, nlohmann::json{{"format_version", 1}},
                                           nlohmann::json{{"arch", "sm_80"}}, info());
   s.record(attempt("initial", "", {{"TILE", 4}}, "", {}, {}, model::Verdict::compiled));
   return s;
 }
 
-inline void write_best_b(const run::RunStore& s) { s.write_best(s.history()[0], "", {}); }
+inline void write_best_b(const store::RunStore& s) { s.write_best(s.history()[0], "", {}); }
 
 /// Three variants of a kernel for gen::combine_variants (golden combined.cu):
 /// #include lines (one indented, one shared), differing parameters and

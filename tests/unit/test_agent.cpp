@@ -28,8 +28,8 @@
 #include "agent/llm.h"
 #include "eval/ncu.h"
 #include "support/files.h"
-#include "tune/driver.h"
-#include "run/store.h"
+#include "driver/driver.h"
+#include "store/store.h"
 #include "spec/spec.h"
 #include "support/fake_llm_server.h"
 #include "support/loopback_server.h"
@@ -151,8 +151,8 @@ struct RunOut {
   std::string events;
 };
 
-kopt::tune::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
-  kopt::tune::OptimizeOptions o;
+kopt::driver::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
+  kopt::driver::OptimizeOptions o;
   o.spec = kData + "vadd.json";
   o.strategy = "agent";
   o.arch = "sm_90";
@@ -168,12 +168,12 @@ kopt::tune::OptimizeOptions base_options(const TempDir& t, bool gpu = false) {
   return o;
 }
 
-RunOut run_with(kopt::tune::OptimizeOptions o, std::shared_ptr<Script> script) {
+RunOut run_with(kopt::driver::OptimizeOptions o, std::shared_ptr<Script> script) {
   o.agent.client_factory = [script](const LlmConfig& c) { return std::make_unique<ScriptedClient>(script, c); };
   RunOut r;
   testing::internal::CaptureStdout();
   try {
-    r.code = kopt::tune::optimize(o, &r.dir);
+    r.code = kopt::driver::optimize(o, &r.dir);
   } catch (...) {
     testing::internal::GetCapturedStdout();
     throw;
@@ -718,7 +718,7 @@ std::shared_ptr<Script> vadd_template_script() {
 }
 
 /// Options of a hybrid run whose search evaluates up to 4 of a template's configurations.
-kopt::tune::OptimizeOptions hybrid_options(const TempDir& t) {
+kopt::driver::OptimizeOptions hybrid_options(const TempDir& t) {
   auto o = base_options(t);
   o.strategy = "hybrid";
   o.agent.template_evaluations = 4;
@@ -830,7 +830,7 @@ class PageServer {
 
 /// The fetch_url results the model got for `urls` (one turn), with `o` set up by `setup`.
 std::vector<json> fetch_results(const std::vector<std::string>& urls,
-                                const std::function<void(kopt::tune::OptimizeOptions&)>& setup) {
+                                const std::function<void(kopt::driver::OptimizeOptions&)>& setup) {
   TempDir t;
   auto s = std::make_shared<Script>();
   std::vector<ToolCall> calls;
@@ -852,7 +852,7 @@ std::string error_of(const json& result) { return result.value("error", std::str
 TEST(AgentTools, FetchUrlRefusesHostsOffTheAllowlistWithAMessageTheModelSees) {
   const auto res = fetch_results({"https://evil.example.com/x", "http://docs.nvidia.com/cuda/", "https://u:p@docs.nvidia.com/",
                                   "https://docs.nvidia.com:8443/"},
-                                 [](kopt::tune::OptimizeOptions&) {});
+                                 [](kopt::driver::OptimizeOptions&) {});
   ASSERT_EQ(res.size(), 4u);
   EXPECT_NE(error_of(res[0]).find("fetch refused: 'evil.example.com' is not on the documentation allowlist (docs.nvidia.com"),
             std::string::npos) << error_of(res[0]);
@@ -865,7 +865,7 @@ TEST(AgentTools, FetchUrlRefusesHostsOffTheAllowlistWithAMessageTheModelSees) {
 TEST(AgentTools, FetchUrlRefusesLoopbackEvenWhenTheHostIsAllowed) {
   PageServer srv;
   const auto res = fetch_results({srv.url("/guide"), "http://localhost:" + std::to_string(srv.port()) + "/guide"},
-                                 [&](kopt::tune::OptimizeOptions& o) {
+                                 [&](kopt::driver::OptimizeOptions& o) {
                                    o.agent.doc_fetch_allow = {"http://" + srv.endpoint(),
                                                               "http://localhost:" + std::to_string(srv.port())};
                                  });
@@ -881,7 +881,7 @@ TEST(AgentTools, FetchUrlChecksEveryRedirect) {
   const auto res = fetch_results(
       {srv.url("/to?u=" + lo), srv.url("/to?u=http://169.254.169.254/latest/meta-data/"),
        srv.url("/to?u=https://evil.example.com/"), srv.url("/to?u=/guide"), srv.url("/to?u=/to%3Fu%3D/to%253Fu%253D/guide")},
-      [&](kopt::tune::OptimizeOptions& o) {
+      [&](kopt::driver::OptimizeOptions& o) {
         o.agent.doc_fetch_allow = {"http://" + srv.endpoint(), "http://localhost:" + std::to_string(srv.port()),
                                    "http://169.254.169.254"};
         o.agent.doc_fetch_unchecked_endpoints = {srv.endpoint()};  // the first hop only
@@ -958,7 +958,7 @@ json chat_text_reply(const std::string& text, int n) {
           {"usage", {{"prompt_tokens", 1000 + n}, {"completion_tokens", 20}, {"total_tokens", 1020 + n}}}};
 }
 
-kopt::tune::OptimizeOptions real_client_options(const TempDir& t, const FakeServer& srv) {
+kopt::driver::OptimizeOptions real_client_options(const TempDir& t, const FakeServer& srv) {
   auto o = base_options(t);
   o.agent.llm_base_url = srv.base_url();
   o.agent.llm_api = "chat";
@@ -986,7 +986,7 @@ TEST(AgentE2E, FailThenRepairThenFasterAgainstAFakeServer) {
   auto o = real_client_options(t, srv);
   stdfs::path dir;
   testing::internal::CaptureStdout();
-  const int code = kopt::tune::optimize(o, &dir);
+  const int code = kopt::driver::optimize(o, &dir);
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(code, 77) << "no GPU: compiled only";
   ASSERT_FALSE(dir.empty());
@@ -1081,7 +1081,7 @@ TEST(AgentE2E, FromADescriptionTheModelDraftsAValidatedWorkload) {
   testing::internal::CaptureStdout();
   testing::internal::CaptureStderr();
   o.quiet = false;
-  const int code = kopt::tune::optimize(o, &dir);
+  const int code = kopt::driver::optimize(o, &dir);
   testing::internal::GetCapturedStdout();
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, 77);
@@ -1114,7 +1114,7 @@ TEST(AgentE2E, FromADescriptionTheModelDraftsAValidatedWorkload) {
   EXPECT_NE(sum["agent"]["warning"].get<std::string>().find("not an independent oracle"), std::string::npos);
   expect_no_key_anywhere(dir);
   // The run resumes with its generated spec (run.json's hash matches the rewritten spec.json).
-  EXPECT_NO_THROW(kopt::run::RunStore::open(dir, ""));
+  EXPECT_NO_THROW(kopt::store::RunStore::open(dir, ""));
 }
 
 // ---------------------------------------------------------------------------
@@ -1157,7 +1157,7 @@ TEST(AgentE2E, CredentialsInTheBaseUrlAreWrittenNowhere) {
     stdfs::path dir;
     testing::internal::CaptureStdout();
     testing::internal::CaptureStderr();
-    const int code = kopt::tune::optimize(o, &dir);
+    const int code = kopt::driver::optimize(o, &dir);
     const std::string out = testing::internal::GetCapturedStdout();
     const std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(code, 77);
@@ -1177,7 +1177,7 @@ TEST(AgentE2E, CredentialsInTheBaseUrlAreWrittenNowhere) {
     stdfs::path dir;
     testing::internal::CaptureStdout();
     testing::internal::CaptureStderr();
-    const int code = kopt::tune::optimize(o, &dir);
+    const int code = kopt::driver::optimize(o, &dir);
     const std::string out = testing::internal::GetCapturedStdout();
     const std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(code, 3) << err;

@@ -21,12 +21,12 @@
 #include "eval/protocol.h"
 #include "gen/generate.h"
 #include "model/result.h"
-#include "run/fingerprint.h"
+#include "store/fingerprint.h"
 #include "spec/capture.h"
 #include "spec/spec.h"
 #include "support/files.h"
 #include "temp_dir.h"
-#include "tune/driver.h"
+#include "driver/driver.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -275,11 +275,11 @@ json capture_doc(const std::vector<std::pair<std::map<std::string, int64_t>, uin
 }
 
 kopt::spec::Spec load_with(const fsys::path& cases, const std::string& spec = kSgemm) {
-  kopt::tune::OptimizeOptions o;
+  kopt::driver::OptimizeOptions o;
   o.spec = spec;
   o.input_cases = cases;
   o.quiet = true;
-  return kopt::tune::load_spec_with_overrides(o);
+  return kopt::driver::load_spec_with_overrides(o);
 }
 
 TEST(CaptureCases, ReplaceThePerformanceCasesWeightedByCount) {
@@ -312,7 +312,7 @@ TEST(CaptureCases, ReplaceThePerformanceCasesWeightedByCount) {
   // kopt generate --cases-out writes those cases; read back as --input-cases
   // they give the same spec, so the tests see the tuning cache's entry.
   std::ofstream(d / "cases.json") << json{{"cases", j["cases"]}}.dump();
-  EXPECT_EQ(kopt::run::spec_fingerprint(load_with(d / "cases.json")), kopt::run::spec_fingerprint(s));
+  EXPECT_EQ(kopt::store::spec_fingerprint(load_with(d / "cases.json")), kopt::store::spec_fingerprint(s));
 }
 
 TEST(CaptureCases, AtMost64TheMostFrequent) {
@@ -558,15 +558,15 @@ TEST(CaptureGenerate, CacheEntriesOfCapturesReplaceEachOtherAndServeOtherCapture
   ASSERT_EQ(r.code, 0) << r.err;
   json c = read_json(cache);
   ASSERT_EQ(c["entries"].size(), 1u) << c.dump(1);
-  const std::string base = kopt::run::spec_fingerprint(kopt::spec::load_spec(kTranspose));
+  const std::string base = kopt::store::spec_fingerprint(kopt::spec::load_spec(kTranspose));
   EXPECT_EQ(c["entries"][0]["base_spec_hash"], base);
-  EXPECT_EQ(c["entries"][0]["spec_hash"], kopt::run::spec_fingerprint(load_with(d / "a.json", kTranspose)));
+  EXPECT_EQ(c["entries"][0]["spec_hash"], kopt::store::spec_fingerprint(load_with(d / "a.json", kTranspose)));
   EXPECT_NE(c["entries"][0]["spec_hash"], base);
   r = generate(capture("b.json", 2048), std::string("--worker-command ") + KOPT_FAKE_WORKER);
   ASSERT_EQ(r.code, 0) << r.err;
   c = read_json(cache);
   ASSERT_EQ(c["entries"].size(), 1u) << "the entry of the earlier capture is replaced: " << c.dump(1);
-  EXPECT_EQ(c["entries"][0]["spec_hash"], kopt::run::spec_fingerprint(load_with(d / "b.json", kTranspose)));
+  EXPECT_EQ(c["entries"][0]["spec_hash"], kopt::store::spec_fingerprint(load_with(d / "b.json", kTranspose)));
   // No GPU (--no-tune) and a capture nothing was tuned on: the entry of the
   // same spec, with a note; no stale-entry warning.
   r = generate(capture("c.json", 4096), "--no-tune");

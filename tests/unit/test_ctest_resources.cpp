@@ -244,7 +244,7 @@ TEST(Depfile, NamesEveryFileTheSpecNames) {
   const fsys::path d = fsys::canonical(t.path());
   const fsys::path spec_file = npy_spec(d);
   const kopt::spec::Spec s = kopt::spec::load_spec(spec_file);
-  kopt::tune::OptimizeOptions o;
+  kopt::driver::OptimizeOptions o;
   o.spec = spec_file;
   std::ofstream(d / "cache.json") << R"({"format_version": 1, "entries": []})";
   const auto deps = kopt::gen::spec_dependencies(s, o, d / "cache.json");

@@ -22,7 +22,7 @@
 #include "gen/generate.h"
 #include "model/dispatch.h"
 #include "spec/spec.h"
-#include "tune/dispatch_launches.h"
+#include "driver/dispatch_launches.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -665,7 +665,7 @@ TEST(GenerateFromCache, TheHeaderAndKoptChooseTheSameVariant) {
   auto case_of = [&](const std::string& name) { return &cases.at(name); };
   const kopt::spec::Expr data_bytes = kopt::spec::data_bytes_expr(spec);
   ASSERT_EQ(data_bytes.text(), "(M*K)*4 + (K*N)*4 + (M*N)*4");
-  ASSERT_EQ(kopt::tune::fill_dispatch_launches(tuned, launch, data_bytes, params, case_of), "");
+  ASSERT_EQ(kopt::driver::fill_dispatch_launches(tuned, launch, data_bytes, params, case_of), "");
   const nlohmann::json& m = sp["dispatch"]["model"];
   tree.model = kopt::model::derive_dispatch_model(tree, tuned, m["blocks_per_sm"].get<std::vector<int>>(),
                                                   m["sm_count"].get<int>(), launch.block_work.text(),
@@ -711,7 +711,7 @@ TEST(GenerateFromCache, TheHeaderAndKoptChooseTheSameVariant) {
   for (size_t i = 0; i < mnk.size(); ++i) {
     std::vector<DispatchSample> q = {
         sample("q", {{"M", mnk[i][0]}, {"N", mnk[i][1]}, {"K", mnk[i][2]}}, std::vector<double>(params.size(), NAN))};
-    ASSERT_EQ(kopt::tune::fill_dispatch_launches(q, launch, data_bytes, params, case_of), "");
+    ASSERT_EQ(kopt::driver::fill_dispatch_launches(q, launch, data_bytes, params, case_of), "");
     const int k = tree.select_guarded(q[0]);
     not_zero += k != 0;
     if (k != header[i] && ++differ <= 10)

@@ -1,4 +1,4 @@
-// Kernel Tuner interop (run/interop.h): a run folder as T4 results, T4
+// Kernel Tuner interop (store/interop.h): a run folder as T4 results, T4
 // results and Kernel Tuner cache files read back as a warm start, the search
 // proposer's seeds, and the CLI end to end (`kopt export --format t4`,
 // `kopt optimize --warm-start`) with the fake worker standing in for the GPU.
@@ -17,8 +17,8 @@
 
 #include "model/attempt.h"
 #include "propose/search_proposer.h"
-#include "run/interop.h"
-#include "run/store.h"
+#include "store/interop.h"
+#include "store/store.h"
 #include "spec_error.h"
 #include "support/files.h"
 #include "support/run_fixture.h"
@@ -87,7 +87,7 @@ TEST(InteropExport, MapsEveryVerdictAndLeavesOutWhatIsNoConfiguration) {
   for (Verdict v : verdicts) as.push_back(attempt("candidate", {{"TILE", 16 << (n % 3)}, {"N", n++}}, v, one));
   const fsys::path run = make_run(d, as);
 
-  const kopt::run::T4Export x = kopt::run::export_t4(run);
+  const kopt::store::T4Export x = kopt::store::export_t4(run);
   EXPECT_EQ(x.exported, 10);
   EXPECT_EQ(x.not_configurations, 3);
   EXPECT_EQ(x.compiled_only, 1);
@@ -123,7 +123,7 @@ TEST(InteropExport, SeveralPerformanceCasesGiveTheGeomeanAndNoRuntimeSeries) {
   TempDir d;
   const fsys::path run =
       make_run(d, {attempt("candidate", {{"A", 1}}, Verdict::ok, {{"x", 1.0}, {"y", 4.0}})});
-  const json r = kopt::run::export_t4(run).doc.at("results").at(0);
+  const json r = kopt::store::export_t4(run).doc.at("results").at(0);
   EXPECT_DOUBLE_EQ(r.at("measurements").at(0).at("value").get<double>(), 2.0);
   EXPECT_EQ(r.at("measurements").size(), 3u);
   EXPECT_TRUE(r.at("times").at("runtimes").empty());
@@ -132,7 +132,7 @@ TEST(InteropExport, SeveralPerformanceCasesGiveTheGeomeanAndNoRuntimeSeries) {
 TEST(InteropExport, NotARunFolderIsNamed) {
   TempDir d;
   try {
-    kopt::run::export_t4(d.path());
+    kopt::store::export_t4(d.path());
     FAIL() << "no error";
   } catch (const kopt::UsageError& e) {
     EXPECT_EQ(e.id(), "kopt.run.901");
@@ -141,19 +141,19 @@ TEST(InteropExport, NotARunFolderIsNamed) {
 }
 
 TEST(InteropExport, InvalidityTable) {
-  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("ok")), "correct");
-  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("compile_error")), "compile");
-  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("infeasible")), "constraints");
-  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("timeout")), "timeout");
-  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("wrong_result")), "correctness");
-  EXPECT_EQ(kopt::run::t4_invalidity(kopt::model::parse_verdict("worker_crash")), "runtime");
+  EXPECT_EQ(kopt::store::t4_invalidity(kopt::model::parse_verdict("ok")), "correct");
+  EXPECT_EQ(kopt::store::t4_invalidity(kopt::model::parse_verdict("compile_error")), "compile");
+  EXPECT_EQ(kopt::store::t4_invalidity(kopt::model::parse_verdict("infeasible")), "constraints");
+  EXPECT_EQ(kopt::store::t4_invalidity(kopt::model::parse_verdict("timeout")), "timeout");
+  EXPECT_EQ(kopt::store::t4_invalidity(kopt::model::parse_verdict("wrong_result")), "correctness");
+  EXPECT_EQ(kopt::store::t4_invalidity(kopt::model::parse_verdict("worker_crash")), "runtime");
 }
 
 // ---------------------------------------------------------------------------
 // Reading a warm start
 
 TEST(InteropWarmStart, ReadsKernelTunerCacheBestFirst) {
-  const kopt::run::WarmStart w = kopt::run::read_warm_start(kData + "/transpose_kernel_tuner_cache.json");
+  const kopt::store::WarmStart w = kopt::store::read_warm_start(kData + "/transpose_kernel_tuner_cache.json");
   EXPECT_EQ(w.format, "Kernel Tuner cache");
   EXPECT_EQ(w.device, "NVIDIA A100-SXM4-40GB");
   EXPECT_EQ(w.kernel, "transpose_tuned");
@@ -171,7 +171,7 @@ TEST(InteropWarmStart, ReadsKernelTunerCacheBestFirst) {
 }
 
 TEST(InteropWarmStart, ReadsAnOpenKernelTunerCacheAsIfClosed) {
-  const kopt::run::WarmStart w = kopt::run::read_warm_start(kData + "/transpose_kernel_tuner_cache_open.json");
+  const kopt::store::WarmStart w = kopt::store::read_warm_start(kData + "/transpose_kernel_tuner_cache_open.json");
   EXPECT_EQ(w.format, "Kernel Tuner cache");
   EXPECT_NE(w.note.find("not closed"), std::string::npos);
   ASSERT_EQ(w.entries.size(), 2u);
@@ -181,7 +181,7 @@ TEST(InteropWarmStart, ReadsAnOpenKernelTunerCacheAsIfClosed) {
   TempDir d;
   write(d / "open.json",
         "{\n\"device_name\": \"X\",\n\"kernel_name\": \"k\",\n\"tune_params_keys\": [\n\"A\"\n],\n\"cache\": {");
-  EXPECT_TRUE(kopt::run::read_warm_start(d / "open.json").entries.empty());
+  EXPECT_TRUE(kopt::store::read_warm_start(d / "open.json").entries.empty());
 }
 
 TEST(InteropWarmStart, CacheValuesFromTheKeyAndValuesThatAreNoIntegers) {
@@ -191,7 +191,7 @@ TEST(InteropWarmStart, CacheValuesFromTheKeyAndValuesThatAreNoIntegers) {
     "3,x": {"time": 1.0},
     "4,5": {"A": 4, "B": 0.5, "time": 2.0},
     "6,7": {"A": 6.0, "B": true, "time": 3.0}}})");
-  const kopt::run::WarmStart w = kopt::run::read_warm_start(d / "c.json");
+  const kopt::store::WarmStart w = kopt::store::read_warm_start(d / "c.json");
   ASSERT_EQ(w.entries.size(), 4u);
   EXPECT_EQ(w.entries[0].config, (std::map<std::string, int64_t>{{"A", 1}, {"B", 2}}));
   EXPECT_TRUE(w.entries[0].unusable.empty());
@@ -202,7 +202,7 @@ TEST(InteropWarmStart, CacheValuesFromTheKeyAndValuesThatAreNoIntegers) {
 }
 
 TEST(InteropWarmStart, ReadsT4Results) {
-  const kopt::run::WarmStart w = kopt::run::read_warm_start(kData + "/kernel_tuner_style_t4.json");
+  const kopt::store::WarmStart w = kopt::store::read_warm_start(kData + "/kernel_tuner_style_t4.json");
   EXPECT_EQ(w.format, "T4 results");
   EXPECT_EQ(w.objective, "time");
   ASSERT_EQ(w.entries.size(), 3u);
@@ -222,7 +222,7 @@ TEST(InteropWarmStart, T4TimeFromUnitsOrRuntimes) {
      "measurements": [{"name": "time", "value": 0.001, "unit": "s"}]},
     {"configuration": {"A": 3}, "times": {}, "invalidity": "correct", "correctness": 0.5},
     {"configuration": {"A": 4}, "times": {}, "invalidity": "correct", "correctness": 1}]})");
-  const kopt::run::WarmStart w = kopt::run::read_warm_start(d / "t.json");
+  const kopt::store::WarmStart w = kopt::store::read_warm_start(d / "t.json");
   ASSERT_EQ(w.entries.size(), 4u);
   EXPECT_EQ(w.entries[0].config.at("A"), 2);
   EXPECT_DOUBLE_EQ(*w.entries[0].time_ms, 1.0);
@@ -278,11 +278,11 @@ TEST(InteropWarmStart, ErrorsNameTheFileAndTheJsonPath) {
     SCOPED_TRACE(c.text);
     const fsys::path f = d / ("w" + std::to_string(++n) + ".json");
     write(f, c.text);
-    const auto [id, what] = spec_error([&] { kopt::run::read_warm_start(f); });
+    const auto [id, what] = spec_error([&] { kopt::store::read_warm_start(f); });
     EXPECT_EQ(id, c.id) << what;
     EXPECT_NE(what.find(f.string() + c.where), std::string::npos) << what;
   }
-  const auto [id, what] = spec_error([&] { kopt::run::read_warm_start(d / "missing.json"); });
+  const auto [id, what] = spec_error([&] { kopt::store::read_warm_start(d / "missing.json"); });
   EXPECT_EQ(id, "kopt.io.003") << what;
   EXPECT_NE(what.find("warm-start file"), std::string::npos) << what;
 }

@@ -21,7 +21,7 @@
 #include "gen/generate.h"
 #include "gen/shipped.h"
 #include "kernel_file_cases.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "spec/annotations.h"
 #include "spec/kernel_file.h"
 #include "spec/spec.h"
@@ -190,13 +190,13 @@ TEST(KernelFile, BestCuBytesAreThoseWrittenBefore) {
   EXPECT_EQ(spec::self_contained_kernel_file(best_a()), golden("best_full.cu"));
   // And through the run folder.
   TempDir t;
-  const kopt::run::RunStore s = kc::run_a(t.path());
+  const kopt::store::RunStore s = kc::run_a(t.path());
   kc::write_best_a(s);
   kc::write_variant_a(s);
   EXPECT_EQ(kc::tokenised(kopt::fs::read_file(s.dir() / "best.cu"), s.dir()), golden("best_full.cu"));
   EXPECT_EQ(kc::tokenised(kopt::fs::read_file(s.dir() / "variants" / "v1.cu"), s.dir()), golden("variant_v1.cu"));
   TempDir t2;
-  const kopt::run::RunStore b = kc::run_b(t2.path());
+  const kopt::store::RunStore b = kc::run_b(t2.path());
   kc::write_best_b(b);
   EXPECT_EQ(kc::tokenised(kopt::fs::read_file(b.dir() / "best.cu"), b.dir()), golden("best_untimed.cu"));
 }

@@ -1,4 +1,4 @@
-// Recorded spaces (run/recorded.h): read from a Kernel Tuner cache, T4
+// Recorded spaces (store/recorded.h): read from a Kernel Tuner cache, T4
 // results and a kopt run folder alike; written back as a Kernel Tuner cache;
 // each error names the file and the JSON path.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/attempt.h"
-#include "run/recorded.h"
-#include "run/store.h"
+#include "store/recorded.h"
+#include "store/store.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -19,15 +19,15 @@
 namespace {
 
 namespace fsys = std::filesystem;
-using kopt::run::RecordedSpace;
-using kopt::run::read_recorded_space;
+using kopt::store::RecordedSpace;
+using kopt::store::read_recorded_space;
 using kopt::test::TempDir;
 using nlohmann::json;
 using Config = std::map<std::string, int64_t>;
 
 const fsys::path kSpaces = fsys::path(KOPT_TEST_DATA_DIR) / "spaces";
 
-const kopt::run::RecordedOutcome& outcome(const RecordedSpace& s, const Config& c) {
+const kopt::store::RecordedOutcome& outcome(const RecordedSpace& s, const Config& c) {
   for (const auto& [k, o] : s.entries)
     if (k == c) return o;
   throw std::runtime_error("not recorded");
@@ -146,7 +146,7 @@ kopt::model::Attempt candidate(Config params, kopt::model::Verdict v, std::vecto
 
 fsys::path run_folder(const TempDir& d, const std::vector<kopt::model::Attempt>& attempts) {
   const json spec{{"name", "w"}, {"tuning", {{"params", {{"BM", {128, 64, 32}}, {"BK", {8, 16}}}}}}};
-  auto store = kopt::run::RunStore::create(d / "results", spec, json{{"name", "NVIDIA H200"}}, {});
+  auto store = kopt::store::RunStore::create(d / "results", spec, json{{"name", "NVIDIA H200"}}, {});
   kopt::model::Attempt initial;
   initial.kind = kopt::model::AttemptKind::initial;
   initial.result.geomean_ms = 9.0;
@@ -225,7 +225,7 @@ TEST(Recorded, KernelTunerCacheRoundTrip) {
     EXPECT_NEAR(other.seconds, o.seconds, 1e-9);
   }
   TempDir d;
-  kopt::fs::write_file_atomic(d / "back.json", kopt::run::kernel_tuner_cache(c).dump(0) + "\n");
+  kopt::fs::write_file_atomic(d / "back.json", kopt::store::kernel_tuner_cache(c).dump(0) + "\n");
   const RecordedSpace back = read_recorded_space(d / "back.json");
   ASSERT_EQ(back.entries.size(), c.entries.size());
   for (size_t i = 0; i < c.params.size(); ++i) EXPECT_EQ(back.params[i].values, c.params[i].values);
@@ -241,7 +241,7 @@ TEST(Recorded, KernelTunerCacheRoundTrip) {
   p.positions["mode"] = {"\"safe\"", "\"fast\""};
   p.entries.push_back({{{"mode", 1}}, {"ok", 2.0, 1.0}});
   p.entries.push_back({{{"mode", 0}}, {"compile_error", 0, 1.0}});
-  const auto doc = kopt::run::kernel_tuner_cache(p);
+  const auto doc = kopt::store::kernel_tuner_cache(p);
   EXPECT_EQ(doc["tune_params"]["mode"], nlohmann::ordered_json({"safe", "fast"}));
   EXPECT_EQ(doc["cache"]["fast"]["mode"], "fast");
   EXPECT_EQ(doc["cache"]["safe"]["time"], "CompilationFailedConfig");

@@ -1,5 +1,5 @@
-// The run folder's typed records (run/summary.h, run/tuning_cache.h, run.json
-// in run/store.h) and the enums behind them: one reader and one writer each,
+// The run folder's typed records (store/summary.h, store/tuning_cache.h, run.json
+// in store/store.h) and the enums behind them: one reader and one writer each,
 // byte-compatible with what kopt wrote before, validating with the file and
 // the JSON path; verdicts and attempt kinds exhaustive.
 #include <gtest/gtest.h>
@@ -12,10 +12,10 @@
 
 #include "model/attempt.h"
 #include "model/result.h"
-#include "run/interop.h"
-#include "run/store.h"
-#include "run/summary.h"
-#include "run/tuning_cache.h"
+#include "store/interop.h"
+#include "store/store.h"
+#include "store/summary.h"
+#include "store/tuning_cache.h"
 #include "spec/spec.h"
 #include "spec_error.h"
 #include "temp_dir.h"
@@ -30,8 +30,8 @@ namespace stdfs = std::filesystem;
 using kopt::model::Attempt;
 using kopt::model::AttemptKind;
 using kopt::model::Verdict;
-using kopt::run::ReadMode;
-using kopt::run::Summary;
+using kopt::store::ReadMode;
+using kopt::store::Summary;
 using kopt::test::TempDir;
 using kopt::test::spec_error;
 using nlohmann::json;
@@ -80,7 +80,7 @@ TEST(Records, EveryVerdictIsListedMappedAndInTheSchema) {
   ASSERT_NO_FATAL_FAILURE(check_every_value(
       64, kopt::model::kAllVerdicts, "kAllVerdicts", kopt::model::verdict_name, kopt::model::parse_verdict,
       [](Verdict v, const std::string&) {
-        const std::string t4 = kopt::run::t4_invalidity(v);
+        const std::string t4 = kopt::store::t4_invalidity(v);
         EXPECT_NE(std::string("timeout compile runtime correctness constraints correct").find(t4), std::string::npos)
             << t4;
       },
@@ -285,9 +285,9 @@ TEST(Records, AccuracyFollowsTheShippedKernels) {
                             with_errors(attempt(4, AttemptKind::candidate, Verdict::ok, 1.5), 3),
                             attempt(5, AttemptKind::candidate, Verdict::ok, 1.2)};  // no errors measured
   Summary s;
-  s.best = kopt::run::SummaryBest{};
+  s.best = kopt::store::SummaryBest{};
   s.best->index = 4;
-  auto acc = kopt::run::accuracy_of(s, h);
+  auto acc = kopt::store::accuracy_of(s, h);
   ASSERT_TRUE(acc);
   EXPECT_EQ(*acc->cublas_index, 2);
   ASSERT_EQ(acc->kernels.size(), 1u);
@@ -298,31 +298,31 @@ TEST(Records, AccuracyFollowsTheShippedKernels) {
   EXPECT_DOUBLE_EQ(*acc->kernels[0].cases[1].rel_error_max, 12e-7);
   EXPECT_DOUBLE_EQ(*acc->kernels[0].cases[1].cublas_rel_error_max, 2e-7);
   // The re-timing's winner wins over the search's best; the variants over both.
-  s.final_best = kopt::run::FinalBest{};
+  s.final_best = kopt::store::FinalBest{};
   s.final_best->index = 3;
-  EXPECT_EQ(*kopt::run::accuracy_of(s, h)->kernels[0].index, 3);
-  s.specialization = kopt::run::Specialization{};
+  EXPECT_EQ(*kopt::store::accuracy_of(s, h)->kernels[0].index, 3);
+  s.specialization = kopt::store::Specialization{};
   for (int v : {3, 4}) {
-    kopt::run::SpecializationVariant sv;
+    kopt::store::SpecializationVariant sv;
     sv.variant = static_cast<int>(s.specialization->variants.size());
     sv.index = v;
     s.specialization->variants.push_back(sv);
   }
-  acc = kopt::run::accuracy_of(s, h);
+  acc = kopt::store::accuracy_of(s, h);
   ASSERT_EQ(acc->kernels.size(), 2u);
   EXPECT_EQ(acc->kernels[1].variant, 1);
   EXPECT_EQ(*acc->kernels[1].index, 4);
   // Nothing measured (another tolerance), or no winner: no key.
   s = Summary{};
-  s.best = kopt::run::SummaryBest{};
+  s.best = kopt::store::SummaryBest{};
   s.best->index = 5;
-  EXPECT_FALSE(kopt::run::accuracy_of(s, h));
-  EXPECT_FALSE(kopt::run::accuracy_of(Summary{}, h));
+  EXPECT_FALSE(kopt::store::accuracy_of(s, h));
+  EXPECT_FALSE(kopt::store::accuracy_of(Summary{}, h));
 
   // The store: summary() has the search's best (#4, the fastest of #1-#4);
   // write_summary follows the final_best the driver sets afterwards.
   TempDir d;
-  auto store = kopt::run::RunStore::create(d.path(), json{{"name", "w"}}, json::object(), {});
+  auto store = kopt::store::RunStore::create(d.path(), json{{"name", "w"}}, json::object(), {});
   for (size_t i = 0; i < 4; ++i) {
     Attempt a = h[i];
     a.index = 0;
@@ -331,7 +331,7 @@ TEST(Records, AccuracyFollowsTheShippedKernels) {
   Summary fresh = store.summary();
   ASSERT_TRUE(fresh.accuracy);
   EXPECT_EQ(*fresh.accuracy->kernels[0].index, 4);
-  fresh.final_best = kopt::run::FinalBest{};
+  fresh.final_best = kopt::store::FinalBest{};
   fresh.final_best->index = 3;
   store.write_summary(fresh);
   const json written = kopt::parse_json_file(store.dir() / "summary.json", "summary");
@@ -342,7 +342,7 @@ TEST(Records, AccuracyFollowsTheShippedKernels) {
 
 TEST(Records, TheStoreCountsEveryVerdict) {
   TempDir d;
-  auto store = kopt::run::RunStore::create(d.path(), json{{"name", "w"}}, json::object(), {});
+  auto store = kopt::store::RunStore::create(d.path(), json{{"name", "w"}}, json::object(), {});
   Attempt a = attempt(0, AttemptKind::candidate, Verdict::compiled, std::nullopt);
   a.source = "// k\n";
   store.record(a);
@@ -354,7 +354,7 @@ TEST(Records, TheStoreCountsEveryVerdict) {
   }
   // ... and "compiled" only when there is one.
   TempDir e;
-  auto plain = kopt::run::RunStore::create(e.path(), json{{"name", "w"}}, json::object(), {});
+  auto plain = kopt::store::RunStore::create(e.path(), json{{"name", "w"}}, json::object(), {});
   EXPECT_EQ(plain.summary().counts.count("compiled"), 0u);
   EXPECT_EQ(plain.summary().counts.size(), std::size(kopt::model::kAllVerdicts) - 1);
 }
@@ -364,30 +364,30 @@ TEST(Records, TheStoreCountsEveryVerdict) {
 
 TEST(Records, RunJsonIsWrittenAndReadByTheStore) {
   TempDir d;
-  kopt::run::RunInfo info;
+  kopt::store::RunInfo info;
   info.strategy = "anneal";
   info.seed = 18446744073709551615ull;
   info.budget = {{"evaluations", 10}};
   info.shape_classes = -1;
   info.screen_factor = 4;
-  auto store = kopt::run::RunStore::create(d.path(), json{{"name", "w"}}, json::object(), info);
-  const kopt::run::RunInfo back = kopt::run::RunStore::read_info(store.dir());
+  auto store = kopt::store::RunStore::create(d.path(), json{{"name", "w"}}, json::object(), info);
+  const kopt::store::RunInfo back = kopt::store::RunStore::read_info(store.dir());
   EXPECT_EQ(back.strategy, "anneal");
   EXPECT_EQ(back.seed, info.seed);
   EXPECT_EQ(back.shape_classes, -1);
   EXPECT_EQ(back.screen_factor, 4.0);
-  EXPECT_EQ(back.spec_file_hash, kopt::run::RunStore::hash_spec(json{{"name", "w"}}));
+  EXPECT_EQ(back.spec_file_hash, kopt::store::RunStore::hash_spec(json{{"name", "w"}}));
   // A drafted workload replaces spec.json before the first attempt: run.json follows.
   store.replace_spec(json{{"name", "moved"}});
-  EXPECT_EQ(kopt::run::RunStore::read_info(store.dir()).spec_file_hash,
-            kopt::run::RunStore::hash_spec(json{{"name", "moved"}}));
-  EXPECT_NO_THROW(kopt::run::RunStore::open(store.dir(), ""));
+  EXPECT_EQ(kopt::store::RunStore::read_info(store.dir()).spec_file_hash,
+            kopt::store::RunStore::hash_spec(json{{"name", "moved"}}));
+  EXPECT_NO_THROW(kopt::store::RunStore::open(store.dir(), ""));
   // A damaged option is named.
   json run = kopt::parse_json_file(store.dir() / "run.json", "run.json");
   run["options"]["shape_classes"] = "auto";
   kopt::fs::write_file_atomic(store.dir() / "run.json", run.dump());
   try {
-    kopt::run::RunStore::read_info(store.dir());
+    kopt::store::RunStore::read_info(store.dir());
     ADD_FAILURE() << "no error";
   } catch (const kopt::UsageError& e) {
     EXPECT_EQ(e.id(), "kopt.run.901");
@@ -404,15 +404,15 @@ json example_cache() { return kopt::parse_json_file(kSource + "/example_project/
 TEST(Records, TheExampleCacheReadsAndIsWrittenBackByteForByte) {
   TempDir d;
   const stdfs::path in = kSource + "/example_project/sgemm.tuning.json";
-  const kopt::run::TuningCache c = kopt::run::read_tuning_cache(in);
+  const kopt::store::TuningCache c = kopt::store::read_tuning_cache(in);
   ASSERT_EQ(c.entries.size(), 1u);
   ASSERT_TRUE(c.entries[0].specialization && c.entries[0].variants);
   EXPECT_EQ(c.entries[0].variants->size(), c.entries[0].specialization->variants.size());
-  kopt::run::write_tuning_cache(d / "copy.json", c);
+  kopt::store::write_tuning_cache(d / "copy.json", c);
   EXPECT_EQ(kopt::fs::read_file(d / "copy.json"), kopt::fs::read_file(in));
   // Every parameter it records is one of the template's values.
   const kopt::spec::Spec spec = kopt::spec::load_spec(kSource + "/templates/sgemm/sgemm.json");
-  EXPECT_NO_THROW(kopt::run::check_entry_against_spec(c.entries[0], 0, spec, "sgemm.tuning.json"));
+  EXPECT_NO_THROW(kopt::store::check_entry_against_spec(c.entries[0], 0, spec, "sgemm.tuning.json"));
 }
 
 TEST(Records, AHandEditedCacheIsRefusedWithTheJsonPath) {
@@ -438,7 +438,7 @@ TEST(Records, AHandEditedCacheIsRefusedWithTheJsonPath) {
     SCOPED_TRACE(c.where);
     json doc = example_cache();
     c.damage(doc["entries"][0]);
-    const auto [id, what] = spec_error([&] { kopt::run::TuningCache::from_json(doc, "sgemm.tuning.json"); });
+    const auto [id, what] = spec_error([&] { kopt::store::TuningCache::from_json(doc, "sgemm.tuning.json"); });
     EXPECT_EQ(id, c.id) << what;
     EXPECT_NE(what.find("sgemm.tuning.json: $.entries[0]"), std::string::npos) << what;
     EXPECT_NE(what.find(c.where), std::string::npos) << what;
@@ -446,10 +446,10 @@ TEST(Records, AHandEditedCacheIsRefusedWithTheJsonPath) {
   // A parameter value the spec does not have (it would change the cost model's fit).
   json doc = example_cache();
   doc["entries"][0]["specialization"]["variants"][3]["params"]["BM"] = -64;
-  const kopt::run::TuningCache c = kopt::run::TuningCache::from_json(doc, "sgemm.tuning.json");
+  const kopt::store::TuningCache c = kopt::store::TuningCache::from_json(doc, "sgemm.tuning.json");
   const kopt::spec::Spec spec = kopt::spec::load_spec(kSource + "/templates/sgemm/sgemm.json");
   const auto [id, what] =
-      spec_error([&] { kopt::run::check_entry_against_spec(c.entries[0], 0, spec, "sgemm.tuning.json"); });
+      spec_error([&] { kopt::store::check_entry_against_spec(c.entries[0], 0, spec, "sgemm.tuning.json"); });
   EXPECT_EQ(id, "kopt.cache.105");
   EXPECT_NE(what.find("sgemm.tuning.json: $.entries[0].specialization.variants[3].params.BM: -64 is not a value of "
                       "the spec's tuning parameter BM (64, 128, 256)"),

@@ -23,7 +23,7 @@ namespace {
 using kopt::replay::Replay;
 using kopt::replay::ReplayOptions;
 using kopt::replay::StrategyMeasures;
-using kopt::run::RecordedSpace;
+using kopt::store::RecordedSpace;
 using kopt::search::score::Trace;
 namespace score = kopt::search::score;
 
@@ -36,7 +36,7 @@ RecordedSpace small_space() {
   s.params = {{"A", {0, 1, 2, 3}}, {"B", {0, 1, 2}}};
   for (int64_t a = 0; a < 4; ++a)
     for (int64_t b = 0; b < 3; ++b) {
-      kopt::run::RecordedOutcome o{a == 3 ? "compile_error" : "ok", a == 3 ? 0.0 : 1.0 + double(a) + 2.0 * double(b),
+      kopt::store::RecordedOutcome o{a == 3 ? "compile_error" : "ok", a == 3 ? 0.0 : 1.0 + double(a) + 2.0 * double(b),
                                    2.0};
       s.entries.push_back({{{"A", a}, {"B", b}}, o});
     }
@@ -80,7 +80,7 @@ TEST(Replay, EveryStrategyStaysInAPartialRecord) {
   // 8 of 12 configurations recorded (B = 2 never measured): no strategy
   // proposes another, and none proposes one twice.
   RecordedSpace s = small_space();
-  std::vector<std::pair<std::map<std::string, int64_t>, kopt::run::RecordedOutcome>> kept;
+  std::vector<std::pair<std::map<std::string, int64_t>, kopt::store::RecordedOutcome>> kept;
   for (const auto& e : s.entries)
     if (e.first.at("B") != 2) kept.push_back(e);
   s.entries = kept;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "report/report.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "temp_dir.h"
 #include "xml_check.h"
 #include "util/fs.h"
@@ -35,10 +35,10 @@ namespace {
 const char* kHostile = "<script>alert(\"x\")</script> & 'q'";
 const std::vector<std::string> kCases = {"big", "tall", "wide"};
 
-/// A summary.json document as the report reads it (run::ReadMode::tolerant:
+/// A summary.json document as the report reads it (store::ReadMode::tolerant:
 /// what reads of a damaged one is shown).
-kopt::run::Summary typed(const json& summary) {
-  return kopt::run::Summary::from_json(summary, "summary.json", kopt::run::ReadMode::tolerant);
+kopt::store::Summary typed(const json& summary) {
+  return kopt::store::Summary::from_json(summary, "summary.json", kopt::store::ReadMode::tolerant);
 }
 
 size_t count(const std::string& hay, const std::string& needle) {
@@ -420,7 +420,7 @@ TEST(Report, WithoutABestAttempt) {
 
 TEST(Report, WriteReportsIntoTheRunFolder) {
   TempDir t;
-  auto store = kopt::run::RunStore::create(t.path(), json{{"name", "sgemm"}},
+  auto store = kopt::store::RunStore::create(t.path(), json{{"name", "sgemm"}},
                                            json{{"name", "NVIDIA H200"}, {"arch", "sm_90"}}, {});
   for (Attempt a : sample_history()) {
     a.index = 0;
@@ -533,7 +533,7 @@ TEST(Report, ShowsAccuracyBesideCublas) {
 // write_reports: what it could not show as the run folder has it, and --out.
 TEST(Report, WriteReportsSaysWhatItCouldNotShow) {
   TempDir t;
-  auto store = kopt::run::RunStore::create(t.path(), json{{"name", "sgemm"}}, json{{"name", "NVIDIA H200"}}, {});
+  auto store = kopt::store::RunStore::create(t.path(), json{{"name", "sgemm"}}, json{{"name", "NVIDIA H200"}}, {});
   for (Attempt a : sample_history()) {
     a.index = 0;
     store.record(a);

@@ -16,7 +16,7 @@
 
 #include "report/charts.h"
 #include "report/report.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "temp_dir.h"
 #include "util/fs.h"
 #include "xml_check.h"
@@ -36,10 +36,10 @@ namespace {
 // Three GEMM shapes of three regimes.
 const std::vector<std::string> kCases = {"big", "tall", "deep"};
 
-/// A summary.json document as the report reads it (run::ReadMode::tolerant:
+/// A summary.json document as the report reads it (store::ReadMode::tolerant:
 /// what reads of a damaged one is shown).
-kopt::run::Summary typed(const json& summary) {
-  return kopt::run::Summary::from_json(summary, "summary.json", kopt::run::ReadMode::tolerant);
+kopt::store::Summary typed(const json& summary) {
+  return kopt::store::Summary::from_json(summary, "summary.json", kopt::store::ReadMode::tolerant);
 }
 
 size_t count(const std::string& hay, const std::string& needle) {
@@ -691,7 +691,7 @@ TEST(ReportE2E, ChartsFromAFakeWorkerRun) {
   const stdfs::path run = d.path() / "results" / "run-001";
   const json summary = read_json(run / "summary.json");
   const json spec = read_json(run / "spec.json");
-  const auto store = kopt::run::RunStore::open(run, "");
+  const auto store = kopt::store::RunStore::open(run, "");
   ASSERT_TRUE(summary.contains("specialization")) << summary.dump(1);
 
   const rp::ShapeComparison c = rp::compare_shapes(typed(summary), store.history(), spec);

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "run/store.h"
+#include "store/store.h"
 #include "spec/annotations.h"
 #include "util/error.h"
 #include "temp_dir.h"
@@ -34,8 +34,8 @@ using kopt::model::LatencyStats;
 using kopt::model::Result;
 using kopt::model::Verdict;
 using kopt::model::Attempt;
-using kopt::run::RunInfo;
-using kopt::run::RunStore;
+using kopt::store::RunInfo;
+using kopt::store::RunStore;
 using nlohmann::json;
 
 namespace {
@@ -179,7 +179,7 @@ TEST(RunStore, CreateWritesTheRunFolder) {
     EXPECT_TRUE(stdfs::is_regular_file(s.dir() / f)) << f;
 
   const json run = json::parse(kopt::fs::read_file(s.dir() / "run.json"));
-  EXPECT_EQ(run["format_version"], kopt::run::kFormatVersion);
+  EXPECT_EQ(run["format_version"], kopt::store::kFormatVersion);
   EXPECT_EQ(run["tool_version"], KOPT_VERSION);
   EXPECT_EQ(run["spec_hash"], RunStore::hash_spec(spec_json()));
   EXPECT_EQ(run["strategy"], "random");
@@ -445,7 +445,7 @@ TEST(RunStore, ASecondWriterIsRefusedAndToldWhoHoldsTheFolder) {
   EXPECT_EQ(holder["pid"], ::getpid());
 
   const auto before = snapshot(s.dir());
-  const std::string msg = usage_error_of([&] { kopt::run::RunLock::acquire(s.dir()); }, "kopt.run.908");
+  const std::string msg = usage_error_of([&] { kopt::store::RunLock::acquire(s.dir()); }, "kopt.run.908");
   EXPECT_NE(msg.find(s.dir().string() + " is in use: pid " + std::to_string(::getpid()) + " on host "),
             std::string::npos)
       << msg;
@@ -467,11 +467,11 @@ TEST(RunStore, TheLockGoesWithTheStoreAndCanBeHandedOn) {
   EXPECT_FALSE(stdfs::exists(dir / "run.lock")) << "a holder that ends removes its lock files";
   EXPECT_FALSE(stdfs::exists(dir / "run.lock.json"));
 
-  kopt::run::RunLock lock = kopt::run::RunLock::acquire(dir);
+  kopt::store::RunLock lock = kopt::store::RunLock::acquire(dir);
   ASSERT_TRUE(lock.held());
   RunStore o = RunStore::open(dir, RunStore::hash_spec(spec_json()), std::move(lock));
   EXPECT_TRUE(o.locked());
-  usage_error_of([&] { kopt::run::RunLock::acquire(dir); }, "kopt.run.908");
+  usage_error_of([&] { kopt::store::RunLock::acquire(dir); }, "kopt.run.908");
   // Reopened with the same lock (as the agent's drafting run does).
   RunStore again = RunStore::open(dir, "", o.release_lock());
   EXPECT_TRUE(again.locked());
@@ -483,9 +483,9 @@ TEST(RunStore, TheLockGoesWithTheStoreAndCanBeHandedOn) {
 TEST(RunStore, TheLockIsNeverTakenOnAFolderThatIsNotARun) {
   TempDir t;
   stdfs::create_directories(t.path() / "plain");
-  usage_error_of([&] { kopt::run::RunLock::acquire(t.path() / "plain"); }, "kopt.run.901");
+  usage_error_of([&] { kopt::store::RunLock::acquire(t.path() / "plain"); }, "kopt.run.901");
   EXPECT_TRUE(stdfs::is_empty(t.path() / "plain")) << "nothing written into it";
-  usage_error_of([&] { kopt::run::RunLock::acquire(t.path() / "nope"); }, "kopt.run.901");
+  usage_error_of([&] { kopt::store::RunLock::acquire(t.path() / "nope"); }, "kopt.run.901");
   EXPECT_FALSE(stdfs::exists(t.path() / "nope"));
 }
 

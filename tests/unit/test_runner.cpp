@@ -1,4 +1,4 @@
-// The runner seam (tune/runner.h): the whole run driver (the search loop,
+// The runner seam (driver/runner.h): the whole run driver (the search loop,
 // the budget's stop conditions, the finalists, the run folder) over a runner
 // that answers from a table with a simulated clock, as a replay of a recorded
 // space does. No worker process is started (the worker plan has no command).
@@ -16,8 +16,8 @@
 
 #include "model/device_info.h"
 #include "temp_dir.h"
-#include "tune/driver.h"
-#include "tune/runner.h"
+#include "driver/driver.h"
+#include "driver/runner.h"
 #include "util/fs.h"
 
 namespace {
@@ -36,7 +36,7 @@ struct Asked {
   int started = 0, evaluated_alone = 0;
 };
 
-class TableRunner final : public kopt::tune::Runner {
+class TableRunner final : public kopt::driver::Runner {
  public:
   TableRunner(const kopt::spec::Spec& spec, double seconds, Asked& asked)
       : spec_(spec), seconds_(seconds), asked_(asked) {}
@@ -49,7 +49,7 @@ class TableRunner final : public kopt::tune::Runner {
     return r;
   }
   size_t size() const override { return 1; }
-  kopt::tune::RunnerSlot slot(size_t) const override { return {0, "the record", "recorded device", "", ""}; }
+  kopt::driver::RunnerSlot slot(size_t) const override { return {0, "the record", "recorded device", "", ""}; }
   bool idle(size_t) const override { return !pending_; }
   size_t live_count() const override { return 1; }
   size_t primary() const override { return 0; }
@@ -58,8 +58,8 @@ class TableRunner final : public kopt::tune::Runner {
     ++asked_.started;
     pending_ = std::move(c);
   }
-  kopt::tune::RunnerDone wait_any() override {
-    kopt::tune::RunnerDone d;
+  kopt::driver::RunnerDone wait_any() override {
+    kopt::driver::RunnerDone d;
     d.candidate = std::move(*pending_);
     pending_.reset();
     d.result = result_for(d.candidate);
@@ -121,7 +121,7 @@ struct Ran {
 };
 
 Ran run(const TempDir& d, const std::string& budget, double seconds_per_evaluation) {
-  kopt::tune::OptimizeOptions o;
+  kopt::driver::OptimizeOptions o;
   o.spec = kSpec;
   o.strategy = "exhaustive";
   o.budget = kopt::model::parse_budget(budget);
@@ -130,12 +130,12 @@ Ran run(const TempDir& d, const std::string& budget, double seconds_per_evaluati
   o.quiet = true;
   o.workers.command.clear();  // nothing may start a worker
   Ran r;
-  o.runner = [&r, seconds_per_evaluation](const kopt::spec::Spec& s) -> std::unique_ptr<kopt::tune::Runner> {
+  o.runner = [&r, seconds_per_evaluation](const kopt::spec::Spec& s) -> std::unique_ptr<kopt::driver::Runner> {
     return std::make_unique<TableRunner>(s, seconds_per_evaluation, r.asked);
   };
   fsys::path dir;
   testing::internal::CaptureStdout();
-  r.code = kopt::tune::optimize(o, &dir);
+  r.code = kopt::driver::optimize(o, &dir);
   testing::internal::GetCapturedStdout();
   r.summary = json::parse(kopt::fs::read_file(dir / "summary.json"));
   r.history = json::parse(kopt::fs::read_file(dir / "history.json"));

@@ -17,7 +17,7 @@
 
 #include "model/budget.h"
 #include "replay/replay.h"
-#include "run/recorded.h"
+#include "store/recorded.h"
 #include "search/space.h"
 #include "search/strategy.h"
 #include "spec/spec.h"
@@ -141,7 +141,7 @@ TEST(SearchReplayTest, RecordedSpaces) {
   int replayed = 0;
   for (const stdfs::path& f : files) {
     SCOPED_TRACE(f.string());
-    kopt::run::RecordedSpace s = kopt::run::read_recorded_space(f);
+    kopt::store::RecordedSpace s = kopt::store::read_recorded_space(f);
     if (s.entries.size() < 1000) continue;
     Replay r(std::move(s));
     replay_and_check(r);

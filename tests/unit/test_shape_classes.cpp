@@ -1,7 +1,7 @@
 // Shape classes: the grouping of performance cases (model/shape_classes.h),
 // and `kopt optimize --shape-classes N` end to end with the fake worker
 // (propose/class_search.h; the finalists' re-timing on every case in
-// tune/finalists.cpp; screening, CaseSpec::screen_ms).
+// driver/finalists.cpp; screening, CaseSpec::screen_ms).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/shape_classes.h"
-#include "run/fingerprint.h"
+#include "store/fingerprint.h"
 #include "spec/spec.h"
 #include "support/files.h"
 #include "temp_dir.h"
@@ -533,7 +533,7 @@ TEST(ShapeClassesE2E, TheSpecsSeedsAreEvaluatedFirstInEveryClass) {
   if (sum.contains("specialization")) expect_each_once(sum["specialization"]["variants"], "a variant");
   // The seeds are no part of the workload: the run is the unseeded spec's.
   const std::string run_hash = read_json(d.path() / "results" / "run-001" / "run.json")["spec_hash"];
-  EXPECT_EQ(run_hash, kopt::run::spec_fingerprint(kopt::spec::load_spec(kSpec)));
+  EXPECT_EQ(run_hash, kopt::store::spec_fingerprint(kopt::spec::load_spec(kSpec)));
 }
 
 TEST(ShapeClassesE2E, SeedsTakeAtMostHalfOfAClassShare) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "run/fingerprint.h"
+#include "store/fingerprint.h"
 #include "spec/inputs.h"
 #include "spec/spec.h"
 #include "util/error.h"
@@ -495,11 +495,11 @@ TEST_F(SpecTest, SeedsLeaveTheFingerprintAsItIs) {
   // workload without them still match.
   json d = base();
   d["tuning"] = json::parse(R"({"params": {"BM": [32, 64], "TM": [4, 8]}})");
-  const std::string without = kopt::run::spec_fingerprint(parse(d));
+  const std::string without = kopt::store::spec_fingerprint(parse(d));
   d["tuning"]["seeds"] = json::parse(R"([{"BM": 64, "TM": 4}])");
-  EXPECT_EQ(kopt::run::spec_fingerprint(parse(d)), without);
+  EXPECT_EQ(kopt::store::spec_fingerprint(parse(d)), without);
   d["tuning"]["params"]["TM"] = json::parse("[4, 8, 16]");  // the space is part of the workload
-  EXPECT_NE(kopt::run::spec_fingerprint(parse(d)), without);
+  EXPECT_NE(kopt::store::spec_fingerprint(parse(d)), without);
 }
 
 TEST_F(SpecTest, TheSgemmTemplateSpecLoads) {

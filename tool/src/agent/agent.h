@@ -102,7 +102,7 @@ struct RunOptions {
 /// hands each candidate to the run driver (propose/proposer.h). Checks the
 /// options and resolves the LLM configuration before any model call: throws
 /// UsageError (kopt.agent.102-104) for bad ones (the budget is checked by the
-/// proposer registry, tune/proposers.h). The driver's exit code is kept,
+/// proposer registry, driver/proposers.h). The driver's exit code is kept,
 /// except 3 when the LLM API failed for good (the run folder is complete).
 propose::ProposerPtr make_proposer(const RunOptions& run, const AgentOptions& agent);
 

@@ -20,9 +20,9 @@
 #include "cli/common.h"
 #include "eval/evaluator.h"
 #include "eval/evaluator_pool.h"
-#include "run/fingerprint.h"
-#include "run/tuning_cache.h"
-#include "tune/driver.h"
+#include "store/fingerprint.h"
+#include "store/tuning_cache.h"
+#include "driver/driver.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -52,7 +52,7 @@ class BenchCommand final : public Command {
   double tolerance_percent_ = 10;  // --tolerance: allowed slowdown
   Environment env_;                // --cache-dir, --device
   CLI::App* sub_ = nullptr;        // its remaining arguments: --benchmark_* flags for Google Benchmark
-  std::optional<run::TuningCache> cache_;  // --cache-file, read before any GPU work (unset: none)
+  std::optional<store::TuningCache> cache_;  // --cache-file, read before any GPU work (unset: none)
 };
 
 void BenchCommand::add_options(CLI::App& sub) {
@@ -151,8 +151,8 @@ double BenchCommand::recorded_best(const spec::Spec& s, const std::string& gpu, 
   double recorded = recorded_ms_;
   source = "--recorded-ms";
   if (recorded <= 0 && cache_) {
-    const std::string hash = run::spec_fingerprint(s);
-    for (const run::CacheEntry& e : cache_->entries)
+    const std::string hash = store::spec_fingerprint(s);
+    for (const store::CacheEntry& e : cache_->entries)
       if (e.spec_hash == hash && e.gpu.name.value_or("") == gpu && e.geomean_ms > 0) {
         recorded = e.geomean_ms;
         source = "the tuning cache " + cache_file_;
@@ -166,10 +166,10 @@ int BenchCommand::run() {
   // exit is 77 (skipped), which must never hide a broken command line.
   check_benchmark_flags();
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
-  tune::OptimizeOptions so;
+  driver::OptimizeOptions so;
   so.spec = spec_;
   so.input_cases = input_cases_;
-  const spec::Spec s = tune::load_spec_with_overrides(so);
+  const spec::Spec s = driver::load_spec_with_overrides(so);
   spec::Candidate c = eval::candidate_from_file(kernel_);
   if (c.entry.empty())
     throw UsageError("kopt.cli.015", "--kernel " + clip(kernel_) +
@@ -185,7 +185,7 @@ int BenchCommand::run() {
                                            (std::filesystem::is_directory(st) ? "a directory" : "not a regular file") +
                                            "; give the tuning cache's JSON file");
     } else {
-      cache_ = run::read_tuning_cache(cache_file_);  // SpecError kopt.cache.1xx naming the file
+      cache_ = store::read_tuning_cache(cache_file_);  // SpecError kopt.cache.1xx naming the file
     }
   }
   env_.resolve_device("bench");

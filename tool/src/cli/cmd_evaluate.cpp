@@ -18,7 +18,7 @@
 #include "eval/evaluator_pool.h"
 #include "search/space.h"
 #include "spec/spec.h"
-#include "tune/driver.h"
+#include "driver/driver.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -212,7 +212,7 @@ spec::Candidate EvaluateCommand::template_with_params(const spec::Spec& spec) co
   if (params_.empty())
     throw UsageError("kopt.cli.030", file + " is the spec's template: give --params " + wanted +
                                          " (the template's parameters; `kopt optimize` searches them)");
-  spec::Candidate c = tune::template_candidate(spec);
+  spec::Candidate c = driver::template_candidate(spec);
   override_params(c, spec);
   for (const auto& [name, value] : c.params)
     if (std::none_of(spec.tuning.params.begin(), spec.tuning.params.end(),
@@ -358,11 +358,11 @@ int EvaluateCommand::run() {
   tty_ = ::isatty(2);
   if (!json_out_.empty()) check_output_file("--json", json_out_);
   if (!env_.cache_dir.empty()) check_output_dir("--cache-dir", env_.cache_dir);
-  tune::OptimizeOptions so;
+  driver::OptimizeOptions so;
   so.spec = spec_;
   so.input_cases = input_cases_;
   so.quiet = env_.quiet;
-  const spec::Spec spec = tune::load_spec_with_overrides(so);
+  const spec::Spec spec = driver::load_spec_with_overrides(so);
   check_arguments(spec);
   const Candidates candidates = collect(spec);
   env_.resolve_device("evaluate");

@@ -1,12 +1,12 @@
 // `kopt export --format t4 RUN_DIR [-o FILE]`: a run folder in another
-// tool's format. T4 is Kernel Tuner's results schema (run/interop.h,
+// tool's format. T4 is Kernel Tuner's results schema (store/interop.h,
 // docs/interop.md); the document goes to FILE, or to stdout.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/common.h"
-#include "run/interop.h"
+#include "store/interop.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -29,7 +29,7 @@ class ExportCommand final : public Command {
   }
   int run() override {
     if (!output_.empty()) check_output_file("--output", output_);
-    const run::T4Export x = run::export_t4(run_dir_);
+    const store::T4Export x = store::export_t4(run_dir_);
     const std::string text = dump_json(x.doc, 2) + "\n";
     if (output_.empty())
       std::cout << text << std::flush;

@@ -14,8 +14,8 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gen/generate.h"
-#include "run/tuning_cache.h"
-#include "tune/proposers.h"
+#include "store/tuning_cache.h"
+#include "driver/proposers.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -36,7 +36,7 @@ class GenerateCommand final : public Command {
   void check_arguments() const;
   int check_only() const;
 
-  gen::GenerateOptions o_;  // defaults in gen/generate.h and tune/driver.h
+  gen::GenerateOptions o_;  // defaults in gen/generate.h and driver/driver.h
   Environment env_;         // --device, --cache-dir, --quiet
   Budget budget_;           // --budget
   std::string worker_command_;  // --worker-command (testing; default: `kopt worker`)
@@ -44,7 +44,7 @@ class GenerateCommand final : public Command {
 };
 
 void GenerateCommand::add_options(CLI::App& sub) {
-  tune::OptimizeOptions& t = o_.optimize;  // the tuning run
+  driver::OptimizeOptions& t = o_.optimize;  // the tuning run
   sub.add_option("--spec", t.spec, "Workload spec (JSON)")->required()->check(check::existing_file());
   sub.add_option("--name", o_.name, "Kernel name (file names, header namespace)")
       ->required()
@@ -74,7 +74,7 @@ void GenerateCommand::add_options(CLI::App& sub) {
   sub.add_option("--initial-kernel", t.initial_kernel, "Initial kernel .cu")->check(check::existing_file());
   sub.add_option("--reference", t.reference, "Reference kernel .cu")->check(check::existing_file());
   sub.add_option("--strategy", t.strategy, "Search strategy, as for kopt optimize (default: by space size)")
-      ->check(check::one_of(tune::proposer_names()));
+      ->check(check::one_of(driver::proposer_names()));
   budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
   sub.add_option("--seed", t.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
   env_.add_device(sub)->capture_default_str();
@@ -130,7 +130,7 @@ void GenerateCommand::check_arguments() const {
                                          "; give the tuning cache's JSON file (it is created when missing)");
   // SpecError kopt.cache.1xx naming the file. Not with --check: the cache's
   // content is the build's to read (a tuned copy may replace it before then).
-  if (std::filesystem::exists(st) && !check_) run::read_tuning_cache(f);
+  if (std::filesystem::exists(st) && !check_) store::read_tuning_cache(f);
   // Tuning updates the cache; one that cannot be written would fail only
   // after the whole tuning run.
   const bool writable = std::filesystem::exists(st)
@@ -152,18 +152,18 @@ void GenerateCommand::check_arguments() const {
 /// kopt.opt.004). The agent's settings are the build environment's, read when
 /// it runs, so they are not checked here.
 int GenerateCommand::check_only() const {
-  tune::OptimizeOptions t = o_.optimize;
+  driver::OptimizeOptions t = o_.optimize;
   t.quiet = true;
   std::error_code ec;
   if (!o_.cases_from.empty() && std::filesystem::exists(std::filesystem::symlink_status(o_.cases_from, ec)))
     t.input_cases = o_.cases_from;
-  const spec::Spec s = tune::load_spec_with_overrides(t);
-  if (o_.tune && o_.from_run.empty() && !tune::is_agent(t)) tune::make_proposer(t, &s);
+  const spec::Spec s = driver::load_spec_with_overrides(t);
+  if (o_.tune && o_.from_run.empty() && !driver::is_agent(t)) driver::make_proposer(t, &s);
   return kOk;
 }
 
 int GenerateCommand::run() {
-  tune::OptimizeOptions& t = o_.optimize;
+  driver::OptimizeOptions& t = o_.optimize;
   t.budget = budget_.value();
   check_arguments();
   if (check_) return check_only();

@@ -10,10 +10,10 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
-#include "run/store.h"
-#include "run/summary.h"
-#include "tune/driver.h"
-#include "tune/proposers.h"
+#include "store/store.h"
+#include "store/summary.h"
+#include "driver/driver.h"
+#include "driver/proposers.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -46,10 +46,10 @@ class OptimizeCommand final : public Command {
   static void add_agent(CLI::App& sub, agent::AgentOptions& a);
   void apply_resume_defaults();
 
-  tune::OptimizeOptions o_;  // the options that map one to one; defaults in tune/driver.h
+  driver::OptimizeOptions o_;  // the options that map one to one; defaults in driver/driver.h
   Environment env_;         // --device, --arch, --cache-dir, --quiet
   Budget budget_;           // --budget, --max-iterations, --token-budget
-  std::string results_dir_ = tune::OptimizeOptions().results_dir.string();  // --results-dir
+  std::string results_dir_ = driver::OptimizeOptions().results_dir.string();  // --results-dir
   std::string resume_;                                                     // --resume RUN_DIR
   bool no_specialize_ = false;                                             // --no-specialize
   std::string shape_classes_ = "auto";                                     // --shape-classes
@@ -86,7 +86,7 @@ void OptimizeCommand::add_search(CLI::App& sub) {
   strategy_opt_ = sub.add_option("--strategy", o_.strategy,
                  "exhaustive, random, anneal, genetic, surrogate, portfolio (default: by space size); agent, hybrid (the LLM "
                  "agent proposer; see docs/agent.md)")
-      ->check(check::one_of(tune::proposer_names()));
+      ->check(check::one_of(driver::proposer_names()));
   sub.add_option("--warm-start", o_.warm_start,
                  "T4 results or a Kernel Tuner cache file: its configurations that fit the space are evaluated "
                  "first, best recorded first (docs/interop.md)")
@@ -180,9 +180,9 @@ void OptimizeCommand::add_agent(CLI::App& sub, agent::AgentOptions& a) {
 
 /// --resume RUN: what the command line does not say comes from the run: its
 /// strategy and seed (run.json), its budget (the last session's, in
-/// summary.json, else run.json's); the spec is its spec.json (tune::optimize).
+/// summary.json, else run.json's); the spec is its spec.json (driver::optimize).
 void OptimizeCommand::apply_resume_defaults() {
-  const run::RunInfo info = run::RunStore::read_info(resume_);
+  const store::RunInfo info = store::RunStore::read_info(resume_);
   std::vector<std::string> taken;
   if (strategy_opt_->count() == 0 && o_.strategy.empty() && !info.strategy.empty()) {
     o_.strategy = info.strategy;
@@ -194,13 +194,13 @@ void OptimizeCommand::apply_resume_defaults() {
   }
   // The last session's summary.json: its budget, and its shape classes. What
   // reads of a damaged one is taken; this run rewrites it.
-  std::optional<run::Summary> last;
+  std::optional<store::Summary> last;
   {
     const std::filesystem::path summary = std::filesystem::path(resume_) / "summary.json";
     std::error_code ec;
     if (std::filesystem::is_regular_file(summary, ec)) {
       try {
-        last = run::read_summary(summary, run::ReadMode::tolerant);
+        last = store::read_summary(summary, store::ReadMode::tolerant);
       } catch (const std::exception&) {
         // not JSON: run.json's budget serves
       }
@@ -281,7 +281,7 @@ int OptimizeCommand::run() {
       o_.strategy != "hybrid")
     throw UsageError("kopt.cli.006", "optimize: --strategy " + o_.strategy + " needs --spec FILE");
   try {
-    return tune::optimize(o_);
+    return driver::optimize(o_);
   } catch (const NoDeviceError& e) {
     if (!o_.arch.empty()) throw;
     // The driver's message says why there is no GPU; the CLI says how to go on.

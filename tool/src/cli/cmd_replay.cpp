@@ -13,7 +13,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "replay/replay.h"
-#include "run/recorded.h"
+#include "store/recorded.h"
 #include "search/strategy.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -125,12 +125,12 @@ class ReplayCommand final : public Command {
     if (budget_opt_->count() > 0) o.budget = budget_.value();
     json all = json::array(), traces = json::array();
     for (const std::string& record : records_) {
-      run::RecordedSpace s = run::read_recorded_space(record);
+      store::RecordedSpace s = store::read_recorded_space(record);
       if (!quiet_)
         for (const std::string& note : s.notes) std::cerr << "kopt: " << fs::display(record) << ": " << note << "\n";
       if (!cache_dir_.empty()) {
         const std::filesystem::path f = std::filesystem::path(cache_dir_) / (s.label + ".json");
-        fs::write_output_file(f, run::kernel_tuner_cache(s).dump(0) + "\n");
+        fs::write_output_file(f, store::kernel_tuner_cache(s).dump(0) + "\n");
         if (!quiet_) std::cerr << "kopt: wrote " << fs::display(f) << " (" << s.entries.size() << " configurations)\n";
         continue;
       }

@@ -11,7 +11,7 @@
 #include "cli/common.h"
 #include "model/device_info.h"
 #include "report/report.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -37,7 +37,7 @@ class ReportCommand final : public Command {
   int run() override {
     // Every record is read first (kopt.run.901 naming the file when one is
     // missing or damaged), then the output is checked, then written.
-    const run::RunStore store = run::RunStore::open(run_dir_, "");
+    const store::RunStore store = store::RunStore::open(run_dir_, "");
     const std::filesystem::path html = out_.empty() ? store.dir() / "report.html" : std::filesystem::path(out_);
     if (html.filename() == "heatmap.svg")
       throw UsageError("kopt.cli.014", "--out " + fs::display(html) + ": heatmap.svg is written beside the report; "
@@ -48,7 +48,7 @@ class ReportCommand final : public Command {
     for (const std::string& note : w.notes) std::cerr << "kopt: warning: " << note << "\n";
     std::cout << w.html.string() << std::endl;
     if (!quiet_) {
-      const run::Summary s = store.summary();
+      const store::Summary s = store.summary();
       std::cerr << "kopt: wrote " << fs::display(w.html) << " and " << fs::display(w.heatmap) << " from "
                 << store.history().size() << " attempt(s) of " << fs::display(store.dir()) << "\n";
       if (model::is_simulated(s.gpu))

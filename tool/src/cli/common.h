@@ -12,7 +12,7 @@
 
 #include "model/budget.h"
 #include "model/worker_plan.h"
-#include "tune/driver.h"
+#include "driver/driver.h"
 #include "util/numbers.h"
 
 namespace CLI {
@@ -74,7 +74,7 @@ CLI::Validator arch();
 void check_output_file(const std::string& option, const std::filesystem::path& path);
 void check_output_dir(const std::string& option, const std::filesystem::path& path);
 
-/// --shape-classes's value as tune::OptimizeOptions::shape_classes takes it
+/// --shape-classes's value as driver::OptimizeOptions::shape_classes takes it
 /// ("auto" -1, "off" 0, else the number); the validator has checked it.
 int shape_classes_value(const std::string& text);
 
@@ -95,7 +95,7 @@ struct Environment {
   bool quiet = false;     // -q,--quiet: no progress on stderr
   /// --compile-timeout SECONDS: each compile in a compiler process, stopped
   /// after this long (0: compile in this process, without a limit).
-  double compile_timeout_s = tune::kDefaultCompileTimeoutS;
+  double compile_timeout_s = driver::kDefaultCompileTimeoutS;
 
   CLI::Option* add_device(CLI::App& sub);
   /// --device-from-ctest (evaluate, bench: the tests optimize_kernel() registers).

@@ -61,7 +61,7 @@ std::string escape(const std::string& path) {
 
 }  // namespace
 
-std::vector<std::filesystem::path> spec_dependencies(const spec::Spec& s, const tune::OptimizeOptions& o,
+std::vector<std::filesystem::path> spec_dependencies(const spec::Spec& s, const driver::OptimizeOptions& o,
                                                      const std::filesystem::path& cache_file) {
   std::vector<std::filesystem::path> deps;
   std::set<std::filesystem::path> seen;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "spec/spec.h"
-#include "tune/driver.h"
+#include "driver/driver.h"
 
 namespace kopt::gen {
 
@@ -20,7 +20,7 @@ namespace kopt::gen {
 /// input overrides) and every golden output (.npy reference), with
 /// "{case}" expanded for each case. Files that do not exist are listed too
 /// (a missing input fails the run anyway; the build then waits for it).
-std::vector<std::filesystem::path> spec_dependencies(const spec::Spec& spec, const tune::OptimizeOptions& options,
+std::vector<std::filesystem::path> spec_dependencies(const spec::Spec& spec, const driver::OptimizeOptions& options,
                                                      const std::filesystem::path& cache_file);
 
 /// "<target>: <dep> <dep> ...\n" in Make's syntax, which Ninja and CMake's

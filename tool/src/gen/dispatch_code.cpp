@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "gen/shipped.h"
-#include "tune/dispatch_launches.h"
+#include "driver/dispatch_launches.h"
 #include "util/json_read.h"
 
 namespace kopt::gen {
@@ -22,7 +22,7 @@ namespace {
 /// or cache entry from an older kopt gets this kopt's dispatch rule, and the
 /// header and `kopt` agree on it. Returns false, leaving the tree as it is,
 /// when the record lacks any of these or a launch does not resolve.
-bool refit_model(model::DispatchTree& tree, const run::Specialization& sp, size_t variants, const spec::Spec& spec) {
+bool refit_model(model::DispatchTree& tree, const store::Specialization& sp, size_t variants, const spec::Spec& spec) {
   const spec::Launch* launch = spec.template_kernel && spec.template_kernel->launch ? &*spec.template_kernel->launch : nullptr;
   if (!launch || launch->block_work.empty()) return false;
   // The recorded model's occupancy: its own document (model/dispatch.h), read
@@ -42,7 +42,7 @@ bool refit_model(model::DispatchTree& tree, const run::Specialization& sp, size_
     blocks_per_sm.push_back(b.get<int>());
   }
   std::vector<std::map<std::string, int64_t>> params;
-  for (const run::SpecializationVariant& v : sp.variants) params.push_back(v.params);
+  for (const store::SpecializationVariant& v : sp.variants) params.push_back(v.params);
   std::vector<model::DispatchSample> samples;
   std::map<std::string, spec::Case> cases;
   for (const auto& [name, row] : sp.latency_ms) {
@@ -61,7 +61,7 @@ bool refit_model(model::DispatchTree& tree, const run::Specialization& sp, size_
   }
   // A launch that does not resolve for these parameters: keep what was recorded.
   const spec::Expr data_bytes = spec::data_bytes_expr(spec);
-  if (!tune::fill_dispatch_launches(samples, *launch, data_bytes, params,
+  if (!driver::fill_dispatch_launches(samples, *launch, data_bytes, params,
                                     [&](const std::string& name) { return &cases.at(name); })
            .empty())
     return false;
@@ -83,7 +83,7 @@ std::string fmt_exact(double x) {
 
 }  // namespace
 
-std::optional<model::DispatchTree> recorded_dispatch(const run::Specialization& sp, size_t variants, const std::string& where,
+std::optional<model::DispatchTree> recorded_dispatch(const store::Specialization& sp, size_t variants, const std::string& where,
                                                      const spec::Spec& spec) {
   if (variants < 2 || sp.dispatch.is_null()) return std::nullopt;
   model::DispatchTree tree = model::DispatchTree::from_json(sp.dispatch, where, static_cast<int>(variants));

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/dispatch.h"
-#include "run/summary.h"
+#include "store/summary.h"
 #include "spec/spec.h"
 
 namespace kopt::gen {
@@ -25,7 +25,7 @@ namespace kopt::gen {
 /// parameters and their occupancy with the launch expressions of `spec`'s
 /// template; a model of an older rule that cannot be fitted again becomes
 /// "variant 0 off the tuned shapes", said on stderr.
-std::optional<model::DispatchTree> recorded_dispatch(const run::Specialization& sp, size_t variants,
+std::optional<model::DispatchTree> recorded_dispatch(const store::Specialization& sp, size_t variants,
                                                      const std::string& where, const spec::Spec& spec);
 
 /// The cost model of the measured dispatch (model::DispatchModel) as C++ for

@@ -10,9 +10,9 @@
 #include "gen/depfile.h"
 #include "gen/dispatch_code.h"
 #include "model/dispatch.h"
-#include "run/fingerprint.h"
-#include "run/store.h"
-#include "run/tuning_cache.h"
+#include "store/fingerprint.h"
+#include "store/store.h"
+#include "store/tuning_cache.h"
 #include "spec/annotations.h"
 #include "spec/kernel_file.h"
 #include "util/error.h"
@@ -85,14 +85,14 @@ void emit(const GenerateOptions& o, const spec::Spec& s, std::vector<KernelVaria
 
 /// A run's variants: summary.json "specialization" with variants/v<N>.cu,
 /// else best.cu alone.
-std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, const run::Summary& summary,
+std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, const store::Summary& summary,
                                         const spec::Spec& spec, std::optional<model::DispatchTree>* dispatch) {
   std::vector<KernelVariant> out;
   const std::filesystem::path summary_file = run_dir / "summary.json";
   if (summary.specialization && summary.specialization->variants.size() > 1) {
-    const run::Specialization& sp = *summary.specialization;
+    const store::Specialization& sp = *summary.specialization;
     for (size_t i = 0; i < sp.variants.size(); ++i) {
-      const run::SpecializationVariant& v = sp.variants[i];
+      const store::SpecializationVariant& v = sp.variants[i];
       if (v.file.empty())
         throw SpecError("kopt.json.005", fs::display(summary_file) + ": $.specialization.variants[" +
                                              std::to_string(i) + "]: missing required key 'file'");
@@ -119,11 +119,11 @@ std::vector<KernelVariant> run_variants(const std::filesystem::path& run_dir, co
 }
 
 /// A tuning cache entry's variants ("variants", else "kernel_source").
-std::vector<KernelVariant> cache_variants(const run::CacheEntry& e, const std::string& origin, const spec::Spec& spec,
+std::vector<KernelVariant> cache_variants(const store::CacheEntry& e, const std::string& origin, const spec::Spec& spec,
                                           std::optional<model::DispatchTree>* dispatch) {
   std::vector<KernelVariant> out;
   if (e.variants && e.variants->size() > 1) {
-    for (const run::CacheVariant& v : *e.variants) out.push_back({v.kernel_source, origin, v.label, v.shapes});
+    for (const store::CacheVariant& v : *e.variants) out.push_back({v.kernel_source, origin, v.label, v.shapes});
     if (e.specialization) *dispatch = recorded_dispatch(*e.specialization, out.size(), origin, spec);
     return out;
   }
@@ -144,15 +144,15 @@ std::string combine_variants(const std::vector<KernelVariant>& variants) {
 
 namespace {
 
-/// A run folder's summary.json (run::read_summary, strict: kopt.io.*,
+/// A run folder's summary.json (store::read_summary, strict: kopt.io.*,
 /// kopt.json.*) and the GPU of its device.json.
-std::pair<run::Summary, run::CacheGpu> read_run_outputs(const std::filesystem::path& run_dir) {
-  run::Summary summary = run::read_summary(run_dir / "summary.json", run::ReadMode::strict);
+std::pair<store::Summary, store::CacheGpu> read_run_outputs(const std::filesystem::path& run_dir) {
+  store::Summary summary = store::read_summary(run_dir / "summary.json", store::ReadMode::strict);
   const std::filesystem::path df = run_dir / "device.json";
   const nlohmann::json device = parse_json_file(df, "run folder's device.json");
   const JsonAt d(device, fs::display(df));
   d.expect_object();
-  run::CacheGpu gpu;
+  store::CacheGpu gpu;
   if (auto v = d.find("name")) gpu.name = v->string();
   if (auto v = d.find("compute_capability")) gpu.compute_capability = v->string();
   return {std::move(summary), std::move(gpu)};
@@ -160,10 +160,10 @@ std::pair<run::Summary, run::CacheGpu> read_run_outputs(const std::filesystem::p
 
 /// The tuning cache entry for this spec, `device` and the run `summary`
 /// (the winner `variants` from its run folder).
-run::CacheEntry tuned_entry(const spec::Spec& s, const std::string& hash, const std::string& base_hash,
-                            const run::CacheGpu& device, const run::Summary& summary,
+store::CacheEntry tuned_entry(const spec::Spec& s, const std::string& hash, const std::string& base_hash,
+                            const store::CacheGpu& device, const store::Summary& summary,
                             const std::vector<KernelVariant>& variants) {
-  run::CacheEntry e;
+  store::CacheEntry e;
   e.workload = s.name;
   e.spec_hash = hash;
   if (!base_hash.empty()) e.base_spec_hash = base_hash;
@@ -198,19 +198,19 @@ struct SpecHashes {
 /// After tuning: the cache with this GPU's entry for the spec replaced by the
 /// run's result (an entry tuned on an earlier capture of the same spec too),
 /// written to --cache-out, else --cache-file.
-void write_updated_cache(const GenerateOptions& o, const spec::Spec& s, const run::TuningCache& cache,
-                         const SpecHashes& h, const run::Summary& summary, const run::CacheGpu& device,
+void write_updated_cache(const GenerateOptions& o, const spec::Spec& s, const store::TuningCache& cache,
+                         const SpecHashes& h, const store::Summary& summary, const store::CacheGpu& device,
                          const std::vector<KernelVariant>& variants) {
-  run::TuningCache updated = cache;
+  store::TuningCache updated = cache;
   updated.entries.clear();
-  for (const run::CacheEntry& e : cache.entries)
+  for (const store::CacheEntry& e : cache.entries)
     if (!((e.spec_hash == h.hash || (!h.base_hash.empty() && e.base_spec_hash.value_or("") == h.base_hash)) &&
           e.gpu.name.value_or("") == device.name.value_or("") &&
           e.gpu.compute_capability.value_or("") == device.compute_capability.value_or("")))
       updated.entries.push_back(e);
   updated.entries.push_back(tuned_entry(s, h.hash, h.base_hash, device, summary, variants));
   const std::filesystem::path& out = o.cache_out.empty() ? o.cache_file : o.cache_out;
-  run::write_tuning_cache(out, updated);
+  store::write_tuning_cache(out, updated);
   if (o.cache_out.empty())
     std::cerr << "kopt generate: updated the tuning cache " << out.string() << "\n";
   else
@@ -222,11 +222,11 @@ void write_updated_cache(const GenerateOptions& o, const spec::Spec& s, const ru
 /// GPU), checked against the spec's space, with `other_note` set when it was
 /// tuned on other cases; null, with `cache_note` saying why, when the cache
 /// holds none or several.
-const run::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec& s, const run::TuningCache& cache,
+const store::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec& s, const store::TuningCache& cache,
                                    const SpecHashes& h, std::string* other_note, std::string* cache_note) {
-  std::vector<const run::CacheEntry*> matching, other_cases;
+  std::vector<const store::CacheEntry*> matching, other_cases;
   std::vector<std::string> stale;
-  for (const run::CacheEntry& e : cache.entries) {
+  for (const store::CacheEntry& e : cache.entries) {
     const bool same = e.spec_hash == h.hash;
     const bool other = !same && !h.base_hash.empty() &&
                        (e.spec_hash == h.base_hash || e.base_spec_hash.value_or("") == h.base_hash);
@@ -239,8 +239,8 @@ const run::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec& s
   // Nothing tuned on these cases: an entry of the same spec tuned on other
   // cases (the spec's own, or an earlier capture), one per GPU, the capture's first.
   if (matching.empty() && !other_cases.empty()) {
-    std::map<std::string, const run::CacheEntry*> per_gpu;
-    for (const run::CacheEntry* e : other_cases) {
+    std::map<std::string, const store::CacheEntry*> per_gpu;
+    for (const store::CacheEntry* e : other_cases) {
       const std::string g = e->gpu.label();
       if (!per_gpu.count(g) || e->base_spec_hash) per_gpu[g] = e;
     }
@@ -253,9 +253,9 @@ const run::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec& s
               << " stale entr" << (stale.size() == 1 ? "y" : "ies")
               << " (the spec changed since they were tuned); they are not used. Re-tune on a GPU to refresh it.\n";
   if (matching.size() == 1) {
-    const run::CacheEntry& e = *matching.front();
+    const store::CacheEntry& e = *matching.front();
     // What it records must be of this spec's space (a hand-edited value would change the generated code).
-    run::check_entry_against_spec(e, static_cast<size_t>(&e - cache.entries.data()), s, fs::display(o.cache_file));
+    store::check_entry_against_spec(e, static_cast<size_t>(&e - cache.entries.data()), s, fs::display(o.cache_file));
     return &e;
   }
   if (matching.size() > 1)
@@ -281,28 +281,28 @@ int generate(const GenerateOptions& options) {
                 << " does not exist (yet): using the spec's cases; the build tunes again once it appears\n";
     }
   }
-  tune::OptimizeOptions load = o.optimize;
+  driver::OptimizeOptions load = o.optimize;
   load.quiet = true;  // where the cases come from is said once, by the tuning run that loads the spec again
-  const spec::Spec s = tune::load_spec_with_overrides(load);
-  const std::string hash = run::spec_fingerprint(s);
+  const spec::Spec s = driver::load_spec_with_overrides(load);
+  const std::string hash = store::spec_fingerprint(s);
   // With --input-cases (a capture), the fingerprint of the spec with its own
   // cases too: a cache entry tuned on the spec's cases or on an earlier
   // capture ("base_spec_hash") still serves a build without a GPU.
   std::string base_hash;
   if (!o.optimize.input_cases.empty()) {
-    tune::OptimizeOptions plain = o.optimize;
+    driver::OptimizeOptions plain = o.optimize;
     plain.input_cases.clear();
     plain.quiet = true;
-    base_hash = run::spec_fingerprint(tune::load_spec_with_overrides(plain));
+    base_hash = store::spec_fingerprint(driver::load_spec_with_overrides(plain));
   }
-  const run::TuningCache cache = o.cache_file.empty() ? run::TuningCache{} : run::read_tuning_cache(o.cache_file);
+  const store::TuningCache cache = o.cache_file.empty() ? store::TuningCache{} : store::read_tuning_cache(o.cache_file);
   std::filesystem::create_directories(o.out_dir);
   if (!o.depfile.empty()) {
     // A --cases-from file is not in the depfile: it may go away, and Make
     // (CMake's compiler_depend.make keeps every entry it has seen) would then
     // re-run this on every build. optimize_kernel(CASES_FROM) follows it
     // with a stamp of its content instead.
-    tune::OptimizeOptions deps = o.optimize;
+    driver::OptimizeOptions deps = o.optimize;
     if (!o.cases_from.empty()) deps.input_cases.clear();
     fs::write_file_atomic(o.depfile, depfile_text(o.out_dir / (o.name + ".cu"), spec_dependencies(s, deps, o.cache_file)));
   }
@@ -315,15 +315,15 @@ int generate(const GenerateOptions& options) {
     std::error_code ec;
     if (!o.cache_out.empty() && !o.cache_file.empty() &&
         (std::filesystem::is_regular_file(o.cache_file, ec) || !std::filesystem::exists(o.cache_file, ec)))
-      run::write_tuning_cache(o.cache_out, cache);
+      store::write_tuning_cache(o.cache_out, cache);
   };
 
   // The cache's entry for a run: written before the outputs (it is also an
   // input of the build step, so the outputs must end up newer than it, or the
   // next build would tune again). A full disk or a read-only cache must not
   // cost the build its kernel: a warning that says where the tuning is kept.
-  auto update_cache = [&](const std::filesystem::path& run_dir, const run::Summary& summary,
-                          const run::CacheGpu& device, const std::vector<KernelVariant>& variants) {
+  auto update_cache = [&](const std::filesystem::path& run_dir, const store::Summary& summary,
+                          const store::CacheGpu& device, const std::vector<KernelVariant>& variants) {
     if (o.cache_file.empty()) return;
     try {
       write_updated_cache(o, s, cache, {hash, base_hash}, summary, device, variants);
@@ -337,7 +337,7 @@ int generate(const GenerateOptions& options) {
 
   // 0. A finished run folder, as given.
   if (!o.from_run.empty()) {
-    run::RunStore::open(o.from_run, hash);  // throws when it is not a run of this spec
+    store::RunStore::open(o.from_run, hash);  // throws when it is not a run of this spec
     const std::filesystem::path summary_file = o.from_run / "summary.json";
     if (!std::filesystem::exists(o.from_run / "best.cu") || !std::filesystem::exists(summary_file))
       throw UsageError("kopt.gen.106", o.from_run.string() + ": the run has no best.cu/summary.json (it did not finish, "
@@ -356,13 +356,13 @@ int generate(const GenerateOptions& options) {
   // 1. Tune on this machine's GPU.
   std::string no_gpu_reason = "tuning disabled";
   if (o.tune) {
-    tune::OptimizeOptions oo = o.optimize;
+    driver::OptimizeOptions oo = o.optimize;
     oo.results_dir = o.out_dir / "runs";
     oo.arch.clear();  // never compile-only here: without a GPU, fall back instead
     std::filesystem::path run_dir;
     int code = 0;
     try {
-      code = tune::optimize(oo, &run_dir);
+      code = driver::optimize(oo, &run_dir);
     } catch (const NoDeviceError& e) {
       // The full reason (which library, which call) goes to stderr once; the
       // generated files carry the short form.
@@ -395,7 +395,7 @@ int generate(const GenerateOptions& options) {
 
   // 2. The tuning cache.
   std::string other_note, cache_note;
-  if (const run::CacheEntry* e = cache_entry(o, s, cache, {hash, base_hash}, &other_note, &cache_note)) {
+  if (const store::CacheEntry* e = cache_entry(o, s, cache, {hash, base_hash}, &other_note, &cache_note)) {
     copy_cache();
     std::optional<model::DispatchTree> dispatch;
     const std::vector<KernelVariant> variants = cache_variants(*e, o.cache_file.string(), s, &dispatch);

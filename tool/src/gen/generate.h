@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tune/driver.h"
+#include "driver/driver.h"
 #include "spec/spec.h"
 
 namespace kopt::model {
@@ -26,7 +26,7 @@ struct DispatchTree;
 namespace kopt::gen {
 
 struct GenerateOptions {
-  tune::OptimizeOptions optimize;       // spec, overrides, budget, strategy, worker...
+  driver::OptimizeOptions optimize;       // spec, overrides, budget, strategy, worker...
   std::string name;                    // kernel name: file names and the header's namespace
   std::filesystem::path out_dir;
   std::filesystem::path cache_file;    // tuning cache (JSON, committed by users); may be empty
@@ -104,6 +104,6 @@ std::string launch_header(const std::string& name, const std::vector<KernelVaria
 /// (spec::join_variants; spec::split_variants reads such a file back).
 std::string combine_variants(const std::vector<KernelVariant>& variants);
 
-// The tuning cache's reader and writer are run/tuning_cache.h's.
+// The tuning cache's reader and writer are store/tuning_cache.h's.
 
 }  // namespace kopt::gen

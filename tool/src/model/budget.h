@@ -1,7 +1,7 @@
 // The budget of a run: one value from the command line (`--budget`,
 // `--max-iterations`, `--token-budget`; the CMake module's BUDGET through the
 // same parser) to the run driver, whose stop conditions alone enforce it
-// (tune/driver_impl.h). A proposer reads what is left of it through
+// (driver/driver_impl.h). A proposer reads what is left of it through
 // propose::EvaluationService::budget_left(), never a copy of the limits.
 //
 // The text grammar (docs/cli.md, "kopt optimize"):

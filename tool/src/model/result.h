@@ -129,7 +129,7 @@ struct Result {
   static Result from_json(const nlohmann::json& j);
 };
 
-/// Helpers shared by the JSON codecs (model/, eval/protocol.cpp, run/).
+/// Helpers shared by the JSON codecs (model/, eval/protocol.cpp, store/).
 /// Every reader throws kopt::Error("kopt.protocol.001", "<path>: <problem>"),
 /// where path is a JSON path such as "$.cases[2].latency.median_ms".
 namespace json_io {

@@ -1,6 +1,6 @@
 // Shape classes: the performance cases of a workload grouped by their sizes,
 // so that a search can tune each group (deep-K, skinny, mid-size, large...)
-// on its own and a variant per class comes out (tune/, propose/class_search.h).
+// on its own and a variant per class comes out (driver/, propose/class_search.h).
 //
 // The grouping is agglomerative clustering with complete linkage (Sneath and
 // Sokal, "Numerical Taxonomy", 1973; scipy.cluster.hierarchy "complete") in

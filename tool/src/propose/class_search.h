@@ -8,7 +8,7 @@
 // best known there is screened after one probe launch
 // (spec::Candidate::screen_ms). The run driver then re-times every class's
 // best on every performance case and derives a variant per class and the
-// dispatch between them (tune/finalists.cpp, model/dispatch.h).
+// dispatch between them (driver/finalists.cpp, model/dispatch.h).
 // docs/search.md, "Shape classes", describes it for users.
 #pragma once
 

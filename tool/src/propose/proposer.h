@@ -1,5 +1,5 @@
 // What every proposer shares: the Proposer interface that the run driver
-// (tune/driver.h) pulls candidates from, and the EvaluationService through
+// (driver/driver.h) pulls candidates from, and the EvaluationService through
 // which a proposer that needs results before it can go on (the agent's tools)
 // sees the run.
 //
@@ -213,7 +213,7 @@ class Proposer {
   virtual std::optional<int> exit_code() const { return std::nullopt; }
 };
 
-/// A proposer as the driver gets it from the registry (tune/proposers.h).
+/// A proposer as the driver gets it from the registry (driver/proposers.h).
 using ProposerPtr = std::unique_ptr<Proposer>;
 
 }  // namespace kopt::propose

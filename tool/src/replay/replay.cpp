@@ -12,7 +12,7 @@
 #include "search/space.h"
 #include "search/strategy.h"
 #include "spec/spec.h"
-#include "tune/driver.h"
+#include "driver/driver.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -37,7 +37,7 @@ constexpr const char* kTemplate =
 
 /// The spec of a replayed run: the record's parameters and values, no
 /// constraint (the space is the record's), one performance case.
-json replay_spec(const run::RecordedSpace& s) {
+json replay_spec(const store::RecordedSpace& s) {
   json params = json::object();
   for (const spec::TuningParam& p : s.params) params[p.name] = p.values;
   const json launch = {{"grid", {1, 1, 1}}, {"block", {1, 1, 1}}, {"shared_bytes", 0}};
@@ -90,7 +90,7 @@ std::string cell(const std::optional<double>& v, const char* f) { return v ? fmt
 
 }  // namespace
 
-score::Methodology methodology_of(const run::RecordedSpace& s, const score::MethodologyOptions& o) {
+score::Methodology methodology_of(const store::RecordedSpace& s, const score::MethodologyOptions& o) {
   std::vector<double> ok, ok_seconds, failed_seconds;
   size_t failed = 0;
   for (const auto& [c, e] : s.entries) {
@@ -106,7 +106,7 @@ score::Methodology methodology_of(const run::RecordedSpace& s, const score::Meth
   return score::Methodology(std::move(ok), failed, std::move(ok_seconds), std::move(failed_seconds), o);
 }
 
-Replay::Replay(run::RecordedSpace s, const score::MethodologyOptions& o)
+Replay::Replay(store::RecordedSpace s, const score::MethodologyOptions& o)
     : s_(std::move(s)), methodology_(methodology_of(s_, o)), table_(std::make_unique<Table>(s_)) {
   for (const spec::TuningParam& p : s_.params)
     if (!identifier(p.name))
@@ -168,7 +168,7 @@ model::Budget Replay::default_budget() const {
 score::Trace Replay::run(const std::string& strategy, uint64_t seed, const model::Budget& budget,
                          int compile_threads) const {
   score::Trace trace;
-  tune::OptimizeOptions o;
+  driver::OptimizeOptions o;
   o.spec = dir_ / "replay.json";
   o.strategy = strategy == "default" ? "" : strategy;
   o.budget = budget;
@@ -182,14 +182,14 @@ score::Trace Replay::run(const std::string& strategy, uint64_t seed, const model
   o.compile_threads = compile_threads;
   o.workers.command.clear();  // nothing may start a worker
   const Table* table = table_.get();
-  o.runner = [table, &trace](const spec::Spec&) -> std::unique_ptr<tune::Runner> {
+  o.runner = [table, &trace](const spec::Spec&) -> std::unique_ptr<driver::Runner> {
     return std::make_unique<TableRunner>(*table, kCase, trace);
   };
   // The space is the record's: where it holds every point of the parameters'
   // product (a complete sweep), the spec's space already is.
   if (size() < cartesian_size())
     o.space_filter = [table](const std::map<std::string, int64_t>& c) { return table->find(c) != nullptr; };
-  const int code = tune::optimize(o);
+  const int code = driver::optimize(o);
   util::throw_if_interrupted();  // Ctrl-C: the replay stops (exit 130), not just this run
   if (code != 0 && code != 1)  // 1: nothing passed in this run's evaluations
     throw EnvironmentError("kopt.replay.108", "the replayed run of " + (strategy.empty() ? "default" : strategy) +

@@ -1,9 +1,9 @@
-// `kopt replay`: search strategies run over a recorded space (run/recorded.h)
+// `kopt replay`: search strategies run over a recorded space (store/recorded.h)
 // instead of a GPU, and scored (search/score.h): per strategy, over N seeds,
 // the evaluations and simulated seconds to within 5% and 1% of the recorded
 // optimum, and the methodology score of Willemsen et al. (FGCS 2024).
 //
-// A replayed run is a `kopt optimize` run (tune/driver.h): the same driver,
+// A replayed run is a `kopt optimize` run (driver/driver.h): the same driver,
 // proposer, search loop, compile-ahead queue and stop conditions, with the
 // budget counted as on a GPU (evaluations, failed ones included; minutes on
 // the clock of the runner), over the runner of replay/table_runner.h. The
@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/budget.h"
-#include "run/recorded.h"
+#include "store/recorded.h"
 #include "search/score.h"
 
 namespace kopt::replay {
@@ -74,12 +74,12 @@ class Replay {
   /// score (kopt.search.803: fewer than two distinct values), and
   /// SpecError(kopt.replay.106) when a parameter's name cannot be one of
   /// kopt's (not an identifier, the name of a device constant).
-  explicit Replay(run::RecordedSpace s, const search::score::MethodologyOptions& o = {});
+  explicit Replay(store::RecordedSpace s, const search::score::MethodologyOptions& o = {});
   ~Replay();
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 
-  const run::RecordedSpace& recorded() const { return s_; }
+  const store::RecordedSpace& recorded() const { return s_; }
   const search::score::Methodology& methodology() const { return methodology_; }
   size_t size() const { return s_.entries.size(); }
   size_t failed() const { return s_.failed(); }
@@ -114,7 +114,7 @@ class Replay {
   nlohmann::json to_json(const std::vector<StrategyMeasures>& results, const model::Budget& budget) const;
 
  private:
-  run::RecordedSpace s_;
+  store::RecordedSpace s_;
   search::score::Methodology methodology_;
   std::unique_ptr<Table> table_;
   std::filesystem::path dir_;  // the temporary folder: replay.json, replay.cu
@@ -122,7 +122,7 @@ class Replay {
 
 /// The methodology over a recorded space's values and costs. Throws
 /// kopt.search.803 as Methodology does.
-search::score::Methodology methodology_of(const run::RecordedSpace& s,
+search::score::Methodology methodology_of(const store::RecordedSpace& s,
                                           const search::score::MethodologyOptions& o = {});
 
 /// A Markdown table of the measures with a header line about the space: one

@@ -8,7 +8,7 @@
 
 namespace kopt::replay {
 
-Table::Table(const run::RecordedSpace& s) : s_(s) {
+Table::Table(const store::RecordedSpace& s) : s_(s) {
   uint64_t stride = 1;
   for (const spec::TuningParam& p : s_.params) {
     std::unordered_map<int64_t, uint64_t> index;
@@ -36,14 +36,14 @@ std::optional<uint64_t> Table::number(const std::map<std::string, int64_t>& conf
   return k;
 }
 
-const run::RecordedOutcome* Table::find(const std::map<std::string, int64_t>& config) const {
+const store::RecordedOutcome* Table::find(const std::map<std::string, int64_t>& config) const {
   const std::optional<uint64_t> k = number(config);
   if (!k) return nullptr;
   const auto it = entry_.find(*k);
   return it == entry_.end() ? nullptr : &s_.entries[it->second].second;
 }
 
-model::Result replayed_result(const run::RecordedOutcome& o, const std::string& case_name) {
+model::Result replayed_result(const store::RecordedOutcome& o, const std::string& case_name) {
   model::Result r;
   if (!o.ok()) {
     try {
@@ -78,8 +78,8 @@ model::DeviceInfo TableRunner::open() {
   return model::hopper_limits(table_.recorded().device.empty() ? "recorded device" : table_.recorded().device);
 }
 
-const run::RecordedOutcome& TableRunner::outcome(const spec::Candidate& c) const {
-  const run::RecordedOutcome* o = table_.find(c.params);
+const store::RecordedOutcome& TableRunner::outcome(const spec::Candidate& c) const {
+  const store::RecordedOutcome* o = table_.find(c.params);
   if (!o)
     throw std::logic_error("replay: " + c.label + " is not a recorded configuration (the replay's space is the "
                            "record's)");
@@ -88,7 +88,7 @@ const run::RecordedOutcome& TableRunner::outcome(const spec::Candidate& c) const
 
 cuda::CompileResult TableRunner::compile(const spec::Candidate& c) {
   cuda::CompileResult r;
-  const run::RecordedOutcome& o = outcome(c);
+  const store::RecordedOutcome& o = outcome(c);
   r.ok = o.verdict != "compile_error";
   if (!r.ok) {
     r.detail = "recorded: " + o.verdict;
@@ -97,20 +97,20 @@ cuda::CompileResult TableRunner::compile(const spec::Candidate& c) {
   return r;
 }
 
-tune::RunnerSlot TableRunner::slot(size_t) const {
+driver::RunnerSlot TableRunner::slot(size_t) const {
   return {0, "the record", table_.recorded().device, "", ""};
 }
 
 void TableRunner::start(size_t, spec::Candidate c, cuda::CompileResult) { pending_ = std::move(c); }
 
-tune::RunnerDone TableRunner::wait_any() {
-  tune::RunnerDone d;
+driver::RunnerDone TableRunner::wait_any() {
+  driver::RunnerDone d;
   d.slot = 0;
   d.candidate = std::move(*pending_);
   pending_.reset();
   d.sent = now();
   try {
-    const run::RecordedOutcome& o = outcome(d.candidate);
+    const store::RecordedOutcome& o = outcome(d.candidate);
     d.result = replayed_result(o, case_);
     simulated_s_ += o.seconds;
     trace_.push_back({o.ok() ? std::optional<double>(o.ms) : std::nullopt, o.seconds});

@@ -21,7 +21,7 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // Reading spec.json (every reader tolerates a document of the wrong shape;
-// summary.json comes typed, run/summary.h)
+// summary.json comes typed, store/summary.h)
 
 const json& member(const json& j, const char* key) {
   static const json null_json;
@@ -47,7 +47,7 @@ struct PerfCase {
 
 /// The performance cases in the spec's order with their sizes; without a
 /// spec, the specialisation's cases, else the cases the history timed.
-std::vector<PerfCase> performance_cases(const run::Summary& summary, const std::vector<Attempt>& history,
+std::vector<PerfCase> performance_cases(const store::Summary& summary, const std::vector<Attempt>& history,
                                         const json& spec) {
   std::vector<PerfCase> out;
   const json& cases = member(spec, "cases");
@@ -81,7 +81,7 @@ std::optional<double> positive(const std::optional<double>& v) {
 
 /// The winner: the final re-timing's, else the search's best (summary
 /// "best"), else the run's best attempt (model::best_attempt).
-const Attempt* winner_of(const run::Summary& summary, const std::vector<Attempt>& history) {
+const Attempt* winner_of(const store::Summary& summary, const std::vector<Attempt>& history) {
   if (summary.final_best)
     if (const Attempt* a = by_index(history, summary.final_best->index)) return a;
   if (summary.best)
@@ -135,15 +135,15 @@ std::string shape_class(const std::map<std::string, int64_t>& sizes) {
   return kLarge;
 }
 
-ShapeComparison compare_shapes(const run::Summary& summary, const std::vector<Attempt>& history, const json& spec) {
+ShapeComparison compare_shapes(const store::Summary& summary, const std::vector<Attempt>& history, const json& spec) {
   ShapeComparison out;
   const std::vector<PerfCase> cases = performance_cases(summary, history, spec);
-  const run::Specialization* sp = summary.specialization ? &*summary.specialization : nullptr;
+  const store::Specialization* sp = summary.specialization ? &*summary.specialization : nullptr;
   const size_t n_variants = sp ? sp->variants.size() : 0;
   const Attempt* winner = winner_of(summary, history);
-  const run::RetimeEntry* retimed = nullptr;  // the winner's entry of the final re-timing
+  const store::RetimeEntry* retimed = nullptr;  // the winner's entry of the final re-timing
   if (winner && summary.retime)
-    for (const run::RetimeEntry& r : *summary.retime)
+    for (const store::RetimeEntry& r : *summary.retime)
       if (r.index == winner->index) retimed = &r;
 
   // The baseline: one source for every shape, the first that was timed.
@@ -161,7 +161,7 @@ ShapeComparison compare_shapes(const run::Summary& summary, const std::vector<At
     ShapeTiming t;
     t.name = c.name;
     t.sizes = c.sizes;
-    const run::SpecializationCase* sc = nullptr;
+    const store::SpecializationCase* sc = nullptr;
     if (sp)
       if (const auto it = sp->cases.find(c.name); it != sp->cases.end()) sc = &it->second;
     if (t.sizes.empty() && sc && sc->sizes) t.sizes = *sc->sizes;
@@ -506,7 +506,7 @@ std::vector<ProgressPoint> best_so_far(const std::vector<Attempt>& history) {
   return out;
 }
 
-std::vector<LevelLine> progress_levels(const run::Summary& summary) {
+std::vector<LevelLine> progress_levels(const store::Summary& summary) {
   std::vector<LevelLine> out;
   if (const auto v = positive(summary.cublas_geomean_ms)) out.push_back({"cuBLAS", *v});
   if (const auto v = positive(summary.reference_geomean_ms)) out.push_back({"reference", *v});
@@ -665,14 +665,14 @@ std::vector<std::string> size_order(const json& spec, const std::vector<Dispatch
 
 }  // namespace
 
-DispatchTable dispatch_table(const run::Summary& summary, const json& spec) {
+DispatchTable dispatch_table(const store::Summary& summary, const json& spec) {
   DispatchTable t;
   const std::vector<Attempt> no_history;
   const std::vector<PerfCase> cases = performance_cases(summary, no_history, spec);
-  const run::Specialization* sp = summary.specialization ? &*summary.specialization : nullptr;
+  const store::Specialization* sp = summary.specialization ? &*summary.specialization : nullptr;
   if (sp && !sp->variants.empty()) {
     t.source = "summary.json \"specialization\": what kopt generate writes into the launch header";
-    for (const run::SpecializationVariant& v : sp->variants)
+    for (const store::SpecializationVariant& v : sp->variants)
       t.variants.push_back({v.variant, v.index, v.label, model::params_json(v.params), v.file});
     std::vector<std::string> names;
     for (const PerfCase& c : cases) names.push_back(c.name);
@@ -710,7 +710,7 @@ DispatchTable dispatch_table(const run::Summary& summary, const json& spec) {
     }
     std::map<std::string, double> best_ms;
     if (summary.best && summary.best->index == index)
-      for (const run::SummaryCase& c : summary.best->cases)
+      for (const store::SummaryCase& c : summary.best->cases)
         if (const auto ms = positive(c.median_ms)) best_ms[c.name] = *ms;
     for (const PerfCase& c : cases) {
       DispatchShape s;

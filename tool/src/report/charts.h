@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/attempt.h"
-#include "run/summary.h"
+#include "store/summary.h"
 
 namespace kopt::report {
 
@@ -57,7 +57,7 @@ struct ShapeComparison {
 /// the search. Shape classes: the class summary.json records for the case
 /// (`specialization.cases.<name>.class`) when there is one, else
 /// shape_class().
-ShapeComparison compare_shapes(const run::Summary& summary, const std::vector<model::Attempt>& history,
+ShapeComparison compare_shapes(const store::Summary& summary, const std::vector<model::Attempt>& history,
                                const nlohmann::json& spec);
 
 /// The built-in shape class of a GEMM shape (sizes M, N and K, as the SGEMM
@@ -124,7 +124,7 @@ struct LevelLine {
 
 /// The summary's levels worth drawing: cuBLAS, the reference and the
 /// specialised variants' geomeans, when known.
-std::vector<LevelLine> progress_levels(const run::Summary& summary);
+std::vector<LevelLine> progress_levels(const store::Summary& summary);
 
 /// Step line of the best geomean so far (log scale in ms) over evaluation
 /// number, each attempt's geomean as a dot, rejected attempts as grey marks
@@ -165,7 +165,7 @@ struct DispatchTable {
 /// header's C++; a run without a tree picks the variant of the nearest tuned
 /// shape), else the one winning configuration for every shape. The only
 /// reader of that data in the report.
-DispatchTable dispatch_table(const run::Summary& summary, const nlohmann::json& spec);
+DispatchTable dispatch_table(const store::Summary& summary, const nlohmann::json& spec);
 
 /// The table as HTML: the rule, one row per variant with its shapes, and one
 /// row per tuned shape with its variant and timings.

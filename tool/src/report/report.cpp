@@ -174,13 +174,13 @@ struct ShownBest {
   std::string label, kind;
   std::map<std::string, int64_t> params;
   std::optional<double> geomean_ms, speedup_vs_reference, speedup_vs_initial, ratio_to_cublas;
-  const std::vector<run::SummaryCase>* cases = nullptr;  // the search's best only
+  const std::vector<store::SummaryCase>* cases = nullptr;  // the search's best only
 };
 
-std::optional<ShownBest> shown_best(const run::Summary& s, const std::vector<Attempt>& history) {
+std::optional<ShownBest> shown_best(const store::Summary& s, const std::vector<Attempt>& history) {
   ShownBest b;
   if (s.final_best && s.final_best->index) {
-    const run::FinalBest& fb = *s.final_best;
+    const store::FinalBest& fb = *s.final_best;
     b.index = fb.index;
     b.label = fb.label.value_or("");
     b.params = fb.params.value_or(std::map<std::string, int64_t>{});
@@ -206,14 +206,14 @@ std::optional<ShownBest> shown_best(const run::Summary& s, const std::vector<Att
 
 /// The summary section: cards, the table of the best attempt, its per-case
 /// timings, and the summary's other documents.
-void summary_section(std::ostringstream& o, const run::Summary& s, const std::optional<ShownBest>& best,
+void summary_section(std::ostringstream& o, const store::Summary& s, const std::optional<ShownBest>& best,
                      const std::vector<Attempt>& history) {
   o << "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"cards\">\n";
   const ShownBest none;
   const ShownBest& b = best ? *best : none;
   const std::optional<double> sref = b.speedup_vs_reference, sini = b.speedup_vs_initial, bgeo = b.geomean_ms,
                               bratio = b.ratio_to_cublas;
-  const run::Specialization* sp = s.specialization ? &*s.specialization : nullptr;
+  const store::Specialization* sp = s.specialization ? &*s.specialization : nullptr;
   auto card = [&](const std::string& big, const std::string& small) {
     o << "<div class=\"card\"><div class=\"big\">" << esc(big) << "</div><div class=\"small\">" << esc(small)
       << "</div></div>\n";
@@ -276,7 +276,7 @@ void summary_section(std::ostringstream& o, const run::Summary& s, const std::op
          "<th data-type=\"num\">min ms</th><th data-type=\"num\">max ms</th><th data-type=\"num\">stddev ms</th>"
          "<th data-type=\"num\">samples</th><th data-type=\"num\">reference median ms</th>"
          "<th data-type=\"num\">speedup</th></tr></thead>\n<tbody>\n";
-    for (const run::SummaryCase& c : *best->cases) {
+    for (const store::SummaryCase& c : *best->cases) {
       o << "<tr><td class=\"name\">" << esc(c.name) << "</td>";
       for (const auto& v : {c.median_ms, c.mean_ms, c.min_ms, c.max_ms, c.stddev_ms}) {
         const auto x = shown(v);
@@ -296,7 +296,7 @@ void summary_section(std::ostringstream& o, const run::Summary& s, const std::op
   // budget...): plain values in a table; documents (budget, final_best,
   // retime, specialization...) as raw JSON, collapsed.
   const json doc = s.to_json();
-  const auto& std_keys = run::Summary::store_keys();
+  const auto& std_keys = store::Summary::store_keys();
   std::vector<std::pair<std::string, const json*>> extra;
   for (const auto& [k, v] : doc.items())
     if (std::find(std_keys.begin(), std_keys.end(), k) == std_keys.end()) extra.emplace_back(k, &v);
@@ -338,10 +338,10 @@ std::vector<std::string> case_names(const json& spec, const std::vector<Attempt>
 }
 
 /// Accuracy against the FP64 oracle: per kernel the run ships, per case, its
-/// errors beside cuBLAS FP32's on the same inputs (run::accuracy_of of the
+/// errors beside cuBLAS FP32's on the same inputs (store::accuracy_of of the
 /// history; the summary's "accuracy" for a run folder without one).
-void accuracy_section(std::ostringstream& o, const run::Summary& s, const std::vector<Attempt>& history) {
-  std::optional<run::Accuracy> acc = run::accuracy_of(s, history);
+void accuracy_section(std::ostringstream& o, const store::Summary& s, const std::vector<Attempt>& history) {
+  std::optional<store::Accuracy> acc = store::accuracy_of(s, history);
   if (!acc) acc = s.accuracy;
   if (!acc || acc->kernels.empty()) return;
   o << "<section id=\"accuracy\">\n<h2>Accuracy against the FP64 oracle</h2>\n<p class=\"muted\">Per case, each "
@@ -362,7 +362,7 @@ void accuracy_section(std::ostringstream& o, const run::Summary& s, const std::v
   };
   auto err_td = [](const std::optional<double>& v) { return num_td(v, v ? fmt(*v, "%.3g") : ""); };
   const bool variants = acc->kernels.size() > 1;
-  for (const run::AccuracyKernel& k : acc->kernels) {
+  for (const store::AccuracyKernel& k : acc->kernels) {
     const std::string who = (k.index ? "#" + std::to_string(*k.index) + " " : std::string()) + k.label;
     if (variants) {
       o << "<details class=\"variant\"" << (k.variant == 0 ? " open" : "") << "><summary>Variant " << k.variant << ": "
@@ -376,7 +376,7 @@ void accuracy_section(std::ostringstream& o, const run::Summary& s, const std::v
          "<th data-type=\"num\">max</th><th data-type=\"num\">cuBLAS max</th><th data-type=\"num\">ratio</th>"
          "<th data-type=\"num\">RMS</th><th data-type=\"num\">cuBLAS RMS</th><th data-type=\"num\">ratio</th>"
          "</tr></thead>\n<tbody>\n";
-    for (const run::AccuracyCase& c : k.cases)
+    for (const store::AccuracyCase& c : k.cases)
       o << "<tr><td class=\"name\">" << esc(c.name) << "</td><td>" << esc(c.role) << "</td>" << err_td(c.rel_error_max)
         << err_td(c.cublas_rel_error_max) << ratio_td(c.rel_error_max, c.cublas_rel_error_max) << err_td(c.rel_error_rms)
         << err_td(c.cublas_rel_error_rms) << ratio_td(c.rel_error_rms, c.cublas_rel_error_rms) << "</tr>\n";
@@ -424,7 +424,7 @@ void history_section(std::ostringstream& o, const std::vector<Attempt>& history,
 
 }  // namespace
 
-std::string report_html(const run::Summary& s, const std::vector<Attempt>& history,
+std::string report_html(const store::Summary& s, const std::vector<Attempt>& history,
                         const std::string& heatmap, const std::string& best_source, const json& spec) {
   const std::optional<ShownBest> best = shown_best(s, history);
   const std::string workload = s.workload.empty() ? "(unnamed workload)" : s.workload;
@@ -455,7 +455,7 @@ std::string report_html(const run::Summary& s, const std::vector<Attempt>& histo
     o << "<p class=\"simulated\" id=\"simulated\">" << esc(model::kSimulatedNote)
       << ". The GPU was a stand-in (tests/fake_worker) that answers the worker protocol without running the "
          "kernels: every latency, speedup and error below is invented, and shows only how the report looks.</p>\n";
-  const bool accuracy = run::accuracy_of(s, history) || (s.accuracy && !s.accuracy->kernels.empty());
+  const bool accuracy = store::accuracy_of(s, history) || (s.accuracy && !s.accuracy->kernels.empty());
   o << "<nav><a href=\"#summary\">Summary</a>" << (accuracy ? "<a href=\"#accuracy\">Accuracy</a>" : "")
     << "<a href=\"#shapes\">Per shape</a>"
        "<a href=\"#progress\">Progress</a><a href=\"#dispatch\">Dispatch</a><a href=\"#heatmap\">Heatmap</a>"
@@ -527,7 +527,7 @@ namespace {
 
 /// The run folder's spec.json (the performance cases and their sizes), null
 /// when it is missing or damaged; `note`, when given, says why it is null.
-json run_spec(const run::RunStore& store, std::string* note = nullptr) {
+json run_spec(const store::RunStore& store, std::string* note = nullptr) {
   std::error_code ec;
   if (!stdfs::is_regular_file(store.dir() / "spec.json", ec)) return nullptr;
   try {
@@ -540,7 +540,7 @@ json run_spec(const run::RunStore& store, std::string* note = nullptr) {
 
 }  // namespace
 
-std::vector<std::string> performance_cases(const run::RunStore& store) {
+std::vector<std::string> performance_cases(const store::RunStore& store) {
   return case_names(run_spec(store), store.history());
 }
 
@@ -553,18 +553,18 @@ namespace {
 /// damaged one as far as it reads (ReadMode::tolerant); one that is missing
 /// or no JSON rebuilt from the history. Says in `notes` what it did not
 /// show as written.
-run::Summary summary_to_show(const run::RunStore& store, std::vector<std::string>& notes) {
+store::Summary summary_to_show(const store::RunStore& store, std::vector<std::string>& notes) {
   const stdfs::path file = store.dir() / "summary.json";
-  std::optional<run::Summary> summary;
+  std::optional<store::Summary> summary;
   std::error_code ec;
   if (!stdfs::exists(file, ec)) {
     notes.push_back(fs::display(file) + " is missing (the run did not finish): the report is made from history.json");
   } else {
     try {
-      summary = store.read_summary(run::ReadMode::strict);
+      summary = store.read_summary(store::ReadMode::strict);
     } catch (const std::exception& e) {
       try {
-        summary = store.read_summary(run::ReadMode::tolerant);
+        summary = store.read_summary(store::ReadMode::tolerant);
         notes.push_back(std::string(e.what()) + "; the report shows the rest of it");
       } catch (const std::exception& e2) {
         notes.push_back(std::string(e2.what()) + "; the report is made from history.json");
@@ -584,10 +584,10 @@ run::Summary summary_to_show(const run::RunStore& store, std::vector<std::string
 
 }  // namespace
 
-WrittenReports write_reports(const run::RunStore& store, const std::vector<std::string>& performance_cases,
+WrittenReports write_reports(const store::RunStore& store, const std::vector<std::string>& performance_cases,
                              const stdfs::path& html_file) {
   WrittenReports w;
-  const run::Summary summary = summary_to_show(store, w.notes);
+  const store::Summary summary = summary_to_show(store, w.notes);
   // spec.json: the performance cases' sizes (charts, dispatch table); the
   // report does without when it is missing or damaged.
   std::string spec_note;

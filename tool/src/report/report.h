@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run/store.h"
+#include "store/store.h"
 
 namespace kopt::report {
 
@@ -29,9 +29,9 @@ std::string heatmap_svg(const std::vector<model::Attempt>& history,
 /// is_simulated of summary "gpu": the timings are made up); summary table
 /// (best candidate, geomean, speedups, counts by verdict, GPU; the summary's
 /// other documents as raw JSON in collapsed <details>; `summary` read with
-/// run::ReadMode::tolerant shows what reads of a damaged file); the shipped
+/// store::ReadMode::tolerant shows what reads of a damaged file); the shipped
 /// kernels' errors against the FP64 oracle beside cuBLAS FP32's per case
-/// (run::accuracy_of), when measured; charts of the tuned kernel against
+/// (store::accuracy_of), when measured; charts of the tuned kernel against
 /// cuBLAS per shape class and per shape on one axis and of the best geomean
 /// so far (report/charts.h), the launch header's dispatch table, the heatmap
 /// (inlined SVG), the best kernel's source, and the full history as a table
@@ -39,14 +39,14 @@ std::string heatmap_svg(const std::vector<model::Attempt>& history,
 /// resources). Tables fit the page from 800 px wide; charts scale down to it.
 /// `spec` is the run's spec.json (the performance cases' sizes); null does
 /// without.
-std::string report_html(const run::Summary& summary, const std::vector<model::Attempt>& history,
+std::string report_html(const store::Summary& summary, const std::vector<model::Attempt>& history,
                         const std::string& heatmap, const std::string& best_source,
                         const nlohmann::json& spec = nullptr);
 
 /// The performance cases of a run folder, in order: spec.json's (role
 /// "performance"; none when it is missing or damaged), then any other case
 /// the history timed.
-std::vector<std::string> performance_cases(const run::RunStore& store);
+std::vector<std::string> performance_cases(const store::RunStore& store);
 
 /// What write_reports wrote, and what it could not show as the run folder has it.
 struct WrittenReports {
@@ -64,7 +64,7 @@ struct WrittenReports {
 /// the store's folder, so it also serves a run folder copied from another
 /// machine (`kopt report`). Throws kopt::Error (kopt.io.*) when a file cannot
 /// be written.
-WrittenReports write_reports(const run::RunStore& store, const std::vector<std::string>& performance_cases,
+WrittenReports write_reports(const store::RunStore& store, const std::vector<std::string>& performance_cases,
                              const std::filesystem::path& html_file = {});
 
 }  // namespace kopt::report

@@ -21,7 +21,7 @@ struct Candidate {
   std::optional<Launch> launch;     // empty: annotations, else spec.initial, else spec.launch
   std::vector<std::string> options;       // extra NVRTC options
   std::map<std::string, int64_t> params;  // tuning parameters: -D defines and expression names
-  /// Shape-class search (tune/classes.h): non-empty, only these performance
+  /// Shape-class search (driver/classes.h): non-empty, only these performance
   /// cases are checked and timed; correctness cases always are.
   std::vector<std::string> performance_cases;
   /// Screening: performance case -> a limit (ms). The case's probe launch

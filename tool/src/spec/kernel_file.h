@@ -26,7 +26,7 @@
 // Plain text in, plain text out: nothing here reads the run folder, the
 // device or the compiler (spec may use util and model; this uses util).
 // The callers fill in what only they know: the run folder the header's
-// values (run/store), gen the variants to join, the agent the launch it
+// values (store/store), gen the variants to join, the agent the launch it
 // evaluated a candidate with.
 #pragma once
 

@@ -261,7 +261,7 @@ struct Tuning {
   /// search (propose/class_search.h) evaluates them first in every class.
   /// One that breaks a constraint on the GPU at hand is reported and skipped.
   /// They change the search's order only, not the workload: the spec's
-  /// fingerprint leaves them out (run/fingerprint.h).
+  /// fingerprint leaves them out (store/fingerprint.h).
   std::vector<std::map<std::string, int64_t>> seeds;
 };
 

@@ -12,7 +12,7 @@
 // checks after flock that the file it locked is still the one at the path,
 // so removing them never lets two processes hold one lock).
 //
-// Users: the run folder's lock (run/store.h: one writer per run folder) and
+// Users: the run folder's lock (store/store.h: one writer per run folder) and
 // the per-device timing lock (DeviceLock below: one process measuring on a
 // GPU at a time).
 #pragma once

@@ -1,9 +1,9 @@
-// The run driver's phases (internal to tune/; tune/driver.h is the interface).
+// The run driver's phases (internal to driver/; driver/driver.h is the interface).
 // One Driver runs one optimization: set-up (setup.cpp), the initial kernel and
 // the baseline (initial.cpp), the compile-ahead pipeline (pipeline.cpp), the
 // finalists' re-timing and the shape variants (finalists.cpp), and the
 // summary, best.cu and reports (finish.cpp). It is the EvaluationService its
-// proposer sees. Every evaluation goes through its Runner (tune/runner.h);
+// proposer sees. Every evaluation goes through its Runner (driver/runner.h);
 // the budget is enforced by its stop conditions alone (make_stop()).
 #pragma once
 
@@ -20,12 +20,12 @@
 #include "eval/evaluator.h"
 #include "model/dispatch.h"
 #include "propose/proposer.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "search/strategy.h"
-#include "tune/driver.h"
-#include "tune/runner.h"
+#include "driver/driver.h"
+#include "driver/runner.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 using Clock = std::chrono::steady_clock;
 
@@ -50,7 +50,7 @@ struct PipelineStats {
   int withdrawn = 0;  // compiled, then withdrawn by the proposer before the GPU (Proposer::before_start)
   /// Configurations left out before compiling, over the device's limits
   /// (filtered_before_compile in proposers.h); nullopt when none could be.
-  std::optional<run::TunerStats::Filtered> filtered;
+  std::optional<store::TunerStats::Filtered> filtered;
   double compile_wait_ms = 0;
   double check_ms = 0, timing_ms = 0;  // worker wall time checking / in the timed loops
   double host_gap_ms = 0, worker_other_ms = 0;
@@ -65,7 +65,7 @@ struct PipelineStats {
   std::vector<Device> devices;
 
   /// summary.json "tuner".
-  run::TunerStats record() const;
+  store::TunerStats record() const;
 };
 
 /// The ranked finalists and what is known of each, in rank order: the
@@ -86,8 +86,8 @@ struct FinalistTable {
 struct Finalists {
   const model::Attempt* winner = nullptr;
   std::vector<const model::Attempt*> variants;  // variant 0 = winner (only with specialisation)
-  std::vector<run::RetimeEntry> retime;
-  std::optional<run::Specialization> specialization;  // unset without variants
+  std::vector<store::RetimeEntry> retime;
+  std::optional<store::Specialization> specialization;  // unset without variants
   /// Shape classes: the winner's re-timed geomean over every performance
   /// case (its search geomean covers its class's cases alone).
   std::optional<double> winner_all_cases_ms;
@@ -195,14 +195,14 @@ class Driver final : public propose::EvaluationService {
   const Clock::time_point t_start_ = Clock::now();
   Clock::time_point budget_since_ = t_start_;  // a drafting run: the drafting's start
 
-  /// Every evaluation's way to a GPU (tune/runner.h): the workers of the
+  /// Every evaluation's way to a GPU (driver/runner.h): the workers of the
   /// worker plan; the initial kernel, the baseline, the finalists'
   /// re-timing and profiles on its primary slot.
   std::unique_ptr<Runner> runner_;
   std::optional<model::DeviceInfo> device_;
   std::string arch_, no_device_;
-  run::RunLock run_lock_;  // --resume: taken first, handed to store_ by open_store()
-  std::optional<run::RunStore> store_;
+  store::RunLock run_lock_;  // --resume: taken first, handed to store_ by open_store()
+  std::optional<store::RunStore> store_;
   /// Guards stop_ between the driver's thread (updates) and a proposer's
   /// (budget_left(), the agent's conversation).
   mutable std::mutex stop_mu_;
@@ -216,4 +216,4 @@ class Driver final : public propose::EvaluationService {
   PipelineStats stats_;
 };
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

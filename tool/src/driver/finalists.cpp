@@ -12,11 +12,11 @@
 
 #include "model/dispatch.h"
 #include "search/space.h"
-#include "tune/dispatch_launches.h"
-#include "tune/driver_impl.h"
+#include "driver/dispatch_launches.h"
+#include "driver/driver_impl.h"
 #include "util/interrupt.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 namespace {
 
 using model::Attempt;
@@ -106,12 +106,12 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
 /// (`winner_ms`), every variant's medians, the tree, and the geomeans
 /// weighted by the cases' weights (spec::Case::weight) when every latency is
 /// known.
-run::Specialization specialization_record(const std::vector<std::string>& perf_cases, const model::DispatchTree& tree,
+store::Specialization specialization_record(const std::vector<std::string>& perf_cases, const model::DispatchTree& tree,
                                           const std::vector<model::DispatchSample>& samples,
                                           const std::map<std::string, const spec::Case*>& case_of,
                                           const std::map<std::string, double>& winner_ms,
                                           const std::vector<const Attempt*>& variants, double threshold) {
-  run::Specialization sp;
+  store::Specialization sp;
   sp.threshold = threshold;
   std::vector<double> single, special, weights;
   auto finite_or_null = [](double x) { return std::isfinite(x) ? std::optional<double>(x) : std::nullopt; };
@@ -122,7 +122,7 @@ run::Specialization specialization_record(const std::vector<std::string>& perf_c
     const auto found = case_of.find(name);
     const spec::Case* sc = found == case_of.end() ? nullptr : found->second;
     const double single_ms = winner_ms.count(name) ? winner_ms.at(name) : INFINITY;
-    run::SpecializationCase& chosen = sp.cases[name];
+    store::SpecializationCase& chosen = sp.cases[name];
     chosen.variant = v;
     chosen.median_ms = finite_or_null(ms);
     chosen.single_median_ms = finite_or_null(single_ms);
@@ -230,7 +230,7 @@ Finalists Driver::choose_finalists() {
     // re-timing, or an interrupted one), was never checked on the others:
     // it cannot be a variant.
     std::set<std::string> retimed;
-    for (const run::RetimeEntry& e : f.retime)
+    for (const store::RetimeEntry& e : f.retime)
       if (!e.failed_recheck && e.median_ms) retimed.insert(e.label);
     for (size_t i = 0; i < n; ++i)
       if (!retimed.count(t.ranked[i]->label) && timed_cases_key(*t.ranked[i]) != all_cases) t.failed[i] = true;
@@ -308,7 +308,7 @@ void Driver::retime_finalists(FinalistTable& t, int rounds, Finalists& f) {
   f.winner = nullptr;  // only a candidate that passed its re-checks can win
   for (size_t i = 0; i < n; ++i) {
     const double median = median_of(g[i]);
-    run::RetimeEntry e;
+    store::RetimeEntry e;
     e.index = t.ranked[i]->index;
     e.label = t.ranked[i]->label;
     e.geomeans_ms = g[i];
@@ -381,4 +381,4 @@ void Driver::specialize_finalists(const FinalistTable& t, Finalists& f) const {
       specialization_record(perf_cases, tree, samples, case_of, t.case_ms[w], f.variants, o_.specialize_threshold);
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -1,7 +1,7 @@
 // Typed reads shared by the readers of the run folder's records (run.json,
 // summary.json, the tuning cache): on top of JsonAt (util/json_read.h), whose
 // errors (SpecError kopt.json.005) name the file, the JSON path and what was
-// expected. Internal to run/.
+// expected. Internal to store/.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include "model/attempt.h"
 #include "util/json_read.h"
 
-namespace kopt::run::record_json {
+namespace kopt::store::record_json {
 
 constexpr double kLowest = std::numeric_limits<double>::lowest();
 
@@ -37,4 +37,4 @@ model::AttemptKind attempt_kind(const JsonAt& v);
 /// An integer from 0 to 2^64 - 1.
 uint64_t unsigned_integer(const JsonAt& v);
 
-}  // namespace kopt::run::record_json
+}  // namespace kopt::store::record_json

@@ -1,12 +1,12 @@
-#include "tune/driver.h"
+#include "driver/driver.h"
 
 #include <iostream>
 
-#include "tune/driver_impl.h"
-#include "tune/proposers.h"
+#include "driver/driver_impl.h"
+#include "driver/proposers.h"
 #include "util/interrupt.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* run_dir);  // draft.cpp
 
@@ -16,7 +16,7 @@ int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir) {
       "stopping after the candidate in flight; summary.json and the report will be written for what is recorded");
   OptimizeOptions o = options;
   if (o.spec.empty() && !o.resume.empty()) {
-    run::RunStore::read_info(o.resume);  // not a run folder: say so, rather than that spec.json is missing
+    store::RunStore::read_info(o.resume);  // not a run folder: say so, rather than that spec.json is missing
     o.spec = o.resume / "spec.json";
   }
   if (o.spec.empty() && is_agent(o)) return optimize_from_description(o, run_dir);
@@ -30,4 +30,4 @@ int optimize(const OptimizeOptions& options, std::filesystem::path* run_dir) {
   return driver.run(run_dir);
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

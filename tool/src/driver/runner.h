@@ -1,4 +1,4 @@
-// Where a run's evaluations happen: the run driver (tune/driver_impl.h)
+// Where a run's evaluations happen: the run driver (driver/driver_impl.h)
 // sends every evaluation through one Runner, whatever the proposer, as
 // Kernel Tuner splits its runners (a GPU, or the simulation of a recorded
 // cache) from its strategies. Today's runner is the GPU worker pool
@@ -30,7 +30,7 @@
 #include "spec/candidate.h"
 #include "spec/spec.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 /// One slot of a runner, as the driver reports it (summary.json "tuner" "devices").
 struct RunnerSlot {
@@ -108,4 +108,4 @@ class Runner {
 std::unique_ptr<Runner> make_worker_runner(const spec::Spec& spec, const eval::EvaluatorOptions& base,
                                            const model::WorkerPlan& plan);
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -5,12 +5,12 @@
 #include <sstream>
 #include <thread>
 
-#include "run/fingerprint.h"
+#include "store/fingerprint.h"
 #include "search/device_constants.h"
 #include "spec/annotations.h"
 #include "spec/capture.h"
 #include "spec/kernel_file.h"
-#include "tune/driver_impl.h"
+#include "driver/driver_impl.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -18,7 +18,7 @@
 #include "util/text.h"
 #include "util/thread_pool.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 std::string fmt(double v, int precision) {
   std::ostringstream ss;
@@ -155,7 +155,7 @@ eval::EvaluatorOptions evaluator_options(const OptimizeOptions& o) {
 Driver::Driver(const OptimizeOptions& o, spec::Spec spec, propose::Proposer& proposer)
     : o_(o), spec_(std::move(spec)), proposer_(proposer) {
   // Before any other work: a run folder that another process writes is refused now.
-  if (!o_.resume.empty()) run_lock_ = run::RunLock::acquire(o_.resume);
+  if (!o_.resume.empty()) run_lock_ = store::RunLock::acquire(o_.resume);
   initial_ = initial_candidate(spec_);
 }
 
@@ -232,9 +232,9 @@ nlohmann::json Driver::profile(const spec::Candidate& candidate, const std::stri
 
 void Driver::open_store(std::filesystem::path* run_dir) {
   if (!o_.resume.empty()) {
-    if (!run_lock_.held()) run_lock_ = run::RunLock::acquire(o_.resume);
+    if (!run_lock_.held()) run_lock_ = store::RunLock::acquire(o_.resume);
     try {
-      store_ = run::RunStore::open(o_.resume, run::spec_fingerprint(spec_), std::move(run_lock_));
+      store_ = store::RunStore::open(o_.resume, store::spec_fingerprint(spec_), std::move(run_lock_));
     } catch (const UsageError& e) {
       // Resumed with the run's own spec.json: what changed is a file it names.
       std::error_code ec;
@@ -245,15 +245,15 @@ void Driver::open_store(std::filesystem::path* run_dir) {
                                            "the file, or start a new run with --spec");
     }
   } else if (o_.in_memory) {
-    run::RunInfo info;
+    store::RunInfo info;
     info.strategy = proposer_.name();
     info.seed = o_.seed;
     info.budget = proposer_.budget_json(o_.budget);
-    store_ = run::RunStore::in_memory(spec::to_json(spec_), info);
+    store_ = store::RunStore::in_memory(spec::to_json(spec_), info);
     return;
   } else {
-    run::RunInfo info;
-    info.spec_hash = run::spec_fingerprint(spec_);
+    store::RunInfo info;
+    info.spec_hash = store::spec_fingerprint(spec_);
     info.strategy = proposer_.name();
     info.seed = o_.seed;
     info.budget = proposer_.budget_json(o_.budget);
@@ -261,7 +261,7 @@ void Driver::open_store(std::filesystem::path* run_dir) {
     info.screen_factor = o_.screen_factor;
     info.tool_version = KOPT_VERSION;
     const nlohmann::json device_json = device_ ? device_->to_json() : nlohmann::json{{"arch", arch_}};
-    store_ = run::RunStore::create(o_.results_dir, spec::to_json(spec_), device_json, info);
+    store_ = store::RunStore::create(o_.results_dir, spec::to_json(spec_), device_json, info);
   }
   if (!o_.quiet) std::cerr << "kopt: run folder " << store_->dir().string() << "\n";
   if (!o_.quiet && !o_.resume_note.empty()) std::cerr << "kopt: " << o_.resume_note << "\n";
@@ -334,4 +334,4 @@ std::vector<std::string> Driver::performance_case_names() const {
   return names;
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

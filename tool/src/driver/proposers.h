@@ -8,10 +8,10 @@
 
 
 #include "propose/proposer.h"
-#include "run/summary.h"
-#include "tune/driver.h"
+#include "store/summary.h"
+#include "driver/driver.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 /// The proposer for options.strategy (empty: the parameter search with the
 /// default strategy for the space's size). Checks what the proposer needs of
@@ -42,10 +42,10 @@ std::vector<spec::Expr> template_limit_constraints(const spec::Spec& spec, const
 /// ("kopt: 180 configurations left out before compiling, over the device's
 /// limits (...); 234 remain"). nullopt without a template, without any
 /// device-limit constraint, or when the space is too large to count.
-std::optional<run::TunerStats::Filtered> filtered_before_compile(const spec::Spec& spec,
+std::optional<store::TunerStats::Filtered> filtered_before_compile(const spec::Spec& spec,
                                                                  const spec::Bindings& constants, bool quiet);
 
 /// Every name --strategy takes (the search strategies and the agent proposers).
 std::vector<std::string> proposer_names();
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -1,4 +1,4 @@
-#include "run/interop.h"
+#include "store/interop.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "model/attempt.h"
-#include "run/store.h"
+#include "store/store.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_read.h"
@@ -18,7 +18,7 @@
 // t4_invalidity switches over every verdict: a new one is a compile error here.
 #pragma GCC diagnostic error "-Wswitch"
 
-namespace kopt::run {
+namespace kopt::store {
 
 using nlohmann::json;
 namespace stdfs = std::filesystem;
@@ -410,4 +410,4 @@ WarmStart read_warm_start(const stdfs::path& file) {
   return w;
 }
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -38,10 +38,10 @@
 #include <nlohmann/json.hpp>
 
 #include "model/attempt.h"
-#include "run/summary.h"
+#include "store/summary.h"
 #include "util/lock.h"
 
-namespace kopt::run {
+namespace kopt::store {
 
 constexpr int kFormatVersion = 1;
 
@@ -54,7 +54,7 @@ using model::Attempt;
 /// every opener. Its reader and writer are RunStore's (store.cpp);
 /// docs/schemas/run.schema.json is its schema.
 struct RunInfo {
-  std::string spec_hash;   // identity of the workload (run::spec_fingerprint); empty: hash of spec.json
+  std::string spec_hash;   // identity of the workload (store::spec_fingerprint); empty: hash of spec.json
   /// RunStore::hash_spec of spec.json as written, which guards it against
   /// edits; empty in older runs (spec_hash serves then). Set by the store.
   std::string spec_file_hash;
@@ -101,7 +101,7 @@ class RunStore {
   /// EnvironmentError(kopt.run.9xx).
   static RunStore create(const std::filesystem::path& results_dir, const nlohmann::json& spec_json,
                          const nlohmann::json& device_json, RunInfo info);
-  /// A run kept in memory, with no folder (a replay's run: tune::OptimizeOptions::in_memory):
+  /// A run kept in memory, with no folder (a replay's run: driver::OptimizeOptions::in_memory):
   /// record() keeps the attempts in history() and writes nothing; dir() is empty,
   /// and nothing may be written (write_summary, write_best throw std::logic_error).
   static RunStore in_memory(const nlohmann::json& spec_json, RunInfo info);
@@ -167,21 +167,21 @@ class RunStore {
   /// speedup_vs_initial), reference_geomean_ms, initial_geomean_ms (null
   /// when unknown), counts (every verdict name -> number of attempts; a
   /// compile-only run's "compiled" only when there is one), attempts (history
-  /// size), accuracy (run::accuracy_of: the best's errors beside cuBLAS's,
-  /// when measured). The caller sets the rest (the run driver: tune/finish.cpp).
+  /// size), accuracy (store::accuracy_of: the best's errors beside cuBLAS's,
+  /// when measured). The caller sets the rest (the run driver: driver/finish.cpp).
   Summary summary() const;
   /// summary() with `extra`'s keys set as Summary::merge sets them (its keys
   /// win; SpecError for a value of the wrong type).
   Summary summary(const nlohmann::json& extra) const;
 
   /// Writes summary.json (atomically), with "accuracy" derived again for the
-  /// kernels `s` names (run::accuracy_of: the variants, final_best or best).
+  /// kernels `s` names (store::accuracy_of: the variants, final_best or best).
   void write_summary(const Summary& s) const;
   /// Writes summary(extra).
   void write_summary(const nlohmann::json& extra) const;
   void write_summary() const { write_summary(summary()); }
 
-  /// Reads this run folder's summary.json (run::read_summary).
+  /// Reads this run folder's summary.json (store::read_summary).
   Summary read_summary(ReadMode mode) const;
 
   /// Replaces spec.json by `spec_json` (a drafted workload whose files moved
@@ -228,4 +228,4 @@ class RunStore {
   bool memory_ = false;  // in_memory(): no folder, nothing written
 };
 
-}  // namespace kopt::run
+}  // namespace kopt::store

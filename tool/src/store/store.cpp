@@ -1,4 +1,4 @@
-#include "run/store.h"
+#include "store/store.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "run/record_json.h"
+#include "store/record_json.h"
 #include "spec/kernel_file.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -28,7 +28,7 @@
 // The verdict counts switch over every verdict: a new one is a compile error here.
 #pragma GCC diagnostic error "-Wswitch"
 
-namespace kopt::run {
+namespace kopt::store {
 
 namespace stdfs = std::filesystem;
 using nlohmann::json;
@@ -379,7 +379,7 @@ RunStore RunStore::create(const stdfs::path& results_dir, const json& spec_json,
   RunStore s;
   s.dir_ = dir;
   s.lock_ = RunLock::acquire_new(dir);  // before anything is written into it
-  // The caller may identify the workload its own way (run::spec_fingerprint,
+  // The caller may identify the workload its own way (store::spec_fingerprint,
   // which hashes file contents, not paths); spec.json is guarded separately.
   const std::string spec_file_hash = hash_spec(spec_json);
   if (info.spec_hash.empty()) info.spec_hash = spec_file_hash;
@@ -662,12 +662,12 @@ void RunStore::write_summary(const Summary& s) const {
   // final_best and the variants after RunStore::summary()).
   Summary out = s;
   out.accuracy = accuracy_of(out, history_);
-  run::write_summary(dir_ / kSummaryJson, out);
+  store::write_summary(dir_ / kSummaryJson, out);
 }
 
 void RunStore::write_summary(const json& extra) const { write_summary(summary(extra)); }
 
-Summary RunStore::read_summary(ReadMode mode) const { return run::read_summary(dir_ / kSummaryJson, mode); }
+Summary RunStore::read_summary(ReadMode mode) const { return store::read_summary(dir_ / kSummaryJson, mode); }
 
 void RunStore::replace_spec(const json& spec_json) {
   if (!history_.empty())
@@ -751,4 +751,4 @@ void RunStore::write_best(const Attempt& attempt, const std::string& entry,
   fs::write_file_atomic(out, spec::self_contained_kernel_file(k));
 }
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -1,4 +1,4 @@
-#include "tune/proposers.h"
+#include "driver/proposers.h"
 
 #include <algorithm>
 #include <iostream>
@@ -9,14 +9,14 @@
 #include "model/shape_classes.h"
 #include "propose/class_search.h"
 #include "propose/search_proposer.h"
-#include "run/interop.h"
-#include "run/store.h"
+#include "store/interop.h"
+#include "store/store.h"
 #include "search/device_constants.h"
 #include "search/strategy.h"
 #include "util/error.h"
 #include "util/fs.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 namespace {
 
 /// The search's seed report, on stderr.
@@ -26,14 +26,14 @@ void note_on_stderr(const std::string& line) { std::cerr << "kopt: " << line << 
 /// be tried (recorded as failed, a value that is no integer) comes along with
 /// its reason, to be counted in the report.
 void add_warm_start(const OptimizeOptions& o, propose::SearchProposerOptions& so) {
-  const run::WarmStart w = run::read_warm_start(o.warm_start);
+  const store::WarmStart w = store::read_warm_start(o.warm_start);
   std::string about = w.format;
   if (!w.kernel.empty()) about += " of kernel '" + w.kernel + "'";
   if (!w.device.empty()) about += " on '" + w.device + "'";
   about += ", " + std::to_string(w.entries.size()) + " entries";
   so.seeds_from = "--warm-start " + fs::display(o.warm_start);
   so.seeds_about = about;
-  for (const run::WarmStartEntry& e : w.entries) {
+  for (const store::WarmStartEntry& e : w.entries) {
     propose::Seed s;
     s.config = e.config;
     s.origin = e.path;
@@ -101,7 +101,7 @@ void check_budget(const model::Budget& b, bool agent, const std::string& strateg
 /// the same cases (the spec is the run's: kopt.run.902).
 void check_resumed_grouping(const OptimizeOptions& o, const std::vector<model::ShapePoint>& points,
                             const std::vector<std::string>& size_names, int classes) {
-  const run::RunInfo info = run::RunStore::read_info(o.resume);
+  const store::RunInfo info = store::RunStore::read_info(o.resume);
   if (!info.shape_classes) return;  // a run from before the option was recorded
   const int64_t recorded = *info.shape_classes;
   auto members = [&](int64_t n) {
@@ -205,7 +205,7 @@ std::vector<spec::Expr> template_limit_constraints(const spec::Spec& s, const sp
   return search::launch_limit_constraints(*base.launch, names);
 }
 
-std::optional<run::TunerStats::Filtered> filtered_before_compile(const spec::Spec& s, const spec::Bindings& constants,
+std::optional<store::TunerStats::Filtered> filtered_before_compile(const spec::Spec& s, const spec::Bindings& constants,
                                                                  bool quiet) {
   if (!s.template_kernel || s.tuning.params.empty()) return std::nullopt;
   std::vector<spec::Expr> constraints = s.tuning.constraints;
@@ -218,7 +218,7 @@ std::optional<run::TunerStats::Filtered> filtered_before_compile(const spec::Spe
     for (size_t i = 0; i < f->limits.size(); ++i) std::cerr << (i ? "; " : "") << f->limits[i];
     std::cerr << "); " << f->space << " remain\n";
   }
-  return run::TunerStats::Filtered{static_cast<int64_t>(f->filtered), static_cast<int64_t>(f->space), f->limits};
+  return store::TunerStats::Filtered{static_cast<int64_t>(f->filtered), static_cast<int64_t>(f->space), f->limits};
 }
 
 bool is_agent(const OptimizeOptions& o) {
@@ -237,4 +237,4 @@ std::vector<std::string> proposer_names() {
   return names;
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

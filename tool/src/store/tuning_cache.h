@@ -28,13 +28,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run/summary.h"
+#include "store/summary.h"
 
 namespace kopt::spec {
 struct Spec;
 }
 
-namespace kopt::run {
+namespace kopt::store {
 
 /// The GPU an entry was tuned on (device.json's name and compute capability).
 struct CacheGpu {
@@ -54,7 +54,7 @@ struct CacheVariant {
 
 struct CacheEntry {
   std::string workload;
-  std::string spec_hash;  // run::spec_fingerprint of the spec (and cases) it was tuned on
+  std::string spec_hash;  // store::spec_fingerprint of the spec (and cases) it was tuned on
   /// Tuned on a shape capture: the fingerprint of the spec with its own cases.
   std::optional<std::string> base_spec_hash;
   CacheGpu gpu;
@@ -99,4 +99,4 @@ void write_tuning_cache(const std::filesystem::path& file, const TuningCache& ca
 void check_entry_against_spec(const CacheEntry& entry, size_t index, const spec::Spec& spec,
                               const std::string& where);
 
-}  // namespace kopt::run
+}  // namespace kopt::store

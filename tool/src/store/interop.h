@@ -42,7 +42,7 @@
 
 #include "model/result.h"
 
-namespace kopt::run {
+namespace kopt::store {
 
 /// The T4 schema version kopt writes and reads (major 1).
 inline constexpr const char* kT4SchemaVersion = "1.0.0";
@@ -73,7 +73,7 @@ struct WarmStartEntry {
   std::string failed;                      // recorded as not valid: how ("compile", "CompilationFailedConfig")
   std::string unusable;                    // cannot be one of ours: why ("block_size_x=0.5 is not an integer")
   /// Every parameter's value as the file records it (integers or not): a
-  /// replay (run/recorded.h) takes the values that are no integers by position.
+  /// replay (store/recorded.h) takes the values that are no integers by position.
   std::map<std::string, nlohmann::json> values;
   /// What evaluating it cost, ms, where the file says: T4 times.compilation
   /// (Kernel Tuner's name) or times.compilation_time (kopt's) + validation +
@@ -108,4 +108,4 @@ struct WarmStart {
 /// schema_version of another major version).
 WarmStart read_warm_start(const std::filesystem::path& file);
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -1,9 +1,9 @@
 // The run driver: `kopt optimize`, for every proposer alike.
 //
-// One run, one lifecycle (tune/driver_impl.h has the phases):
+// One run, one lifecycle (driver/driver_impl.h has the phases):
 //   1. set-up     the spec with the command line's overrides, the evaluator,
 //                 the device (or compile-only mode with --arch and no GPU),
-//                 the proposer (tune/proposers.h) prepared before any file is
+//                 the proposer (driver/proposers.h) prepared before any file is
 //                 written, so that a bad space or budget leaves nothing behind;
 //   2. run folder created, or resumed: what is recorded is observed, never
 //                 re-evaluated;
@@ -34,7 +34,7 @@
 #include "spec/candidate.h"
 #include "spec/spec.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 class Runner;
 
@@ -56,7 +56,7 @@ struct OptimizeOptions {
   std::filesystem::path warm_start;
   /// --budget, --max-iterations, --token-budget (model/budget.h): the one
   /// value the driver's stop conditions enforce; checked against the
-  /// proposer by make_proposer (tune/proposers.h).
+  /// proposer by make_proposer (driver/proposers.h).
   model::Budget budget;
   std::filesystem::path results_dir = "results";
   std::filesystem::path resume;          // --resume RUN_DIR (alone: the spec is RUN_DIR/spec.json)
@@ -91,7 +91,7 @@ struct OptimizeOptions {
   /// --device / --devices, --worker-launcher, --worker-command
   /// (model/worker_plan.h): every worker of the run is started from it.
   model::WorkerPlan workers;
-  /// Where every evaluation goes (tune/runner.h). Empty: the GPU workers of
+  /// Where every evaluation goes (driver/runner.h). Empty: the GPU workers of
   /// `workers`. A replay of a recorded space, or a test's table, makes its
   /// own runner here; the search loop, the budget and the finalists are the
   /// same.
@@ -139,4 +139,4 @@ spec::Candidate template_candidate(const spec::Spec& s);
 /// kopt:param lines; nullopt when the spec has none.
 std::optional<spec::Candidate> initial_candidate(const spec::Spec& s);
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

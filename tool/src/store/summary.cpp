@@ -1,4 +1,4 @@
-#include "run/summary.h"
+#include "store/summary.h"
 
 #include <cmath>
 #include <functional>
@@ -6,13 +6,13 @@
 #include <utility>
 #include <vector>
 
-#include "run/record_json.h"
+#include "store/record_json.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/json_read.h"
 
-namespace kopt::run {
+namespace kopt::store {
 
 using nlohmann::json;
 using namespace record_json;
@@ -728,4 +728,4 @@ void write_summary(const std::filesystem::path& file, const Summary& s) {
   fs::write_file_atomic(file, dump_json(s.to_json(), 2) + "\n");
 }
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -8,13 +8,13 @@
 
 #include "eval/evaluator_pool.h"
 #include "eval/supervisor.h"
-#include "run/fingerprint.h"
-#include "tune/driver_impl.h"
-#include "tune/proposers.h"
+#include "store/fingerprint.h"
+#include "driver/driver_impl.h"
+#include "driver/proposers.h"
 #include "util/error.h"
 #include "util/fs.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -108,7 +108,7 @@ void Driver::adopt_draft(const stdfs::path& drafted) {
   spec_ = spec::load_spec(dir / "spec.generated.json");
   initial_ = initial_candidate(spec_);
   store_->replace_spec(spec::to_json(spec_));
-  store_ = run::RunStore::open(dir, run::spec_fingerprint(spec_), store_->release_lock());
+  store_ = store::RunStore::open(dir, store::spec_fingerprint(spec_), store_->release_lock());
 }
 
 int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* run_dir) {
@@ -140,4 +140,4 @@ int optimize_from_description(const OptimizeOptions& o, std::filesystem::path* r
   return driver.run(run_dir, ctx.staging);
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

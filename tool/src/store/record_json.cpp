@@ -1,8 +1,8 @@
-#include "run/record_json.h"
+#include "store/record_json.h"
 
 #include <cmath>
 
-namespace kopt::run::record_json {
+namespace kopt::store::record_json {
 
 using nlohmann::json;
 
@@ -55,4 +55,4 @@ uint64_t unsigned_integer(const JsonAt& v) {
   return static_cast<uint64_t>(v.integer(0));
 }
 
-}  // namespace kopt::run::record_json
+}  // namespace kopt::store::record_json

@@ -1,15 +1,15 @@
-#include "run/tuning_cache.h"
+#include "store/tuning_cache.h"
 
 #include <algorithm>
 
-#include "run/record_json.h"
+#include "store/record_json.h"
 #include "spec/spec.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/json_read.h"
 
-namespace kopt::run {
+namespace kopt::store {
 
 using nlohmann::json;
 using namespace record_json;
@@ -192,4 +192,4 @@ void check_entry_against_spec(const CacheEntry& entry, size_t index, const spec:
             at + ".specialization.variants[" + std::to_string(v) + "].params");
 }
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -1,7 +1,7 @@
 // The launches the dispatch's cost model (model/dispatch.h) reads: per tuned
 // shape and variant, the blocks of the template's launch with the variant's
 // parameters, one block's work and the launch's traffic. Filled where the
-// model is fitted after a run (tune/finalists.cpp) and where kopt generate
+// model is fitted after a run (driver/finalists.cpp) and where kopt generate
 // fits it again from a record (gen/generate.cpp).
 #pragma once
 
@@ -14,7 +14,7 @@
 #include "model/dispatch.h"
 #include "spec/spec.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 /// Fills samples[i].blocks, .block_work, .traffic and .data_bytes (one entry
 /// per variant, in the order of `params`) from `launch` (a template launch
@@ -29,4 +29,4 @@ std::string fill_dispatch_launches(std::vector<model::DispatchSample>& samples, 
                                    const std::vector<std::map<std::string, int64_t>>& params,
                                    const std::function<const spec::Case*(const std::string&)>& case_of);
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -10,7 +10,7 @@
 
 #include "spec/spec.h"
 
-namespace kopt::run {
+namespace kopt::store {
 
 /// spec::to_json(s) with absolute file paths replaced by "xxh3:<hex>" of their
 /// content (paths with "{case}" become their file name).
@@ -22,4 +22,4 @@ nlohmann::json portable_spec_json(const spec::Spec& s);
 /// which the search tries configurations).
 std::string spec_fingerprint(const spec::Spec& s);
 
-}  // namespace kopt::run
+}  // namespace kopt::store

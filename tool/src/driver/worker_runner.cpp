@@ -1,15 +1,15 @@
-// The GPU runner (tune/runner.h): the worker pool of a worker plan
+// The GPU runner (driver/runner.h): the worker pool of a worker plan
 // (eval/evaluator_pool.h), one worker per device; profiles on a worker of the
 // same plan started under Nsight Compute (eval/ncu.h).
 #include <iostream>
 
 #include "eval/evaluator_pool.h"
 #include "eval/ncu.h"
-#include "tune/runner.h"
+#include "driver/runner.h"
 #include "util/error.h"
 #include "util/fs.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 namespace {
 
 nlohmann::json unavailable(const std::string& why) {
@@ -133,4 +133,4 @@ std::unique_ptr<Runner> make_worker_runner(const spec::Spec& spec, const eval::E
   return std::make_unique<WorkerRunner>(spec, base, plan);
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -8,7 +8,7 @@
 //     compile + check + timing (model::Result compile_ms, check_ms, timing_ms);
 //     the value lists of its spec.json where they hold every recorded value;
 //   - T4 results (`kopt export --format t4`, Kernel Tuner's
-//     store_output_file): the measurement "time" (run/interop.h has the
+//     store_output_file): the measurement "time" (store/interop.h has the
 //     reader), the cost times.compilation + validation + benchmark;
 //   - a Kernel Tuner cache file (its `cachefile=`): "time", the cost
 //     compile_time + verification_time + benchmark_time, what Kernel Tuner's
@@ -28,7 +28,7 @@
 
 #include "spec/spec.h"
 
-namespace kopt::run {
+namespace kopt::store {
 
 /// What one configuration gave when it was recorded.
 struct RecordedOutcome {
@@ -52,7 +52,7 @@ struct RecordedSpace {
   std::vector<spec::TuningParam> params;
   /// Per parameter replayed on positions: the recorded values (JSON text) by position.
   std::map<std::string, std::vector<std::string>> positions;
-  /// One entry per recorded configuration (the passing ones of a file first, as run::read_warm_start orders them).
+  /// One entry per recorded configuration (the passing ones of a file first, as store::read_warm_start orders them).
   std::vector<std::pair<std::map<std::string, int64_t>, RecordedOutcome>> entries;
   /// What the reader left out or changed, one line each ("2 configurations
   /// recorded twice: the first of each counts").
@@ -65,7 +65,7 @@ struct RecordedSpace {
 
 /// Reads a recorded space from a run folder, T4 results or a Kernel Tuner
 /// cache file (see the top of this file). Errors name the file and the JSON
-/// path: what run::read_warm_start and RunStore::open throw for a file or
+/// path: what store::read_warm_start and RunStore::open throw for a file or
 /// folder that cannot be read (kopt.io.*, kopt.json.*, kopt.interop.*,
 /// kopt.run.901), and SpecError
 ///   kopt.replay.101  nothing was recorded (no candidate, no entry),
@@ -88,4 +88,4 @@ RecordedSpace read_recorded_space(const std::filesystem::path& path);
 /// left open: dump it with dump(0) or more indentation, never on one line.
 nlohmann::ordered_json kernel_tuner_cache(const RecordedSpace& s);
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -31,7 +31,7 @@ namespace kopt {
 class JsonAt;
 }
 
-namespace kopt::run {
+namespace kopt::store {
 
 /// How a reader treats a value of the wrong type or out of range.
 enum class ReadMode {
@@ -238,7 +238,7 @@ struct Summary {
   std::optional<int64_t> attempts;        // history size (absent only in a damaged file)
   std::optional<Accuracy> accuracy;       // accuracy_of(*this, history); absent when nothing was measured
 
-  // The run driver (tune/finish.cpp).
+  // The run driver (driver/finish.cpp).
   nlohmann::json budget;  // the budget as the proposer records it (Proposer::budget_json); null: absent
   std::optional<BudgetUsed> budget_used;
   std::optional<std::string> stop;  // why the search stopped
@@ -299,4 +299,4 @@ Summary read_summary(const std::filesystem::path& file, ReadMode mode = ReadMode
 /// Writes `file` atomically.
 void write_summary(const std::filesystem::path& file, const Summary& s);
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -1,9 +1,9 @@
-#include "tune/dispatch_launches.h"
+#include "driver/dispatch_launches.h"
 
 #include "spec/launch.h"
 #include "util/error.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 std::string fill_dispatch_launches(std::vector<model::DispatchSample>& samples, const spec::Launch& launch,
                                    const spec::Expr& data_bytes, const std::vector<std::map<std::string, int64_t>>& params,
@@ -31,4 +31,4 @@ std::string fill_dispatch_launches(std::vector<model::DispatchSample>& samples, 
   return "";
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -1,4 +1,4 @@
-#include "run/fingerprint.h"
+#include "store/fingerprint.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "run/store.h"
+#include "store/store.h"
 #include "util/fs.h"
 
-namespace kopt::run {
+namespace kopt::store {
 namespace {
 
 void replace_paths(nlohmann::json& j) {
@@ -55,4 +55,4 @@ std::string spec_fingerprint(const spec::Spec& s) {
   return RunStore::hash_spec(j);
 }
 
-}  // namespace kopt::run
+}  // namespace kopt::store

@@ -11,7 +11,7 @@
 // finishes and is recorded, nothing more is proposed or started (compiles
 // already queued still run, into the cache, but are not evaluated).
 //
-// With several workers (--devices: the runner's slots, tune/runner.h) each idle one gets
+// With several workers (--devices: the runner's slots, driver/runner.h) each idle one gets
 // the next candidate; results are recorded and observed in the order they
 // arrive, each with its device. A worker whose device is lost (it cannot be
 // restarted, or does not answer a fresh hello after a worker_crash or a
@@ -29,14 +29,14 @@
 #include <stdexcept>
 
 #include "cuda/nvrtc.h"
-#include "tune/driver_impl.h"
-#include "tune/proposers.h"
+#include "driver/driver_impl.h"
+#include "driver/proposers.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/text.h"
 #include "util/thread_pool.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 namespace {
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -351,4 +351,4 @@ void Driver::run_pipeline() {
     std::cerr << "kopt: the final re-timing runs on " << runner_->slot(runner_->primary()).name << "\n";
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

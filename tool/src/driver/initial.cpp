@@ -2,10 +2,10 @@
 // the reference timed beside it, and the cuBLAS baseline.
 #include <iostream>
 
-#include "tune/driver_impl.h"
+#include "driver/driver_impl.h"
 #include "util/interrupt.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 
 void Driver::replay_history() {
   for (const auto& a : store_->history()) {
@@ -61,4 +61,4 @@ void Driver::evaluate_baseline() {
     if (a.kind == model::AttemptKind::baseline && a.result.verdict == model::Verdict::ok) cublas_geomean_ = a.result.geomean_ms;
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -8,14 +8,14 @@
 #include "report/report.h"
 #include "spec/kernel_file.h"
 #include "cuda/nvrtc.h"
-#include "tune/driver_impl.h"
-#include "tune/proposers.h"
+#include "driver/driver_impl.h"
+#include "driver/proposers.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
 #include "util/json.h"
 #include "util/thread_pool.h"
 
-namespace kopt::tune {
+namespace kopt::driver {
 namespace {
 
 std::vector<std::string> launch_lines(const spec::Candidate& c, const spec::Spec& s) {
@@ -25,10 +25,10 @@ std::vector<std::string> launch_lines(const spec::Candidate& c, const spec::Spec
 
 }  // namespace
 
-run::TunerStats PipelineStats::record() const {
+store::TunerStats PipelineStats::record() const {
   std::vector<double> sorted = compile_ms;
   std::sort(sorted.begin(), sorted.end());
-  run::TunerStats t;
+  store::TunerStats t;
   t.candidates_per_minute = search_minutes > 0 ? evaluated / search_minutes : 0.0;
   t.gpu_measured_fraction = search_minutes > 0 ? gpu_measured_ms / (search_minutes * 60000.0) : 0.0;
   t.compile_ms_median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
@@ -55,7 +55,7 @@ run::TunerStats PipelineStats::record() const {
   // (measured_fraction: time in measured launches over the search's wall
   // time), and why it was dropped, if it was.
   for (const Device& d : devices) {
-    run::TunerStats::Device td;
+    store::TunerStats::Device td;
     td.device = d.device;
     td.name = d.name;
     td.evaluated = d.evaluated;
@@ -72,29 +72,29 @@ run::TunerStats PipelineStats::record() const {
 
 int Driver::finish(const Finalists& f) {
   const model::Attempt* winner = f.winner;
-  run::Summary summary = store_->summary();
+  store::Summary summary = store_->summary();
   summary.budget = proposer_.budget_json(o_.budget);
-  summary.budget_used = run::BudgetUsed{stats_.evaluated, stats_.search_minutes, {}, {}, {}};
+  summary.budget_used = store::BudgetUsed{stats_.evaluated, stats_.search_minutes, {}, {}, {}};
   summary.stop = stop_->status();
   summary.tuner = stats_.record();
   summary.retime = f.retime;
   // Where the run's wall time went, in minutes: set-up, the initial kernel,
   // the reference and the baseline ("setup"), the search, and the finalists'
   // re-timing with the variants.
-  summary.time_split = run::TimeSplit{std::max(minutes_elapsed() - stats_.search_minutes - f.minutes, 0.0),
+  summary.time_split = store::TimeSplit{std::max(minutes_elapsed() - stats_.search_minutes - f.minutes, 0.0),
                                       stats_.search_minutes, f.minutes, minutes_elapsed()};
   if (reference_geomean_) summary.reference_geomean_ms = *reference_geomean_;
   if (initial_geomean_) summary.initial_geomean_ms = *initial_geomean_;
   if (cublas_geomean_) summary.cublas_geomean_ms = *cublas_geomean_;
-  if (compile_only()) summary.compile_only = run::Summary::CompileOnly{arch_, no_device_};
+  if (compile_only()) summary.compile_only = store::Summary::CompileOnly{arch_, no_device_};
   const int sig = util::interrupt_signal();
   const std::string resume_command = "kopt optimize --resume " + store_->dir().string();
-  if (sig) summary.interrupted = run::Summary::Interrupted{util::signal_name(sig), resume_command};
+  if (sig) summary.interrupted = store::Summary::Interrupted{util::signal_name(sig), resume_command};
   if (winner && winner->result.geomean_ms) {
     // Shape classes: the search timed the winner on its class alone; its
     // geomean over every performance case comes from the re-timing.
     const double g = f.winner_all_cases_ms.value_or(*winner->result.geomean_ms);
-    run::FinalBest fb;
+    store::FinalBest fb;
     fb.index = winner->index;
     fb.label = winner->label;
     fb.params = winner->params;
@@ -106,7 +106,7 @@ int Driver::finish(const Finalists& f) {
     summary.final_best = fb;
   }
   if (f.specialization) {
-    run::Specialization sp = *f.specialization;
+    store::Specialization sp = *f.specialization;
     if (cublas_geomean_ && sp.geomean_ms) {
       sp.ratio_to_cublas = *cublas_geomean_ / *sp.geomean_ms;
       sp.single_ratio_to_cublas = *cublas_geomean_ / *sp.single_geomean_ms;
@@ -164,7 +164,7 @@ int Driver::finish(const Finalists& f) {
 
 int Driver::compile_only_listing() {
   ThreadPool pool(compile_threads(o_.compile_threads));
-  const std::optional<run::TunerStats::Filtered> filtered =
+  const std::optional<store::TunerStats::Filtered> filtered =
       is_agent(o_) ? std::nullopt : filtered_before_compile(spec_, device_constants(), o_.quiet);
   // At most two compiles a thread in flight, and the budget holds (each
   // proposal counts as an evaluation; nothing is timed, so no patience): a
@@ -264,4 +264,4 @@ int Driver::run(std::filesystem::path* run_dir, const std::filesystem::path& dra
   return finish(f);
 }
 
-}  // namespace kopt::tune
+}  // namespace kopt::driver

@@ -1,17 +1,17 @@
-#include "run/recorded.h"
+#include "store/recorded.h"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "model/attempt.h"
-#include "run/interop.h"
-#include "run/store.h"
+#include "store/interop.h"
+#include "store/store.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json_read.h"
 
-namespace kopt::run {
+namespace kopt::store {
 namespace {
 
 using nlohmann::json;
@@ -314,4 +314,4 @@ nlohmann::ordered_json kernel_tuner_cache(const RecordedSpace& s) {
   return doc;
 }
 
-}  // namespace kopt::run
+}  // namespace kopt::store
