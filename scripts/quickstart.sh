@@ -79,7 +79,8 @@ if [ "$gpu" = 1 ]; then
 else
   echo "  $results/compile-only.json      the candidates compiled without a GPU"
   echo "  (no report of your own: a tuning run on a GPU writes report.html into its run folder;"
-  echo "   copied here, \`$kopt report RUN_DIR\` draws it again: docs/example-run/README.md)"
+  echo "   a run folder copied here from a GPU machine can be drawn with \`$kopt report RUN_DIR\`:"
+  echo "   docs/example-run/README.md)"
   if [ -f docs/example-run/report.html ]; then
     echo "  docs/example-run/report.html   the report of a tuning run on an H100: open it in a browser"
   fi

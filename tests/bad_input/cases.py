@@ -781,6 +781,7 @@ add(
     cli("top_no_subcommand", [K], "(?i)subcommand"),
     cli("top_unknown_subcommand", [K, "tune"], "tune"),
     cli("top_unknown_option", [K, "--bogus"], "--bogus"),
+    cli("top_option_typo", [K, "--verison"], "unknown option '--verison' \\(did you mean '--version'\\?\\)"),
     cli("devices_unknown_option", [K, "devices", "--bogus"], "--bogus"),
     cli("devices_extra_argument", [K, "devices", "extra"], "extra"),
     cli("worker_device_abc", [K, "worker", "--device", "abc"], "--device"),
@@ -863,6 +864,11 @@ add(
     cli("optimize_description_only_empty", optimize("--description", "", spec=None), "--spec|--description"),
     cli("optimize_option_typo", optimize("--budgte", "40"), "unknown option '--budgte' \\(did you mean '--budget'\\?\\)",
         note="named as typed, with the closest option (CLI11 alone lists the extras backwards)"),
+    cli("evaluate_long_option_one_dash", [K, "evaluate", "-spec", "{spec}", "--arch", "sm_90"],
+        "\\[kopt\\.cli\\.011\\] '-spec' is not an option: long options take two dashes "
+        "\\(did you mean '--spec'\\?\\)", note="not '--spec is required', which is what the typo leaves"),
+    cli("optimize_budget_colon", optimize(budget="evals:20"), "'evals:20': an item is key=value "
+        "\\(did you mean 'evals=20'\\?\\)"),
     cli("optimize_subcommand_typo", [K, "optimze", "--spec", "{spec}"], "'optimze' \\(did you mean 'optimize'\\?\\)"),
     cli("unknown_subcommand_help", [K, "frobnicate", "--help"], "unknown subcommand 'frobnicate'",
         note="not the general help with exit 0"),

@@ -13,6 +13,9 @@
    writes affine.cu and affine_launch.h from the initial kernel. GPUs are
    hidden (CUDA_VISIBLE_DEVICES=-1): the first two exit 77 (compile-only),
    as the page shows them on a machine without a GPU.
+3. The page's set-up copies the files with `cp .../docs/first-kernel/* .`
+   into a folder made with `mkdir -p`, and its `$ ls` before configuring
+   lists what the folder holds then: the files and step 5's listing.json.
 Exit status: 0 all hold, 1 something does not (said on stderr), 2 bad usage.
 """
 import argparse
@@ -57,6 +60,9 @@ def main():
     if spec not in [m.group(1) for m in re.finditer(r"^```json\n(.*?)^```$", readme, re.S | re.M)]:
         fail("README.md shows no json block with the exact text of docs/first-kernel/affine.json")
 
+    if "mkdir -p ~/affine" not in page or "cp /path/to/KernelOptimizer/docs/first-kernel/* ." not in page:
+        fail("docs/first-kernel.md does not show `mkdir -p ~/affine` and the `cp` of docs/first-kernel/*")
+
     work = os.path.abspath(a.work_dir)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -78,6 +84,13 @@ def main():
     out = json.loads(p.stdout)
     if out.get("compiled") != 8 or out.get("failed") != 0:
         fail("kopt optimize --arch sm_90: compiled %s, failed %s" % (out.get("compiled"), out.get("failed")))
+    with open(os.path.join(work, "listing.json"), "w", encoding="utf-8") as f:  # step 5's `> listing.json`
+        f.write(p.stdout)
+    shown = re.search(r"^\$ ls\n(.*?)^\$ ", page, re.S | re.M)
+    held = sorted(n for n in os.listdir(work) if n != "cache")  # KOPT_CACHE_DIR is the test's own
+    if not shown or shown.group(1).split() != held:
+        fail("docs/first-kernel.md's `$ ls` shows %s; the folder holds %s"
+             % (shown.group(1).split() if shown else "nothing", held))
 
     p = run([kopt, "generate", "--spec", "affine.json", "--name", "affine", "--no-tune", "--out-dir", "gen"], work, env)
     if p.returncode != 0:

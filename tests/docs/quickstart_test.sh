@@ -34,6 +34,8 @@ check "the compile-only step's result" 1 "quickstart: compiled 8 candidate(s) fo
 check "the example is built from the cache" 1 "quickstart: matmul built with the cached kernel; running it needs a GPU"
 check "where things are" 1 "quickstart: done. In $src:"
 check "the generated kernel" + "kernel_optimizer/sgemm/sgemm.cu"
+check "how to draw a copied run's report" 1 "a run folder copied here from a GPU machine can be drawn with"
+check "no sentence without a subject" 0 "copied here, "
 [ -s "$work/results/compile-only.json" ] || { echo "FAIL: no $work/results/compile-only.json"; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] && echo "quickstart_test: all checks hold"
 exit $((fails > 0))

@@ -49,8 +49,12 @@ TEST(Budget, ErrorsKeepTheirIdsAndNameTheOptionAndTheItem) {
   for (const char* bad : {"evals=0", "evals=-1", "evals=1.5", "evals=abc", "minutes=nan", "minutes=inf", "minutes=0",
                           "minutes=1e999", "patience=0", "turns=0", "tokens=0", "tokens=1000000000001", "nanm", "-3"})
     EXPECT_NE(error_of(bad).find("[kopt.cli.005] --budget: "), std::string::npos) << bad << ": " << error_of(bad);
-  for (const char* bad : {"", " ", "evals=5,", "evals=5,,minutes=1", "evals=5,evals=6", "5,evals=6"})
+  for (const char* bad : {"", " ", "evals=5,", "evals=5,,minutes=1", "evals=5,evals=6", "5,evals=6", "evals:20",
+                          "evals=5,minutes:2"})
     EXPECT_NE(error_of(bad).find("[kopt.cli.008] --budget"), std::string::npos) << bad << ": " << error_of(bad);
+  EXPECT_NE(error_of("minutes:2").find("--budget: 'minutes:2': an item is key=value (did you mean 'minutes=2'?)"),
+            std::string::npos)
+      << error_of("minutes:2");
   EXPECT_NE(error_of("evals=x", "BUDGET").find("[kopt.cli.005] BUDGET: evals=x: evals must be a whole number"),
             std::string::npos)
       << "the caller names the option (the CMake module's keyword)";

@@ -65,6 +65,30 @@ TEST(Cli, TyposGetTheClosestName) {
   r = run("optimize --spec " + kSgemmSpec + " --budget 40 stray");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.first_err_line().find("unexpected argument 'stray'"), std::string::npos) << r.err;
+  // The options before the subcommand get the closest name too.
+  r = run("--verison");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("[kopt.cli.011] unknown option '--verison' (did you mean '--version'?)"),
+            std::string::npos)
+      << r.err;
+  // A long option with one dash is named, not the option it leaves missing.
+  r = run("evaluate -spec " + kSgemmSpec);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find(
+                "[kopt.cli.011] '-spec' is not an option: long options take two dashes (did you mean '--spec'?)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("is required"), std::string::npos) << r.err;
+  r = run("-version");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("'-version' is not an option: long options take two dashes (did you mean "
+                                    "'--version'?)"),
+            std::string::npos)
+      << r.err;
+  // A required option that is simply missing is still said to be.
+  r = run("evaluate --arch sm_90");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.first_err_line().find("[kopt.cli.012] --spec is required"), std::string::npos) << r.err;
 }
 
 TEST(Cli, HelpIsWrappedAtOneHundredColumnsWithoutFlagSyntax) {
@@ -273,6 +297,12 @@ TEST(Cli, BudgetRejectsEveryBadItem) {
   const CliRun r = run(opt + "evals=-1");
   EXPECT_EQ(r.err.find("budget is zero"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("evals=-1"), std::string::npos) << r.err;
+  const CliRun colon = run(opt + "evals:20");
+  EXPECT_EQ(colon.code, 2);
+  EXPECT_NE(colon.first_err_line().find(
+                "[kopt.cli.008] --budget: 'evals:20': an item is key=value (did you mean 'evals=20'?)"),
+            std::string::npos)
+      << colon.err;
   expect_usage_error("generate --spec " + kSgemmSpec + " --name k --out-dir x --budget minutes=nan", "--budget");
 }
 

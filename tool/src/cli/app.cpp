@@ -93,15 +93,30 @@ std::vector<std::string> option_names(const CLI::App& sub) {
   return names;
 }
 
+/// `arg` ("--verison", "-spec=x") as a message: an unknown option with the
+/// closest of `known`. A long option written with one dash ("-spec" for
+/// "--spec") is said to be one.
+std::string unknown_option(const std::string& arg, const std::vector<std::string>& known) {
+  const std::string name = arg.substr(0, arg.find('='));
+  if (name.size() > 2 && name[1] != '-' && std::find(known.begin(), known.end(), "-" + name) != known.end())
+    return quote(name) + " is not an option: long options take two dashes (did you mean " + quote("-" + name) + "?)";
+  return "unknown option " + quote(name) + util::did_you_mean(name, known);
+}
+
+/// The first argument of `sub` that CLI11 could not place and that looks
+/// like an option, as unknown_option() says it; empty when there is none.
+std::string unexpected_option(const CLI::App& sub) {
+  for (const std::string& arg : sub.remaining())
+    if (arg.size() >= 2 && arg[0] == '-') return unknown_option(arg, option_names(sub));
+  return {};
+}
+
 /// The first argument of `sub` that CLI11 could not place, as a message: an
 /// unknown option with the closest known one, or a stray value.
 std::string unexpected_argument(const CLI::App& sub) {
+  const std::string option = unexpected_option(sub);
+  if (!option.empty()) return option;
   const std::vector<std::string> rest = sub.remaining();
-  for (const std::string& arg : rest) {
-    if (arg.size() < 2 || arg[0] != '-') continue;
-    const std::string name = arg.substr(0, arg.find('='));
-    return "unknown option " + quote(name) + util::did_you_mean(name, option_names(sub));
-  }
   return rest.empty() ? std::string() : "unexpected argument " + quote(rest.front());
 }
 
@@ -154,6 +169,13 @@ int report_parse_error(const CLI::ParseError& e, const std::string& command, con
   if (dynamic_cast<const CLI::ExtrasError*>(&e) && sub) {  // CLI11 lists the extras backwards, without a hint
     const std::string better = unexpected_argument(*sub);
     if (!better.empty()) what = better;
+  } else if (dynamic_cast<const CLI::RequiredError*>(&e) && sub) {
+    // "-spec x.json" leaves --spec missing: the mistyped option is the news.
+    const std::string better = unexpected_option(*sub);
+    if (!better.empty()) {
+      id = "kopt.cli.011";
+      what = better;
+    }
   }
   print_error(std::string("[") + id + "] " + what + " (see kopt " + (command.empty() ? "" : command + " ") +
               "--help)");
@@ -213,8 +235,8 @@ int App::run(int argc, char** argv) {
       if (argc < 2)
         print_error("[kopt.cli.012] give a subcommand: " + listed + " (see kopt --help)");
       else
-        print_error("[kopt.cli.011] unknown option " + quote(argv[1]) + " (subcommands: " + listed +
-                    "; see kopt --help)");
+        print_error("[kopt.cli.011] " + unknown_option(argv[1], option_names(app)) + " (subcommands: " +
+                    listed + "; see kopt --help)");
       return kUsage;
     }
     return report_parse_error(e, command, sub);

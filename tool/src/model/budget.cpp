@@ -23,6 +23,13 @@ std::string number_text(double v) {
 /// Sets one item ("evals=200", "200", "10m") on `b`; `seen` holds the keys set so far.
 void apply_item(const std::string& item, const std::string& option, Budget& b, std::set<std::string>& seen) {
   const auto eq = item.find('=');
+  const auto colon = item.find(':');
+  if (eq == std::string::npos && colon != std::string::npos) {  // "evals:20": the form of another tool
+    std::string fixed = item;
+    fixed[colon] = '=';
+    throw UsageError("kopt.cli.008", option + ": " + quote(item) + ": an item is key=value (did you mean " +
+                                         quote(fixed) + "?)");
+  }
   std::string key = eq == std::string::npos ? "" : item.substr(0, eq);
   std::string value = eq == std::string::npos ? item : item.substr(eq + 1);
   if (eq == std::string::npos && !value.empty() && value.back() == 'm') {
