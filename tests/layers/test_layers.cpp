@@ -135,12 +135,12 @@ TEST(LayerIncludes, FindsQuotedIncludesWithTheirLines) {
       "#include \"util/fs.h\"\n"
       "#include <vector>\n"
       "  #  include   \"spec/spec.h\"  // trailing comment\n"
-      "/* before */ #include \"store/store.h\"\n"
+      "/* before */ #include \"run/store.h\"\n"
       "#include_next \"no/no.h\"\n"
       "#define X \"#include \\\"no/no.h\\\"\"\n"
       "#include\"eval/worker.h\"\n";
   EXPECT_EQ(paths(find_includes(src)),
-            (std::vector<std::string>{"1 util/fs.h", "3 spec/spec.h", "4 store/store.h", "7 eval/worker.h"}));
+            (std::vector<std::string>{"1 util/fs.h", "3 spec/spec.h", "4 run/store.h", "7 eval/worker.h"}));
 }
 
 TEST(LayerIncludes, IgnoresCommentsAndLiterals) {
@@ -185,9 +185,9 @@ class LayerCheck : public ::testing::Test {
     file("util/fs.h", "#pragma once\n#include <string>\n");
     file("util/fs.cpp", "#include \"util/fs.h\"\n");
     file("spec/spec.h", "#pragma once\n#include \"util/fs.h\"\n");
-    file("store/store.cpp", "#include \"store/store.h\"\n#include \"spec/spec.h\"\n#include \"util/fs.h\"\n");
-    file("store/store.h", "#pragma once\n");
-    file("cli/main.cpp", "#include \"store/store.h\"\n#include \"spec/spec.h\"\n");
+    file("run/store.cpp", "#include \"run/store.h\"\n#include \"spec/spec.h\"\n#include \"util/fs.h\"\n");
+    file("run/store.h", "#pragma once\n");
+    file("cli/main.cpp", "#include \"run/store.h\"\n#include \"spec/spec.h\"\n");
   }
 };
 
@@ -202,10 +202,10 @@ TEST_F(LayerCheck, AllowedIncludesPass) {
 
 TEST_F(LayerCheck, ForbiddenIncludeFailsNamingFileLineAndBothParts) {
   good_tree();
-  file("spec/spec.cpp", "#include \"spec/spec.h\"\n\n#include \"store/store.h\"\n");
+  file("spec/spec.cpp", "#include \"spec/spec.h\"\n\n#include \"run/store.h\"\n");
   CheckReport r = check();
   ASSERT_EQ(r.errors.size(), 1u) << joined(r.errors);
-  EXPECT_EQ(r.errors[0], "src/spec/spec.cpp:3: part 'spec' may not include 'store/store.h' (layers.txt allows spec: util)");
+  EXPECT_EQ(r.errors[0], "src/spec/spec.cpp:3: part 'spec' may not include 'run/store.h' (layers.txt allows spec: util)");
   // Not transitive: run may use spec and spec util, but util may use nothing.
   file("util/fs.cpp", "#include \"util/fs.h\"\n#include \"spec/spec.h\"\n");
   r = check();
@@ -217,20 +217,20 @@ TEST_F(LayerCheck, CommentedOutIncludeIsIgnored) {
   good_tree();
   file("spec/spec.cpp",
        "#include \"spec/spec.h\"\n"
-       "// #include \"store/store.h\"\n"
-       "/*\n#include \"store/store.h\"\n*/\n");
+       "// #include \"run/store.h\"\n"
+       "/*\n#include \"run/store.h\"\n*/\n");
   CheckReport r = check();
   EXPECT_TRUE(r.ok()) << joined(r.errors);
 }
 
 TEST_F(LayerCheck, UnknownPartAndUnlistedFolderFail) {
   good_tree();
-  file("store/extra.cpp", "#include \"store/store.h\"\n#include \"opt/optimizer.h\"\n");
-  file("opt/optimizer.h", "#pragma once\n#include \"store/store.h\"\n");
+  file("run/extra.cpp", "#include \"run/store.h\"\n#include \"opt/optimizer.h\"\n");
+  file("opt/optimizer.h", "#pragma once\n#include \"run/store.h\"\n");
   CheckReport r = check();
   ASSERT_EQ(r.errors.size(), 2u) << joined(r.errors);
   EXPECT_EQ(r.errors[0], "src/opt/: folder 'opt' is not a part in layers.txt");
-  EXPECT_EQ(r.errors[1], "src/store/extra.cpp:2: 'opt/optimizer.h' names part 'opt', which layers.txt does not list");
+  EXPECT_EQ(r.errors[1], "src/run/extra.cpp:2: 'opt/optimizer.h' names part 'opt', which layers.txt does not list");
 }
 
 TEST_F(LayerCheck, EmptyUnlistedFolderAndFileOutsideAPartFail) {
@@ -247,7 +247,7 @@ TEST_F(LayerCheck, IncludesResolveLikeTheCompiler) {
   good_tree();
   file("run/detail/impl.h", "#pragma once\n#include \"../store.h\"\n#include \"helper.h\"\n");
   file("run/detail/helper.h", "#pragma once\n");
-  file("store/local.cpp",
+  file("run/local.cpp",
        "#include \"store.h\"\n"           // beside it: run
        "#include \"detail/impl.h\"\n"     // a subfolder of run, not a part 'detail'
        "#include \"third_party.h\"\n"     // not beside it: the include path, no part
@@ -290,11 +290,11 @@ TEST_F(LayerCheck, CommandLineExitCodesAndSummary) {
   EXPECT_EQ(run({"--table", t, "--src", src().string()}, out, err), 0) << err.str();
   EXPECT_EQ(out.str(), "layers: 6 files, 7 includes, all allowed\n");
 
-  file("spec/spec.cpp", "#include \"store/store.h\"\n");
+  file("spec/spec.cpp", "#include \"run/store.h\"\n");
   out.str("");
   err.str("");
   EXPECT_EQ(run({"--table", t, "--src", src().string()}, out, err), 1);
-  EXPECT_NE(err.str().find(src().string() + "/spec/spec.cpp:1: part 'spec' may not include 'store/store.h' (" + t +
+  EXPECT_NE(err.str().find(src().string() + "/spec/spec.cpp:1: part 'spec' may not include 'run/store.h' (" + t +
                            " allows spec: util)\n"),
             std::string::npos)
       << err.str();
