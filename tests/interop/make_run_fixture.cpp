@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
         ++n;
       }
     const kopt::store::RunStore store = kopt::test::make_run(out / "results", attempts, kopt::test::fixture_spec(),
-                                                           kopt::test::fixture_device(), info);
+                                                             kopt::test::fixture_device(), info);
     std::cout << store.dir().string() << "\n";
   });
 }

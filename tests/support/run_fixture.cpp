@@ -59,7 +59,7 @@ store::RunInfo fixture_info() {
 }
 
 store::RunStore make_run(const std::filesystem::path& results, const std::vector<model::Attempt>& attempts,
-                       const nlohmann::json& spec, const nlohmann::json& device, const store::RunInfo& info) {
+                         const nlohmann::json& spec, const nlohmann::json& device, const store::RunInfo& info) {
   store::RunStore store = store::RunStore::create(results, spec, device, info);
   for (const model::Attempt& a : attempts) store.record(a);
   return store;

@@ -58,8 +58,8 @@ store::RunInfo fixture_info();
 /// store::RunStore::create) and records `attempts` in order (their index set by
 /// the store); returns the store, open on it. Throws what the store throws.
 store::RunStore make_run(const std::filesystem::path& results, const std::vector<model::Attempt>& attempts,
-                       const nlohmann::json& spec = fixture_spec(), const nlohmann::json& device = fixture_device(),
-                       const store::RunInfo& info = fixture_info());
+                         const nlohmann::json& spec = fixture_spec(), const nlohmann::json& device = fixture_device(),
+                         const store::RunInfo& info = fixture_info());
 
 /// The main() of a fixture program called as `NAME OUT_DIR`: removes
 /// OUT_DIR/results, creates OUT_DIR, and calls write(OUT_DIR). Returns the

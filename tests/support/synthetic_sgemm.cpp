@@ -65,8 +65,8 @@ std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(co
 
 
 store::RecordedSpace synthetic_sgemm_space(const Space& space,
-                                         const std::vector<std::pair<std::string, std::array<int64_t, 3>>>& cases,
-                                         uint64_t seed) {
+                                           const std::vector<std::pair<std::string, std::array<int64_t, 3>>>& cases,
+                                           uint64_t seed) {
   store::RecordedSpace r;
   r.label = "sgemm-synthetic";
   r.source = "synthetic: a performance model of templates/sgemm on an H200 (seed " + std::to_string(seed) +

@@ -36,7 +36,7 @@ std::vector<std::pair<std::string, std::array<int64_t, 3>>> performance_cases(co
 /// failed verdicts (register overflow at launch, a systematic wrong-result
 /// corner, random timeouts). Label "sgemm-synthetic"; untimed.
 store::RecordedSpace synthetic_sgemm_space(const search::Space& space,
-                                         const std::vector<std::pair<std::string, std::array<int64_t, 3>>>& cases,
-                                         uint64_t seed);
+                                           const std::vector<std::pair<std::string, std::array<int64_t, 3>>>& cases,
+                                           uint64_t seed);
 
 }  // namespace kopt::test

@@ -141,7 +141,7 @@ inline void write_variant_a(const store::RunStore& s) {
 /// without an entry (golden best_untimed.cu).
 inline store::RunStore run_b(const std::filesystem::path& results) {
   store::RunStore s = store::RunStore::create(results, nlohmann::json{{"format_version", 1}},
-                                          nlohmann::json{{"arch", "sm_80"}}, info());
+                                              nlohmann::json{{"arch", "sm_80"}}, info());
   s.record(attempt("initial", "", {{"TILE", 4}}, "", {}, {}, model::Verdict::compiled));
   return s;
 }

@@ -421,7 +421,7 @@ TEST(Report, WithoutABestAttempt) {
 TEST(Report, WriteReportsIntoTheRunFolder) {
   TempDir t;
   auto store = kopt::store::RunStore::create(t.path(), json{{"name", "sgemm"}},
-                                           json{{"name", "NVIDIA H200"}, {"arch", "sm_90"}}, {});
+                                             json{{"name", "NVIDIA H200"}, {"arch", "sm_90"}}, {});
   for (Attempt a : sample_history()) {
     a.index = 0;
     store.record(a);

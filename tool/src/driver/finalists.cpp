@@ -107,10 +107,10 @@ std::vector<const Attempt*> ranked_finalists(const std::vector<Attempt>& history
 /// weighted by the cases' weights (spec::Case::weight) when every latency is
 /// known.
 store::Specialization specialization_record(const std::vector<std::string>& perf_cases, const model::DispatchTree& tree,
-                                          const std::vector<model::DispatchSample>& samples,
-                                          const std::map<std::string, const spec::Case*>& case_of,
-                                          const std::map<std::string, double>& winner_ms,
-                                          const std::vector<const Attempt*>& variants, double threshold) {
+                                            const std::vector<model::DispatchSample>& samples,
+                                            const std::map<std::string, const spec::Case*>& case_of,
+                                            const std::map<std::string, double>& winner_ms,
+                                            const std::vector<const Attempt*>& variants, double threshold) {
   store::Specialization sp;
   sp.threshold = threshold;
   std::vector<double> single, special, weights;

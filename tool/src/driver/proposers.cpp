@@ -206,7 +206,7 @@ std::vector<spec::Expr> template_limit_constraints(const spec::Spec& s, const sp
 }
 
 std::optional<store::TunerStats::Filtered> filtered_before_compile(const spec::Spec& s, const spec::Bindings& constants,
-                                                                 bool quiet) {
+                                                                   bool quiet) {
   if (!s.template_kernel || s.tuning.params.empty()) return std::nullopt;
   std::vector<spec::Expr> constraints = s.tuning.constraints;
   for (const spec::Expr& e : template_limit_constraints(s, template_candidate(s))) constraints.push_back(e);

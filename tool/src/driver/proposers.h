@@ -43,7 +43,7 @@ std::vector<spec::Expr> template_limit_constraints(const spec::Spec& spec, const
 /// limits (...); 234 remain"). nullopt without a template, without any
 /// device-limit constraint, or when the space is too large to count.
 std::optional<store::TunerStats::Filtered> filtered_before_compile(const spec::Spec& spec,
-                                                                 const spec::Bindings& constants, bool quiet);
+                                                                   const spec::Bindings& constants, bool quiet);
 
 /// Every name --strategy takes (the search strategies and the agent proposers).
 std::vector<std::string> proposer_names();

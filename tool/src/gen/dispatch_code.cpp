@@ -62,7 +62,7 @@ bool refit_model(model::DispatchTree& tree, const store::Specialization& sp, siz
   // A launch that does not resolve for these parameters: keep what was recorded.
   const spec::Expr data_bytes = spec::data_bytes_expr(spec);
   if (!driver::fill_dispatch_launches(samples, *launch, data_bytes, params,
-                                    [&](const std::string& name) { return &cases.at(name); })
+                                      [&](const std::string& name) { return &cases.at(name); })
            .empty())
     return false;
   auto fitted = model::derive_dispatch_model(tree, samples, blocks_per_sm, sm.get<int>(), launch->block_work.text(),

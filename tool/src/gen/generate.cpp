@@ -161,8 +161,8 @@ std::pair<store::Summary, store::CacheGpu> read_run_outputs(const std::filesyste
 /// The tuning cache entry for this spec, `device` and the run `summary`
 /// (the winner `variants` from its run folder).
 store::CacheEntry tuned_entry(const spec::Spec& s, const std::string& hash, const std::string& base_hash,
-                            const store::CacheGpu& device, const store::Summary& summary,
-                            const std::vector<KernelVariant>& variants) {
+                              const store::CacheGpu& device, const store::Summary& summary,
+                              const std::vector<KernelVariant>& variants) {
   store::CacheEntry e;
   e.workload = s.name;
   e.spec_hash = hash;
@@ -223,7 +223,7 @@ void write_updated_cache(const GenerateOptions& o, const spec::Spec& s, const st
 /// tuned on other cases; null, with `cache_note` saying why, when the cache
 /// holds none or several.
 const store::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec& s, const store::TuningCache& cache,
-                                   const SpecHashes& h, std::string* other_note, std::string* cache_note) {
+                                     const SpecHashes& h, std::string* other_note, std::string* cache_note) {
   std::vector<const store::CacheEntry*> matching, other_cases;
   std::vector<std::string> stale;
   for (const store::CacheEntry& e : cache.entries) {
