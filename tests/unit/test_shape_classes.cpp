@@ -224,6 +224,13 @@ TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
   for (const char* k : {"setup_minutes", "search_minutes", "retime_minutes", "total_minutes"})
     EXPECT_TRUE(s["time_split"].contains(k)) << k;
   EXPECT_NE(log.find("wall time"), std::string::npos) << log;
+  // Where the search's time went, and the compiles that gave no timing.
+  const size_t t = log.find("kopt: search time (min): compiling ");
+  ASSERT_NE(t, std::string::npos) << log;
+  const std::string line = log.substr(t, log.find('\n', t) - t);
+  for (const char* part : {" thread(s), the GPU loop waiting for compiles ", "; worker checking ", ", timed loops ",
+                           "; compiles that gave no timing: ", " compile error(s), ", " infeasible, ", " withdrawn"})
+    EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
 }
 
 // Resumes run `r` with `budget` and neither --shape-classes nor

@@ -66,6 +66,13 @@ struct PipelineStats {
 
   /// summary.json "tuner".
   store::TunerStats record() const;
+  /// One line of where the search's time went and which compiles gave no
+  /// timing: compile time summed over the compile threads (cache misses),
+  /// the GPU loop's wait for compiles, the worker's checking, timed loops and
+  /// the rest, in minutes; compile errors and infeasible configurations
+  /// (`counts`: summary.json "counts"), candidates withdrawn after
+  /// compiling, and configurations filtered before compiling.
+  std::string time_line(const std::map<std::string, int64_t>& counts) const;
 };
 
 /// The ranked finalists and what is known of each, in rank order: the

@@ -4,6 +4,7 @@
 #include <deque>
 #include <future>
 #include <iostream>
+#include <sstream>
 
 #include "report/report.h"
 #include "spec/kernel_file.h"
@@ -68,6 +69,24 @@ store::TunerStats PipelineStats::record() const {
   // Apart from the evaluations: configurations never compiled, over the device's limits.
   t.filtered_before_compile = filtered;
   return t;
+}
+
+std::string PipelineStats::time_line(const std::map<std::string, int64_t>& counts) const {
+  auto minutes = [](double ms) { return fmt(ms / 60000.0, 3); };
+  double compile_total = 0;
+  for (double ms : compile_ms) compile_total += ms;
+  auto count = [&](const char* verdict) {
+    const auto it = counts.find(verdict);
+    return it == counts.end() ? int64_t{0} : it->second;
+  };
+  std::ostringstream line;
+  line << "search time (min): compiling " << minutes(compile_total) << " over " << threads
+       << " thread(s), the GPU loop waiting for compiles " << minutes(compile_wait_ms) << "; worker checking "
+       << minutes(check_ms) << ", timed loops " << minutes(timing_ms) << ", other " << minutes(worker_other_ms)
+       << "; compiles that gave no timing: " << count("compile_error") << " compile error(s), "
+       << count("infeasible") << " infeasible, " << withdrawn << " withdrawn";
+  if (filtered) line << "; " << filtered->configurations << " configuration(s) filtered before compiling";
+  return line.str();
 }
 
 int Driver::finish(const Finalists& f) {
@@ -138,6 +157,10 @@ int Driver::finish(const Finalists& f) {
     std::cerr << "kopt: wall time " << fmt(minutes_elapsed(), 3) << " min: set-up, initial kernel and baseline "
               << fmt(std::max(minutes_elapsed() - stats_.search_minutes - f.minutes, 0.0), 3) << ", search "
               << fmt(stats_.search_minutes, 3) << ", re-timing " << fmt(f.minutes, 3) << "\n";
+    if (stats_.evaluated > 0 && !compile_only())
+      std::cerr << "kopt: " << stats_.time_line(summary.counts)
+                << (device_ && device_->simulated ? std::string(" (") + model::kSimulatedNote + ")" : std::string())
+                << "\n";
     if (winner && winner->result.geomean_ms) {
       const double g = f.winner_all_cases_ms.value_or(*winner->result.geomean_ms);
       std::cerr << "kopt: best " << winner->label << ": geomean " << fmt(g) << " ms";
