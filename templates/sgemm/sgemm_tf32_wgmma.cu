@@ -662,11 +662,29 @@ __device__ __forceinline__ void chain(const Ctx& c, int buf, int wm, int wn, flo
 #endif
 }
 
+// The wait for the chain in flight (wgmma.wait_group 0) and its FP32 adds into `part`: after each
+// chain of a k-tile, and with DEFER for the last chain of the previous k-tile at the start of the
+// next (after the barrier: the tensor cores work through it) or after the last one.
+__device__ __forceinline__ void add_chain(float (&d)[kAcc], float (&part)[kAcc], unsigned (&ahi)[KSTEP][4],
+                                          unsigned (&alo)[KSTEP][4]) {
+  wgmma_wait<0>();
+  fence_regs(d);
+#if AREG
+  fence_frags(ahi);
+  fence_frags(alo);
+#else
+  (void)ahi;
+  (void)alo;
+#endif
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) part[i] += d[i];
+}
+
 // One k-tile: its chains, each followed (while the tensor cores work) by this thread's share of the
 // split of the next k-tile (when there is one), then the wait and the FP32 adds into `part`. stage:
 // the raw stage of this tile (AREG reads A's fragments there into ahi, alo), next_stage: the next
 // tile's, nbuf: the operand buffer of the next tile. DEFER: the last chain is issued and not waited
-// for (see deferred_chain).
+// for (see add_chain).
 template <int kQ>
 __device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int nbuf, int stage, int next_stage,
                                             bool split_next, int wm, int wn, float (&d)[kAcc], float (&part)[kAcc],
@@ -685,34 +703,10 @@ __device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int nbuf, int
     constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
     if (split_next) split_items<first, last>(c, next_stage, nbuf);
     if constexpr (!(DEFER && kQ == kChains - 1)) {
-      wgmma_wait<0>();
-      fence_regs(d);
-#if AREG
-      fence_frags(ahi);
-      fence_frags(alo);
-#endif
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) part[i] += d[i];
+      add_chain(d, part, ahi, alo);
       tile_chains<kQ + 1>(c, buf, nbuf, stage, next_stage, split_next, wm, wn, d, part, ahi, alo);
     }
   }
-}
-
-// DEFER: the wait for the last chain of the previous k-tile and its adds, at the start of the next
-// k-tile (after the barrier: the tensor cores work through it) or after the last one.
-__device__ __forceinline__ void deferred_chain(float (&d)[kAcc], float (&part)[kAcc], unsigned (&ahi)[KSTEP][4],
-                                               unsigned (&alo)[KSTEP][4]) {
-  wgmma_wait<0>();
-  fence_regs(d);
-#if AREG
-  fence_frags(ahi);
-  fence_frags(alo);
-#else
-  (void)ahi;
-  (void)alo;
-#endif
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) part[i] += d[i];
 }
 
 // DBUF = 1 (not with AREG): chain kQ into accumulator kQ % 2 (d0 or d1), this thread's share of the
@@ -800,7 +794,7 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
     const int nbuf = buf + 1 == L::kOpBufs ? 0 : buf + 1;
 #if DEFER
     if (t > 0) {  // the previous tile's last chain, then its fold, as without DEFER
-      deferred_chain(d, part, ahi, alo);
+      add_chain(d, part, ahi, alo);
       if (--left == 0) {
         fold(acc, part);
         left = inner;
@@ -825,7 +819,7 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
     buf = nbuf;
   }
 #if DEFER
-  if (n > 0) deferred_chain(d, part, ahi, alo);
+  if (n > 0) add_chain(d, part, ahi, alo);
 #endif
   cp_wait<0>();  // only empty groups can be left
   fold(acc, part);
