@@ -180,12 +180,13 @@ double sum_allowed_error(const spec::Tolerance& tol, spec::DType dtype, double r
 
 namespace {
 
-double add_partials(const uint8_t* out, spec::DType dtype, int64_t first, int64_t n) {
+template <typename Reader>
+double add_partials(const Reader& out_at, int64_t first, int64_t n) {
   // Neumaier's compensated summation: the partials' own rounding stays far
   // below the bound (its error is about 2u times the sum of their magnitudes).
   double s = 0, c = 0;
   for (int64_t j = first; j < first + n; ++j) {
-    const double x = spec::element_as_double(out, dtype, j);
+    const double x = out_at(j);
     const double t = s + x;
     c += std::fabs(s) >= std::fabs(x) ? (s - t) + x : (x - t) + s;
     s = t;
@@ -212,10 +213,11 @@ CompareOutcome compare_sum(const std::string& name, const uint8_t* out, const ui
     return "[" + std::to_string(g * p) + ".." + std::to_string(g * p + p - 1) + "] (" + std::to_string(p) +
            " partial sums, added up)";
   };
-  CompareOutcome o = compare_values(
-      name, count / p, [&](int64_t g) { return add_partials(out, dtype, g * p, p); },
-      [&](int64_t g) { return spec::element_as_double(ref, dtype, g); },
-      [&](int64_t, double r) { return sum_allowed_error(tol, dtype, r); }, where);
+  CompareOutcome o = with_readers(dtype, out, ref, [&](auto out_at, auto ref_at) {
+    return compare_values(
+        name, count / p, [&](int64_t g) { return add_partials(out_at, g * p, p); }, ref_at,
+        [&](int64_t, double r) { return sum_allowed_error(tol, dtype, r); }, where);
+  });
   if (o.worst_index >= 0) o.worst_index *= p;
   return o;
 }
