@@ -2,7 +2,7 @@
 # Records tuning spaces on a GPU for `kopt replay` (docs/search.md, "Recording a space"):
 # for each workload, `kopt optimize --strategy random` over its whole space (random
 # order without repeats: a sweep cut short is an unbiased sample of the space),
-# quick timing (3 warm-up + 15 timed launches, one checking trial), no shape
+# quick timing (3 warm-up + 15 timed launches unless --timing says, one checking trial), no shape
 # classes, no re-timing; then the run folder as T4 results, a record that
 # `kopt replay` and scripts/compare_kernel_tuner.py read.
 #
@@ -20,6 +20,8 @@
 #   --work    where the run folders live between calls (default build/spaces)
 #   --out     where the T4 records go (default tests/data/spaces)
 #   --minutes per workload and call (default 4)
+#   --timing  W,I: warm-up and timed launches of a new record (default 3,15; fewer for
+#             kernels of many milliseconds, e.g. 1,5)
 #   --target  evaluations a record should hold (default 1200; the whole space if smaller)
 #   --cache-dir the NVRTC cache (default WORK/kcache, the records' own: a configuration compiled
 #             before, in another cache, would record no compile time in its cost)
@@ -33,6 +35,7 @@ KOPT="$ROOT/build/tool/kopt"
 WORK="$ROOT/build/spaces"
 OUTDIR="$ROOT/tests/data/spaces"
 MINUTES=4
+TIMING=3,15
 TARGET=1200
 CACHE_DIR=""
 WORKLOADS=()
@@ -42,9 +45,10 @@ while [ $# -gt 0 ]; do
     --work) WORK="$2"; shift 2 ;;
     --out) OUTDIR="$2"; shift 2 ;;
     --minutes) MINUTES="$2"; shift 2 ;;
+    --timing) TIMING="$2"; shift 2 ;;
     --target) TARGET="$2"; shift 2 ;;
     --cache-dir) CACHE_DIR="$2"; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     -*) echo "record_spaces: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
   esac
@@ -63,11 +67,12 @@ spec_of() {  # a workload name or path -> its spec file
 }
 
 # The record's spec: a copy in the work folder (its files' paths made absolute) with quick
-# timing, one checking trial, no baseline and no seeds (the sample stays uniform).
+# timing (--timing), one checking trial, no baseline and no seeds (the sample stays uniform).
 quick_spec() {
-  python3 - "$1" "$2" <<'PY'
+  python3 - "$1" "$2" "$TIMING" <<'PY'
 import json, os, sys
 spec, copy = sys.argv[1], sys.argv[2]
+warmup, iterations = (int(x) for x in sys.argv[3].split(","))
 folder = os.path.dirname(os.path.abspath(spec))
 def absolute(v):
     if isinstance(v, dict):
@@ -75,7 +80,7 @@ def absolute(v):
                     else absolute(x)) for k, x in v.items()}
     return [absolute(x) for x in v] if isinstance(v, list) else v
 s = absolute(json.load(open(spec)))
-s["timing"] = dict(s.get("timing", {}), warmup=3, iterations=15)
+s["timing"] = dict(s.get("timing", {}), warmup=warmup, iterations=iterations)
 s["checks"] = dict(s.get("checks", {}), trials=1, repeats=1)
 s.pop("baseline", None)
 s.get("tuning", {}).pop("seeds", None)
