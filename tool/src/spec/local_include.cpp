@@ -85,7 +85,9 @@ class Expander {
       try {
         body = fs::read_file(target, "included kernel source", fs::kSourceMaxBytes);
       } catch (const Error& e) {
-        throw SpecError("kopt.spec.137", where + ": " + e.what());
+        const std::string m = e.what();  // "[kopt.io.00x] <file>: cannot read ...: <reason>"
+        const size_t tag = m.rfind("[", 0) == 0 ? m.find("] ") : std::string::npos;
+        throw SpecError("kopt.spec.137", where + ": " + (tag == std::string::npos ? m : m.substr(tag + 2)));
       }
       result.includes.push_back(stdfs::absolute(target, ec).lexically_normal());
       const size_t before = result.text.size();
