@@ -9,8 +9,8 @@ Writes into OUT_DIR:
   sgemm_kinds.json   templates/sgemm/sgemm.json with every correctness case, a handful of
                      DeepBench inference-server shapes (one or two per shape class) as the
                      performance cases, quick timing (5 warm-up + 30 launches) and absolute paths
-  cfg_NN.cu          the template with `// kopt:param` lines (and the same #defines) for
-                     configuration NN (kopt evaluate --kernel cfg_*.cu evaluates them all in one
+  cfg_NN.cu          `// kopt:param` lines (and the same #defines) for configuration NN, then
+                     an #include of the template by its absolute path: configuration NN (kopt evaluate --kernel cfg_*.cu evaluates them all in one
                      worker session)
   configs.txt        NN, KIND and the parameters of each configuration
   gen/sgemm.cu, gen/sgemm_launch.h
@@ -89,7 +89,9 @@ def write_inputs(out, spec, spec_file, configs, perf_shapes, select_lines, tool,
     every configuration as a variant; `select_lines` are the C++ lines of select_variant(M, N, K)'s
     body (the placeholder dispatch). `tool` names the script in the files' comments."""
     names = sorted(spec["tuning"]["params"])
-    tmpl_src = open(os.path.join(TEMPLATE_DIR, spec["template"]["source"])).read()
+    # The template by its absolute path, not its text: it includes headers beside it (sgemm_cluster.cuh,
+    # ...), which kopt (local includes) and nvcc find from the template's folder, not from `out`.
+    tmpl_src = '#include "%s"\n' % os.path.join(TEMPLATE_DIR, spec["template"]["source"])
     os.makedirs(os.path.join(out, "gen"), exist_ok=True)
     for old in os.listdir(out):  # a previous call's configurations (another --kind)
         if old.startswith("cfg_") and old.endswith(".cu"):

@@ -267,26 +267,7 @@ struct Layout {
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
 #if SPLITK > 1
-// Thread block clusters (sm_90): this block's rank, a barrier over the cluster with release/acquire
-// semantics, and loads from another block's shared memory (DSMEM).
-namespace tf32x3_cluster {
-__device__ __forceinline__ unsigned rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ float4 load4(unsigned local, unsigned r) {
-  unsigned a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(local), "r"(r));
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
-  return v;
-}
-}  // namespace tf32x3_cluster
+#include "sgemm_cluster.cuh"
 #endif  // SPLITK > 1
 #undef TF32X3_CLUSTER_DIMS  // a generated file holds this source once per variant
 #if SPLITK > 1
@@ -315,21 +296,8 @@ static_assert(BM % SPLITK == 0, "each cluster rank reduces BM / SPLITK rows");
 static_assert(SWZ >= 1 && MINB >= 1, "SWZ, MINB >= 1");
 static_assert(CVT >= 0 && CVT <= 2 && (ACC2 == 0 || ACC2 == 1), "CVT in 0..2, ACC2 0 or 1");
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// 16- and 4-byte async copies; src_bytes 0 zero-fills without reading.
-__device__ __forceinline__ void cp16(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp4(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+#include "sgemm_async.cuh"
+#include "sgemm_tf32_common.cuh"
 
 // TF32 rounding to nearest (the 13 low bits cleared), see CVT. tf32_int: ties away from zero on the
 // magnitude, a carry moving into the next binade (or to Inf); `guard`: Inf and NaN are left as they
@@ -378,27 +346,9 @@ struct Ctx {
   bool kvec, nvec;  // K % 4 == 0, N % 4 == 0 (uniform per launch)
 };
 
-// Copies the 4 floats row[col .. col+3] to shared memory at dst, each one that lies in the matrix
-// (in_row, and col + e < limit); the others are zero-filled. vec: limit % 4 == 0 and row is 16-byte
-// aligned, so the 4 are all in or all out (one 16-byte copy); else 4-byte copies. `any`: a valid
-// address for the copies that read nothing.
-__device__ __forceinline__ void copy4(unsigned dst, const float* row, bool in_row, int col, int limit, bool vec,
-                                      const float* any) {
-  if (vec) {
-    const bool ok = in_row && col < limit;
-    cp16(dst, ok ? row + col : any, ok ? 16 : 0);
-    return;
-  }
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const bool ok = in_row && col + e < limit;
-    cp4(dst + 4u * e, ok ? row + col + e : any, ok ? 4 : 0);
-  }
-}
-
 // Issues the copies of the k-tile starting at k0 into one A and one B stage (see Bounds).
 __device__ __forceinline__ void load_tile(const Ctx& c, int k0, float* sa, float* sb) {
-  const unsigned a_base = smem_u32(sa), b_base = smem_u32(sb);
+  const unsigned a_base = smem_addr(sa), b_base = smem_addr(sb);
 #pragma unroll
   for (int l = 0; l < L::kChunksA; ++l) {
     int m, k;
@@ -530,7 +480,7 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
 
   const int KT_all = K / BK + (K % BK != 0);  // k-tiles of K
 #if SPLITK > 1
-  const unsigned rank = tf32x3_cluster::rank();
+  const unsigned rank = sgemm_cluster::rank();
   const int t_begin = static_cast<int>(static_cast<long long>(KT_all) * rank / SPLITK);
   const int t_end = static_cast<int>(static_cast<long long>(KT_all) * (rank + 1) / SPLITK);
   const int KT = t_end - t_begin;  // may be 0: the rank contributes zeros
@@ -544,7 +494,7 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < KT) load_tile(c, kb + s * BK, sA + s * L::kStageA, sB + s * L::kStageB);
-    cp_commit();
+    cp_async_commit();
   }
 #if ACC2
   // Two-level sums: the k-tiles' FADDs go into part, folded into acc every `inner` k-tiles.
@@ -555,10 +505,10 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
 #endif
   int rd = 0, wr = STAGES - 1;  // stages of tile t and of tile t + STAGES - 1
   for (int t = 0; t < KT; ++t) {
-    cp_wait<STAGES - 2>();
+    cp_async_wait<STAGES - 2>();
     __syncthreads();
     if (t + STAGES - 1 < KT) load_tile(c, kb + (t + STAGES - 1) * BK, sA + wr * L::kStageA, sB + wr * L::kStageB);
-    cp_commit();
+    cp_async_commit();
 #if ACC2
     compute_tile(sA + rd * L::kStageA, sB + rd * L::kStageB, warp, lane, part);
     if (--left == 0) {
@@ -571,7 +521,7 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
     rd = rd + 1 == STAGES ? 0 : rd + 1;
     wr = wr + 1 == STAGES ? 0 : wr + 1;
   }
-  cp_wait<0>();  // only empty groups can be left
+  cp_async_wait<0>();  // only empty groups can be left
 #if ACC2
   fold(acc, part);
 #endif
@@ -592,33 +542,9 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
       for (int h = 0; h < 2; ++h)  // c0, c1 (row g) and c2, c3 (row g + 8): adjacent columns
         *reinterpret_cast<float2*>(red + L::c_row(warp, lane, mi, 2 * h) * L::kLdc + L::c_col(warp, lane, ni, 0)) =
             make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
-  tf32x3_cluster::sync();  // every rank's partial tile is written and visible cluster-wide
-  {
-    constexpr int kRows = BM / SPLITK, kQ = BN / 4;
-    const unsigned base = smem_u32(red);
-    for (int f = tid; f < kRows * kQ; f += L::kThreads) {
-      const int tm = static_cast<int>(rank) * kRows + f / kQ, tn = 4 * (f % kQ);
-      const unsigned off = base + 4u * static_cast<unsigned>(tm * L::kLdc + tn);
-      float4 s = tf32x3_cluster::load4(off, 0);
-#pragma unroll
-      for (int p = 1; p < SPLITK; ++p) {  // fixed order: rank 0, 1, ..., SPLITK-1
-        const float4 v = tf32x3_cluster::load4(off, p);
-        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-      }
-      const int row = c.row0 + tm, col = c.col0 + tn;
-      if (row >= M) continue;
-      float* crow = C + static_cast<size_t>(row) * static_cast<size_t>(N);
-      if (c.nvec) {
-        if (col < N) *reinterpret_cast<float4*>(crow + col) = s;  // N % 4 == 0: col + 3 < N
-      } else {
-        if (col + 0 < N) crow[col + 0] = s.x;
-        if (col + 1 < N) crow[col + 1] = s.y;
-        if (col + 2 < N) crow[col + 2] = s.z;
-        if (col + 3 < N) crow[col + 3] = s.w;
-      }
-    }
-  }
-  tf32x3_cluster::sync();  // no block leaves (freeing its shared memory) while others still read it
+  sgemm_cluster::sync();  // every rank's partial tile is written and visible cluster-wide
+  splitk_store<BM / SPLITK, BN / 4, L::kLdc, L::kThreads>(C, M, N, c.row0, c.col0, c.nvec, tid, rank, smem_addr(red));
+  sgemm_cluster::sync();  // no block leaves (freeing its shared memory) while others still read it
 #else
   const bool even = (N & 1) == 0;
 #pragma unroll

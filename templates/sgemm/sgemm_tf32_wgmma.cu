@@ -380,6 +380,16 @@ extern "C" __global__ void sgemm_tf32_wgmma(const float*, const float*, float*, 
 
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
+#if SPLITK > 1
+#include "sgemm_cluster.cuh"
+#endif
+#undef TF32WG_CLUSTER_DIMS  // a generated file holds this source once per variant
+#if SPLITK > 1
+#define TF32WG_CLUSTER_DIMS __cluster_dims__(SPLITK, 1, 1)
+#else
+#define TF32WG_CLUSTER_DIMS
+#endif
+
 namespace tf32wg {
 
 using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ, AREG, SPLITK, DEFER>;
@@ -409,16 +419,9 @@ static_assert((L::kBM * L::kChunks) % L::kThreads == 0 && (L::kBN * L::kChunks) 
 static_assert((BK * L::kBN / 4) % L::kThreads == 0, "B's copy chunks divide among the threads");
 static_assert(L::kSmemBytes + 1024 <= 232448, "shared memory: at most 227 KB per block");
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// 16- and 4-byte async copies; src_bytes 0 zero-fills without reading.
-__device__ __forceinline__ void cp16(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp4(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
+#include "sgemm_async.cuh"
+#include "sgemm_tf32_common.cuh"
+
 // The value of x, hidden from the optimizer: the index arithmetic derived from it is then redone
 // where it is used instead of being hoisted out of the k loop into registers, which the three sets
 // of sums need (without it, 128x128 blocks spill).
@@ -426,11 +429,6 @@ __device__ __forceinline__ int opaque(int x) {
   int y;
   asm volatile("mov.b32 %0, %1;\n" : "=r"(y) : "r"(x));
   return y;
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 // Generic-proxy shared-memory writes made visible to the async proxy (wgmma's operand reads); each
 // writing thread issues it before the barrier that orders its writes before the wgmma.
@@ -526,24 +524,6 @@ struct Ctx {
   unsigned char* smem;  // the 1024-aligned base (generic pointer)
   unsigned sbase;       // the same, as a shared-memory address
 };
-
-// Copies row[col .. col+3] to shared memory at dst, each element that lies in the matrix (in_row,
-// col + e < limit); the others are zero-filled. vec: limit % 4 == 0 and row is 16-byte aligned, so
-// the 4 are all in or all out (one 16-byte copy); else 4-byte copies. `any`: a valid address for the
-// copies that read nothing.
-__device__ __forceinline__ void copy4(unsigned dst, const float* row, bool in_row, int col, int limit, bool vec,
-                                      const float* any) {
-  if (vec) {
-    const bool ok = in_row && col < limit;
-    cp16(dst, ok ? row + col : any, ok ? 16 : 0);
-    return;
-  }
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const bool ok = in_row && col + e < limit;
-    cp4(dst + 4u * e, ok ? row + col + e : any, ok ? 4 : 0);
-  }
-}
 
 // Issues the copies of raw k-tile t (k from t * BK) into raw stage `stage`.
 __device__ __forceinline__ void load_raw(const Ctx& c, int t, int stage) {
@@ -680,6 +660,22 @@ __device__ __forceinline__ void add_chain(float (&d)[kAcc], float (&part)[kAcc],
   for (int i = 0; i < kAcc; ++i) part[i] += d[i];
 }
 
+// Chain kQ of a k-tile into d (the register fences, the chain, its commit), then, while the tensor
+// cores work, this thread's share of the split of the next k-tile's items for that chain (when
+// split_next). Used by tile_chains and tile_chains2.
+template <int kQ>
+__device__ __forceinline__ void issue_chain(const Ctx& c, int buf, int nbuf, int next_stage, bool split_next, int wm,
+                                            int wn, float (&d)[kAcc], unsigned (&ahi)[KSTEP][4],
+                                            unsigned (&alo)[KSTEP][4]) {
+  fence_regs(d);
+  wgmma_fence();
+  chain<kQ>(c, buf, wm, wn, d, ahi, alo);
+  wgmma_commit();
+  constexpr int first = kQ * kItemsPerChain;
+  constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
+  if (split_next) split_items<first, last>(c, next_stage, nbuf);
+}
+
 // One k-tile: its chains, each followed (while the tensor cores work) by this thread's share of the
 // split of the next k-tile (when there is one), then the wait and the FP32 adds into `part`. stage:
 // the raw stage of this tile (AREG reads A's fragments there into ahi, alo), next_stage: the next
@@ -695,13 +691,7 @@ __device__ __forceinline__ void tile_chains(const Ctx& c, int buf, int nbuf, int
 #else
     (void)stage;
 #endif
-    fence_regs(d);
-    wgmma_fence();
-    chain<kQ>(c, buf, wm, wn, d, ahi, alo);
-    wgmma_commit();
-    constexpr int first = kQ * kItemsPerChain;
-    constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
-    if (split_next) split_items<first, last>(c, next_stage, nbuf);
+    issue_chain<kQ>(c, buf, nbuf, next_stage, split_next, wm, wn, d, ahi, alo);
     if constexpr (!(DEFER && kQ == kChains - 1)) {
       add_chain(d, part, ahi, alo);
       tile_chains<kQ + 1>(c, buf, nbuf, stage, next_stage, split_next, wm, wn, d, part, ahi, alo);
@@ -718,13 +708,7 @@ __device__ __forceinline__ void tile_chains2(const Ctx& c, int buf, int nbuf, in
   if constexpr (kQ < kChains) {
     float(&d)[kAcc] = kQ % 2 == 0 ? d0 : d1;
     unsigned unused[KSTEP][4];
-    fence_regs(d);
-    wgmma_fence();
-    chain<kQ>(c, buf, wm, wn, d, unused, unused);
-    wgmma_commit();
-    constexpr int first = kQ * kItemsPerChain;
-    constexpr int last = first + kItemsPerChain < kItems ? first + kItemsPerChain : kItems;
-    if (split_next) split_items<first, last>(c, next_stage, nbuf);
+    issue_chain<kQ>(c, buf, nbuf, next_stage, split_next, wm, wn, d, unused, unused);
     if constexpr (kQ > 0) {
       float(&prev)[kAcc] = kQ % 2 == 0 ? d1 : d0;
       wgmma_wait<1>();
@@ -763,9 +747,9 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
 #pragma unroll
   for (int s = 0; s < L::kAhead; ++s) {
     if (s < n) load_raw(c, t0 + s, s);
-    cp_commit();
+    cp_async_commit();
   }
-  cp_wait<L::kAhead - 2>();
+  cp_async_wait<L::kAhead - 2>();
   __syncthreads();
   split_items<0, kItems>(c, 0, 0);
   fence_proxy_async();
@@ -789,7 +773,7 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
     // iteration) or tile t - 1's (AREG 1: its A read in the last iteration).
     const int issue_stage = AREG ? (stage == 0 ? STAGES - 1 : stage - 1) : stage;
     if (t + L::kAhead < n) load_raw(c, t0 + t + L::kAhead, issue_stage);
-    cp_commit();
+    cp_async_commit();
     const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
     const int nbuf = buf + 1 == L::kOpBufs ? 0 : buf + 1;
 #if DEFER
@@ -806,7 +790,7 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
 #else
     tile_chains<0>(c, buf, nbuf, stage, next_stage, t + 1 < n, wm, wn, d, part, ahi, alo);
 #endif
-    cp_wait<L::kAhead - 2>();  // raw tile t + 2 landed: of tiles ..t+kAhead, all but the newest kAhead-2
+    cp_async_wait<L::kAhead - 2>();  // raw tile t + 2 landed: of tiles ..t+kAhead, all but the newest kAhead-2
     fence_proxy_async();
     __syncthreads();
 #if !DEFER
@@ -821,40 +805,11 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
 #if DEFER
   if (n > 0) add_chain(d, part, ahi, alo);
 #endif
-  cp_wait<0>();  // only empty groups can be left
+  cp_async_wait<0>();  // only empty groups can be left
   fold(acc, part);
 }
 
 }  // namespace tf32wg
-
-#if SPLITK > 1
-// Thread block clusters (sm_90): this block's rank, a barrier over the cluster with release/acquire
-// semantics, and loads from another block's shared memory (DSMEM); as sgemm_tf32.cu's split-K.
-namespace tf32wg_cluster {
-__device__ __forceinline__ unsigned rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ float4 load4(unsigned local, unsigned r) {
-  unsigned a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(local), "r"(r));
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
-  return v;
-}
-}  // namespace tf32wg_cluster
-#endif
-#undef TF32WG_CLUSTER_DIMS  // a generated file holds this source once per variant
-#if SPLITK > 1
-#define TF32WG_CLUSTER_DIMS __cluster_dims__(SPLITK, 1, 1)
-#else
-#define TF32WG_CLUSTER_DIMS
-#endif
 
 extern "C" __global__ void __launch_bounds__(tf32wg::L::kThreads, MINB) TF32WG_CLUSTER_DIMS
 sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
@@ -863,7 +818,7 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
   extern __shared__ float4 tf32wg_smem[];
   Ctx c;
   {
-    const unsigned raw = smem_u32(tf32wg_smem);
+    const unsigned raw = smem_addr(tf32wg_smem);
     const unsigned pad = (1024u - (raw & 1023u)) & 1023u;  // the + 1024 of the launch
     c.smem = reinterpret_cast<unsigned char*>(tf32wg_smem) + pad;
     c.sbase = raw + pad;
@@ -886,7 +841,7 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
   float acc[kAcc];
   zero(acc);
 #if SPLITK > 1
-  const unsigned rank = tf32wg_cluster::rank();
+  const unsigned rank = sgemm_cluster::rank();
   int t0, t1;
   L::k_range(KT, static_cast<int>(rank), t0, t1);
   mainloop(c, t0, t1, wm, wn, acc);
@@ -899,32 +854,10 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
   for (int v = 0; v < kAcc; v += 2)
     *reinterpret_cast<float2*>(red + (64 * wm + L::d_row(warp, lane, v)) * L::kLdc + WN * wn + L::d_col(lane, v)) =
         make_float2(acc[v], acc[v + 1]);
-  tf32wg_cluster::sync();  // every rank's partial tile is written and visible cluster-wide
-  {
-    constexpr int kRows = L::kBM / SPLITK, kQ4 = L::kBN / 4;
-    for (int f = c.tid; f < kRows * kQ4; f += L::kThreads) {
-      const int tm = static_cast<int>(rank) * kRows + f / kQ4, tn = 4 * (f % kQ4);
-      const unsigned off = c.sbase + 4u * static_cast<unsigned>(tm * L::kLdc + tn);
-      float4 s = tf32wg_cluster::load4(off, 0);
-#pragma unroll
-      for (int p = 1; p < SPLITK; ++p) {  // fixed order: rank 0, 1, ..., SPLITK-1
-        const float4 v = tf32wg_cluster::load4(off, p);
-        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-      }
-      const int row = c.row0 + tm, col = c.col0 + tn;
-      if (row >= M) continue;
-      float* crow = C + static_cast<size_t>(row) * static_cast<size_t>(N);
-      if (c.nvec) {
-        if (col < N) *reinterpret_cast<float4*>(crow + col) = s;  // N % 4 == 0: col + 3 < N
-      } else {
-        if (col + 0 < N) crow[col + 0] = s.x;
-        if (col + 1 < N) crow[col + 1] = s.y;
-        if (col + 2 < N) crow[col + 2] = s.z;
-        if (col + 3 < N) crow[col + 3] = s.w;
-      }
-    }
-  }
-  tf32wg_cluster::sync();  // no block leaves (freeing its shared memory) while others still read it
+  sgemm_cluster::sync();  // every rank's partial tile is written and visible cluster-wide
+  splitk_store<L::kBM / SPLITK, L::kBN / 4, L::kLdc, L::kThreads>(C, M, N, c.row0, c.col0, c.nvec, c.tid, rank,
+                                                                c.sbase);
+  sgemm_cluster::sync();  // no block leaves (freeing its shared memory) while others still read it
 #else
   mainloop(c, 0, KT, wm, wn, acc);
   const bool even = (N & 1) == 0;

@@ -166,43 +166,7 @@
 #endif
 
 #if SPLITK > 1
-// Thread block clusters (sm_90): the rank of this block in its cluster, a barrier over the whole
-// cluster with release/acquire semantics (shared-memory writes before it are visible to every
-// block of the cluster after it; every block has started once any block passes it), and loads
-// from another block's shared memory (DSMEM).
-namespace sgemm_cluster {
-__device__ __forceinline__ unsigned rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-// The shared::cluster address of the byte at shared-memory address `local` in block `r`.
-__device__ __forceinline__ unsigned map(unsigned local, unsigned r) {
-  unsigned a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(local), "r"(r));
-  return a;
-}
-__device__ __forceinline__ float4 load4(unsigned cluster_addr) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(cluster_addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ float load1(unsigned cluster_addr) {
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(cluster_addr) : "memory");
-  return v;
-}
-// Dynamic shared memory of this launch, in bytes.
-__device__ __forceinline__ unsigned dynamic_smem_bytes() {
-  unsigned b;
-  asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(b));
-  return b;
-}
-}  // namespace sgemm_cluster
+#include "sgemm_cluster.cuh"  // shared with sgemm_tf32*.cu; its bytes are part of sgemm.json's fingerprint
 #endif  // SPLITK > 1
 #undef SGEMM_CLUSTER_DIMS  // a generated file holds this source once per variant
 #if SPLITK > 1
@@ -243,24 +207,7 @@ static_assert(ASYNC_A == 0 || ASYNC_A == 1, "ASYNC_A is 0 or 1");
 static_assert(!(STAGES == 1 && ASYNC_A != 0), "STAGES == 1 is register-staged: use ASYNC_A = 0");
 static_assert(MINB >= 1, "MINB >= 1");
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// 16-byte async copy; src_bytes 0 zero-fills the 16 bytes without reading.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-// 4-byte async copy; src_bytes 0 zero-fills without reading.
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+#include "sgemm_async.cuh"  // shared with sgemm_tf32*.cu; its bytes are part of sgemm.json's fingerprint
 
 // Per-launch and per-thread values shared by the loaders.
 struct Ctx {

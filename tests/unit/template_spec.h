@@ -14,8 +14,8 @@
 #include "cuda/nvrtc.h"
 #include "search/device_constants.h"
 #include "search/space.h"
+#include "spec/local_include.h"
 #include "spec/spec.h"
-#include "util/fs.h"
 
 namespace kopt::test {
 
@@ -44,7 +44,7 @@ inline cuda::CompileResult compile_sgemm_template(const std::string& file, const
                                                   const std::vector<std::string>& options = {}) {
   cuda::Compiler c;
   cuda::CompileRequest r;
-  r.source = fs::read_file(sgemm_template_dir() + file);
+  r.source = spec::read_kernel_text(sgemm_template_dir() + file);  // its local includes expanded, as kopt reads it
   r.source_name = file;
   r.entry = entry;
   r.arch = arch;

@@ -13,8 +13,8 @@
 #include "search/device_constants.h"
 #include "search/space.h"
 #include "spec/launch.h"
+#include "spec/local_include.h"
 #include "spec/spec.h"
-#include "util/fs.h"
 
 namespace {
 
@@ -98,7 +98,7 @@ TEST(SpecSgemmKinds, LaunchesFitTheDeviceOnEveryCase) {
 kopt::cuda::CompileResult compile(const std::map<std::string, int64_t>& defines) {
   kopt::cuda::Compiler c;
   kopt::cuda::CompileRequest r;
-  r.source = kopt::fs::read_file(kDir + "sgemm_tiled.cu");
+  r.source = kopt::spec::read_kernel_text(kDir + "sgemm_tiled.cu");  // its local includes expanded, as kopt reads it
   r.source_name = "sgemm_tiled.cu";
   r.entry = "sgemm_tiled";
   r.arch = "sm_90";

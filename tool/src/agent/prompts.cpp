@@ -7,8 +7,8 @@
 #include "agent/agent.h"
 #include "agent/candidate.h"
 #include "agent/common.h"
+#include "spec/local_include.h"
 #include "util/error.h"
-#include "util/fs.h"
 #include "util/json.h"
 
 namespace kopt::agent {
@@ -72,7 +72,7 @@ std::string describe_reference(const spec::Spec& s) {
   }
   std::string src;
   try {
-    src = fs::read_file(s.reference.kernel.source, "kernel source", fs::kSourceMaxBytes);
+    src = spec::read_kernel_text(s.reference.kernel.source);
   } catch (const Error&) {
     src = "(unreadable)";
   }

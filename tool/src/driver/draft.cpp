@@ -9,10 +9,10 @@
 #include "eval/evaluator_pool.h"
 #include "eval/supervisor.h"
 #include "store/fingerprint.h"
+#include "spec/local_include.h"
 #include "driver/driver_impl.h"
 #include "driver/proposers.h"
 #include "util/error.h"
-#include "util/fs.h"
 
 namespace kopt::driver {
 namespace {
@@ -23,7 +23,7 @@ namespace stdfs = std::filesystem;
 spec::Candidate kernel_candidate(const spec::KernelSource& k, const spec::Launch& dflt, const char* label) {
   spec::Candidate c;
   c.label = label;
-  c.source = fs::read_file(k.source, "kernel source", fs::kSourceMaxBytes);
+  c.source = spec::read_kernel_text(k.source);
   c.source_name = k.source.filename().string();
   c.entry = k.entry;
   c.launch = k.launch ? *k.launch : dflt;

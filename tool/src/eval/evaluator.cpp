@@ -1,6 +1,7 @@
 #include "eval/evaluator.h"
 
 #include "eval/kernel_params.h"
+#include "spec/local_include.h"
 
 #include <algorithm>
 #include <regex>
@@ -9,7 +10,6 @@
 #include <stdexcept>
 
 #include "util/error.h"
-#include "util/fs.h"
 #include "util/text.h"
 
 namespace kopt::eval {
@@ -254,7 +254,7 @@ Candidate Evaluator::reference_candidate() const {
   const spec::KernelSource& k = spec_.reference.kernel;
   Candidate c;
   c.label = "reference";
-  c.source = fs::read_file(k.source, "kernel source", fs::kSourceMaxBytes);
+  c.source = spec::read_kernel_text(k.source);
   c.source_name = k.source.filename().string();
   c.entry = k.entry;
   c.launch = spec::kernel_launch(spec_, k);

@@ -1,42 +1,13 @@
 #include "gen/depfile.h"
 
-#include <fstream>
-#include <regex>
 #include <set>
-#include <sstream>
 
+#include "spec/local_include.h"
 #include "util/error.h"
-#include "util/fs.h"
 #include "util/text.h"
 
 namespace kopt::gen {
 namespace {
-
-constexpr size_t kMaxIncludes = 256;
-
-/// The "..." includes of a source that exist beside it, recursively.
-void add_includes(const std::filesystem::path& file, std::vector<std::filesystem::path>& out,
-                  std::set<std::filesystem::path>& seen) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) return;
-  std::string text;
-  try {
-    text = fs::read_file(file, "kernel source", fs::kSourceMaxBytes);
-  } catch (const Error&) {
-    return;  // the run reports an unreadable source itself
-  }
-  static const std::regex include_re(R"re(^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)")re");
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, include_re)) continue;
-    const std::filesystem::path inc = (file.parent_path() / m[1].str()).lexically_normal();
-    if (!std::filesystem::is_regular_file(inc, ec) || seen.count(inc) || seen.size() >= kMaxIncludes) continue;
-    seen.insert(inc);
-    out.push_back(inc);
-    add_includes(inc, out, seen);
-  }
-}
 
 std::string escape(const std::string& path) {
   std::string out;
@@ -78,12 +49,15 @@ std::vector<std::filesystem::path> spec_dependencies(const spec::Spec& s, const 
   if (s.template_kernel) sources.push_back(s.template_kernel->source);
   if (s.initial) sources.push_back(s.initial->source);
   if (s.reference.kind == spec::Reference::Kind::kernel) sources.push_back(s.reference.kernel.source);
-  std::set<std::filesystem::path> includes;
   for (const auto& src : sources) {
     add(src);
-    std::vector<std::filesystem::path> found;
-    add_includes(std::filesystem::absolute(src).lexically_normal(), found, includes);
-    for (const auto& f : found) add(f);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(src, ec)) continue;
+    try {
+      for (const auto& f : spec::read_kernel_source(src).includes) add(f);
+    } catch (const Error&) {
+      // An unreadable source or include fails the run, which reports it.
+    }
   }
   auto add_npy = [&](const std::filesystem::path& p) {
     if (p.empty()) return;

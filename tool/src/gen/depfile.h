@@ -15,9 +15,9 @@ namespace kopt::gen {
 /// The files a tuning run of this spec reads, absolute, each once, in a
 /// stable order: the spec file, the --input-cases file, the tuning cache
 /// (when it exists), the template, initial and reference kernel sources and
-/// the files they #include "..." (found beside the including file; at most
-/// 256 files), every .npy input (signature generators and the cases'
-/// input overrides) and every golden output (.npy reference), with
+/// the files expanded into them as local includes (spec/local_include.h),
+/// every .npy input (signature generators and the cases' input overrides)
+/// and every golden output (.npy reference), with
 /// "{case}" expanded for each case. Files that do not exist are listed too
 /// (a missing input fails the run anyway; the build then waits for it).
 std::vector<std::filesystem::path> spec_dependencies(const spec::Spec& spec, const driver::OptimizeOptions& options,

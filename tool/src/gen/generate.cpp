@@ -15,6 +15,7 @@
 #include "store/tuning_cache.h"
 #include "spec/annotations.h"
 #include "spec/kernel_file.h"
+#include "spec/local_include.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -409,7 +410,7 @@ int generate(const GenerateOptions& options) {
   // 3. The initial kernel.
   if (!s.initial)
     throw SpecError("kopt.gen.104", s.path.string() + ": no GPU, no usable tuning cache entry and no initial kernel to fall back on");
-  std::string src = fs::read_file(s.initial->source, "kernel source", fs::kSourceMaxBytes);
+  std::string src = spec::read_kernel_text(s.initial->source);
   // The spec's defines of the initial kernel (its configuration, when it is
   // the template's source) go into the file as kopt:param lines, which the
   // launch header reads, and guarded #defines, which the application's

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "spec/local_include.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -65,7 +66,7 @@ Candidate candidate_from_text(const std::string& text, const std::string& name, 
 }
 
 Candidate candidate_from_file(const std::filesystem::path& file) {
-  return candidate_from_text(fs::read_file(file, "kernel source", fs::kSourceMaxBytes), file.filename().string(),
+  return candidate_from_text(read_kernel_text(file), file.filename().string(),
                              fs::display(file));
 }
 
@@ -96,7 +97,7 @@ std::vector<Candidate> candidates_from_text(const std::string& text, const std::
 }
 
 std::vector<Candidate> candidates_from_file(const std::filesystem::path& file) {
-  return candidates_from_text(fs::read_file(file, "kernel source", fs::kSourceMaxBytes), file.filename().string(),
+  return candidates_from_text(read_kernel_text(file), file.filename().string(),
                               fs::display(file));
 }
 

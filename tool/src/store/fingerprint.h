@@ -13,7 +13,11 @@
 namespace kopt::store {
 
 /// spec::to_json(s) with absolute file paths replaced by "xxh3:<hex>" of their
-/// content (paths with "{case}" become their file name).
+/// content (paths with "{case}" become their file name). The content of a
+/// kernel source (template, initial, reference kernel) is its text with its
+/// local includes expanded (spec::read_kernel_text): editing an included
+/// header changes the hash, moving text into a header that expands back to
+/// the same bytes does not. Throws SpecError as read_kernel_text does.
 nlohmann::json portable_spec_json(const spec::Spec& s);
 
 /// RunStore::hash_spec(portable_spec_json(s)) without the template launch's
