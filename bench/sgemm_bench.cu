@@ -81,25 +81,17 @@ static_assert(kNumVariants >= 1, "kopt_sgemm::kVariants must be at least 1");
 #define KOPT_BENCH_GENERATED_DIR "?"
 #endif
 
-#define CUDA_CHECK(call)                                                                              \
-  do {                                                                                                \
-    cudaError_t e_ = (call);                                                                          \
-    if (e_ != cudaSuccess) {                                                                          \
-      std::fprintf(stderr, "sgemm_bench: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,        \
-                   cudaGetErrorString(e_));                                                           \
-      std::exit(e_ == cudaErrorMemoryAllocation ? 2 : 1);                                             \
-    }                                                                                                 \
-  } while (0)
-
-#define CUBLAS_CHECK(call)                                                                            \
-  do {                                                                                                \
-    cublasStatus_t s_ = (call);                                                                       \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                \
-      std::fprintf(stderr, "sgemm_bench: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,        \
-                   cublasGetStatusString(s_));                                                        \
-      std::exit(1);                                                                                   \
-    }                                                                                                 \
-  } while (0)
+[[noreturn]] void cuda_failed(const char* call, const char* file, int line, cudaError_t e) {
+  std::fprintf(stderr, "sgemm_bench: %s failed at %s:%d: %s\n", call, file, line, cudaGetErrorString(e));
+  std::exit(e == cudaErrorMemoryAllocation ? 2 : 1);
+}
+[[noreturn]] void cublas_failed(const char* call, const char* file, int line, cublasStatus_t s) {
+  std::fprintf(stderr, "sgemm_bench: %s failed at %s:%d: %s\n", call, file, line, cublasGetStatusString(s));
+  std::exit(1);
+}
+#define CUDA_CHECK(call) BENCH_CHECK(cudaError_t, cudaSuccess, call, cuda_failed)
+#define CUBLAS_CHECK(call) BENCH_CHECK(cublasStatus_t, CUBLAS_STATUS_SUCCESS, call, cublas_failed)
+#include "bench_util.cuh"
 
 #include "precision.cuh"  // --precision: the FP64 oracle, cuBLAS FAST_TF32, the tensor-core ceilings
 

@@ -14,17 +14,17 @@
 //   (-arch=sm_80 or sm_90 builds without the wgmma test)
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
-#define CHECK(x)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "tf32_peak: %s failed: %s\n", #x, cudaGetErrorString(e_));           \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
+[[noreturn]] void cuda_failed(const char* call, const char*, int, cudaError_t e) {
+  std::fprintf(stderr, "tf32_peak: %s failed: %s\n", call, cudaGetErrorString(e));
+  std::exit(1);
+}
+#define CUDA_CHECK(call) BENCH_CHECK(cudaError_t, cudaSuccess, call, cuda_failed)
+#include "bench_util.cuh"
 
 constexpr int kIters = 4096;
 
@@ -104,31 +104,20 @@ __global__ void wgmma_peak(float* out) {
 template <class F>
 float best_ms(F launch) {
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  launch();  // warm-up
-  CHECK(cudaDeviceSynchronize());
-  float best = 1e30f;
-  for (int r = 0; r < 5; ++r) {
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    if (ms < best) best = ms;
-  }
-  CHECK(cudaGetLastError());
-  return best;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  const std::vector<float> ms = bench::event_times(a, b, 5, launch, [] {});
+  CUDA_CHECK(cudaGetLastError());
+  return *std::min_element(ms.begin(), ms.end());
 }
 
 int main() {
   cudaDeviceProp p;
-  CHECK(cudaGetDeviceProperties(&p, 0));
+  CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
   int clock_khz = 0;
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
   float* out = nullptr;
-  CHECK(cudaMalloc(&out, 1024 * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&out, 1024 * sizeof(float)));
   const int blocks = 4 * p.multiProcessorCount;
   std::printf("tf32_peak on %s (sm_%d%d, %d SMs, max SM clock %.0f MHz), %d blocks, no memory traffic\n", p.name,
               p.major, p.minor, p.multiProcessorCount, clock_khz / 1e3, blocks);
@@ -152,6 +141,6 @@ int main() {
   }
 #endif
   std::printf("  (datasheet, H100 SXM and H200: dense TF32 494.7 TFLOP/s at 1830 MHz, FP32 66.9 at 1980 MHz)\n");
-  CHECK(cudaFree(out));
+  CUDA_CHECK(cudaFree(out));
   return 0;
 }

@@ -42,25 +42,22 @@
 #include <string>
 #include <vector>
 
-#define CUDA_CHECK(x)                                                                                    \
-  do {                                                                                                   \
-    cudaError_t e_ = (x);                                                                                \
-    if (e_ != cudaSuccess) {                                                                             \
-      std::printf("CUDA ERROR %s at %s:%d: %s\nSUMMARY v%d correct=NO cuda_error=%s\n", #x, __FILE__,      \
-                  __LINE__, cudaGetErrorString(e_), g_variant, cudaGetErrorName(e_));                    \
-      std::fflush(stdout);                                                                               \
-      std::exit(3);                                                                                      \
-    }                                                                                                    \
-  } while (0)
-#define CUBLAS_CHECK(x)                                                                                  \
-  do {                                                                                                   \
-    cublasStatus_t s_ = (x);                                                                             \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                   \
-      std::printf("cuBLAS ERROR %s: %d\n", #x, static_cast<int>(s_));                                    \
-      std::exit(2);                                                                                      \
-    }                                                                                                    \
-  } while (0)
 static int g_variant = -1;
+
+// A failed call: a SUMMARY line the check script reads (exit 3; cuBLAS: exit 2).
+[[noreturn]] void cuda_failed(const char* call, const char* file, int line, cudaError_t e) {
+  std::printf("CUDA ERROR %s at %s:%d: %s\nSUMMARY v%d correct=NO cuda_error=%s\n", call, file, line,
+              cudaGetErrorString(e), g_variant, cudaGetErrorName(e));
+  std::fflush(stdout);
+  std::exit(3);
+}
+[[noreturn]] void cublas_failed(const char* call, const char*, int, cublasStatus_t s) {
+  std::printf("cuBLAS ERROR %s: %d\n", call, static_cast<int>(s));
+  std::exit(2);
+}
+#define CUDA_CHECK(call) BENCH_CHECK(cudaError_t, cudaSuccess, call, cuda_failed)
+#define CUBLAS_CHECK(call) BENCH_CHECK(cublasStatus_t, CUBLAS_STATUS_SUCCESS, call, cublas_failed)
+#include "bench_util.cuh"
 
 #include "precision.cuh"  // fp64_oracle, error_stats, Oracle (the FP64 oracle of sgemm_bench --precision)
 
@@ -395,19 +392,9 @@ struct Timer {
   }
   template <class F>
   double median_ms(F run, int iters) {
-    run();  // warm-up
-    CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> ms;
-    for (int i = 0; i < iters; ++i) {
-      CUDA_CHECK(cudaMemsetAsync(flush, static_cast<int>(++count & 0xFF), flush_bytes));
-      CUDA_CHECK(cudaEventRecord(a));
-      run();
-      CUDA_CHECK(cudaEventRecord(b));
-      CUDA_CHECK(cudaEventSynchronize(b));
-      float t = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-      ms.push_back(t);
-    }
+    std::vector<float> ms = bench::event_times(a, b, iters, run, [&] {
+      CUDA_CHECK(cudaMemsetAsync(flush, static_cast<int>(++count & 0xFF), flush_bytes));  // flush L2
+    });
     CUDA_CHECK(cudaGetLastError());
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];

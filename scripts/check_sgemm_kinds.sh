@@ -19,13 +19,9 @@
 #   --kind K    only configurations of this KIND
 # Environment: OUT (default ./gpu-out), BENCH_ITERS (default 30), SHAPES_FILE.
 # Logs and JSON go to $OUT/kinds/. Exit status: 0 when every configuration passed every check.
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
-ROOT="$PWD"
-OUT="${OUT:-$ROOT/gpu-out}"
+source "$(dirname "$0")/gpu_env.sh" || exit 2  # ROOT (the cwd), OUT, machine_info, build_*, evaluate_kernels
 K_OUT="$OUT/kinds"
 mkdir -p "$K_OUT"
-export PATH="/usr/local/cuda/bin:$PATH"
 STAGES=()
 KIND_ARGS=()
 while [[ $# -gt 0 ]]; do
@@ -45,11 +41,7 @@ if [[ -z $SHAPES_FILE ]]; then
 fi
 status=0
 
-{
-  echo "== machine"
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1
-  nvcc --version | tail -1; date -u
-} 2>&1 | tee "$K_OUT/machine.txt"
+machine_info "$K_OUT/machine.txt" name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw
 
 echo "== configurations (scripts/sgemm_kinds.py)"
 python3 scripts/sgemm_kinds.py "$K_OUT" "${KIND_ARGS[@]}" || exit 2
@@ -57,21 +49,12 @@ cat "$K_OUT/configs.txt"
 
 if [[ " ${STAGES[*]} " == *" evaluate "* ]]; then
   echo "== build kopt ($BUILD)"
-  if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=ON -DKOPT_UNIT_TESTS=OFF \
-       >"$K_OUT/configure.log" 2>&1; then
-    tail -30 "$K_OUT/configure.log"; exit 1
-  fi
-  if ! cmake --build "$BUILD" --target kopt -j "$(nproc)" >"$K_OUT/build.log" 2>&1; then
-    grep -E -A3 "error" "$K_OUT/build.log" | head -40; exit 1
+  if ! build_kopt "$BUILD" "$K_OUT" "$(nproc)"; then
+    if [[ -s $K_OUT/build.log ]]; then grep -E -A3 "error" "$K_OUT/build.log" | head -40; else tail -30 "$K_OUT/configure.log"; fi
+    exit 1
   fi
   echo "== kopt evaluate: every configuration on every case of $K_OUT/sgemm_kinds.json"
-  t0=$(date +%s)
-  "$K" evaluate --spec "$K_OUT/sgemm_kinds.json" --kernel "$K_OUT"/cfg_*.cu --no-reference-timing \
-       --cache-dir "$BUILD/kcache" --json "$K_OUT/evaluate.json" >"$K_OUT/evaluate.stdout" 2>"$K_OUT/evaluate.err"
-  rc=$?
-  echo "kopt evaluate exit $rc ($(( $(date +%s) - t0 )) s)"
-  [[ $rc -ne 0 ]] && status=1
-  tail -3 "$K_OUT/evaluate.err"
+  evaluate_kernels "$K_OUT" "$K_OUT/sgemm_kinds.json" "$K_OUT"/cfg_*.cu || status=1
   python3 - "$K_OUT/evaluate.json" "$K_OUT/configs.txt" <<'PY' || status=1
 import json, sys
 sys.path.insert(0, "scripts")
@@ -111,12 +94,13 @@ if [[ " ${STAGES[*]} " == *" bench "* ]]; then
   fi
   BB="$ROOT/build-bench-kinds"
   t0=$(date +%s)
-  if ! cmake -S bench -B "$BB" -DKOPT_GENERATED_DIR="$K_OUT/gen" -DCMAKE_BUILD_TYPE=Release \
-       -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$K_OUT/bench.configure.log" 2>&1; then
-    tail -30 "$K_OUT/bench.configure.log"; exit 1
-  fi
-  if ! cmake --build "$BB" -j "$(nproc)" >"$K_OUT/bench.build.log" 2>&1; then
-    grep -E -B2 -A6 "error" "$K_OUT/bench.build.log" | head -60; exit 1
+  if ! build_bench "$BB" "$K_OUT/gen" "$K_OUT" "$(nproc)"; then
+    if [[ -s $K_OUT/bench.build.log ]]; then
+      grep -E -B2 -A6 "error" "$K_OUT/bench.build.log" | head -60
+    else
+      tail -30 "$K_OUT/bench.configure.log"
+    fi
+    exit 1
   fi
   echo "bench built ($(( $(date +%s) - t0 )) s); ptxas: $(grep -cE 'Used [0-9]+ registers' "$K_OUT/bench.build.log") kernels"
   grep -E "Compiling entry|Used [0-9]+ registers|spill" "$K_OUT/bench.build.log" | sed 's/^ptxas info *: //' >"$K_OUT/bench.ptxas.txt"

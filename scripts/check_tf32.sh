@@ -48,13 +48,9 @@
 #   ACC_BUDGET, JOBS (default nproc).
 # Exit status: 0 when every configuration passed every check (cuBLAS FAST_TF32 is expected to
 # fail the FP32 bound: it is measured, not checked).
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
-ROOT="$PWD"
-OUT="${OUT:-$ROOT/gpu-out}"
+source "$(dirname "$0")/gpu_env.sh" || exit 2  # ROOT (the cwd), OUT, machine_info, build_*, evaluate_kernels
 T_OUT="$OUT/tf32"
 mkdir -p "$T_OUT"
-export PATH="/usr/local/cuda/bin:$PATH"
 JOBS="${JOBS:-$(nproc)}"
 ACC_BUDGET="${ACC_BUDGET:-evals=6,minutes=2}"
 STAGES=()
@@ -73,11 +69,7 @@ status=0
 T0=$(date +%s)
 since() { echo "$(( $(date +%s) - T0 )) s"; }
 
-{
-  echo "== machine"
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu --format=csv 2>&1
-  nvcc --version | tail -1; date -u
-} 2>&1 | tee "$T_OUT/machine.txt"
+machine_info "$T_OUT/machine.txt" name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu
 # Read-only: the SM clock, power and throttle reasons every 500 ms while this script runs.
 reasons=,clocks_throttle_reasons.active
 nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader >/dev/null 2>&1 || reasons=
@@ -102,20 +94,12 @@ NEED_KOPT=0
 echo "== build ($(since)): kopt (if needed: $NEED_KOPT) and bench/ in parallel"
 KOPT_BUILD=
 if [[ $NEED_KOPT == 1 ]]; then
-  (
-    cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOPT_BUILD_TESTS=ON -DKOPT_UNIT_TESTS=OFF \
-      >"$T_OUT/configure.log" 2>&1 &&
-      cmake --build "$BUILD" --target kopt -j "$JOBS" >"$T_OUT/build.log" 2>&1
-  ) &
+  build_kopt "$BUILD" "$T_OUT" "$JOBS" &
   KOPT_BUILD=$!
 fi
 BENCH_BUILD=
 if has bench; then
-  (
-    cmake -S bench -B "$BB" -DKOPT_GENERATED_DIR="$T_OUT/gen" -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$T_OUT/bench.configure.log" 2>&1 &&
-      cmake --build "$BB" -j "$JOBS" >"$T_OUT/bench.build.log" 2>&1
-  ) &
+  build_bench "$BB" "$T_OUT/gen" "$T_OUT" "$JOBS" &
   BENCH_BUILD=$!
 fi
 WG="$T_OUT/wgmma"
@@ -248,24 +232,15 @@ fi
 if has wgmma && [[ ${WG_EVALUATE:-1} != 0 ]]; then
   echo "== wgmma ($(since)): kopt evaluate of the seeds of sgemm_tf32_wgmma.json (NVRTC, the harness)"
   python3 scripts/tf32_configs.py --wgmma "$WG/eval" >/dev/null || status=1
-  timeout 200 "$K" evaluate --spec "$WG/eval/tf32_wgmma_kinds.json" --kernel "$WG"/eval/cfg_*.cu \
-    --no-reference-timing --cache-dir "$BUILD/kcache" --json "$WG/evaluate.json" >"$WG/evaluate.stdout" \
-    2>"$WG/evaluate.err"
+  EVAL_TIMEOUT=200 evaluate_kernels "$WG" "$WG/eval/tf32_wgmma_kinds.json" "$WG"/eval/cfg_*.cu
   rc=$?
-  echo "kopt evaluate exit $rc ($(since))"
-  tail -3 "$WG/evaluate.err"
   python3 scripts/tf32_report.py evaluate "$WG/evaluate.json" "$WG/eval/configs.txt" >"$WG/evaluate.txt" || status=1
   [[ $rc -ne 0 ]] && status=1
 fi
 
 if has evaluate; then
   echo "== kopt evaluate ($(since)): every configuration on every case of $T_OUT/tf32_kinds.json"
-  "$K" evaluate --spec "$T_OUT/tf32_kinds.json" --kernel "$T_OUT"/cfg_*.cu --no-reference-timing \
-    --cache-dir "$BUILD/kcache" --json "$T_OUT/evaluate.json" >"$T_OUT/evaluate.stdout" 2>"$T_OUT/evaluate.err"
-  rc=$?
-  echo "kopt evaluate exit $rc ($(since))"
-  [[ $rc -ne 0 ]] && status=1
-  tail -3 "$T_OUT/evaluate.err"
+  evaluate_kernels "$T_OUT" "$T_OUT/tf32_kinds.json" "$T_OUT"/cfg_*.cu || status=1
   python3 scripts/tf32_report.py evaluate "$T_OUT/evaluate.json" "$T_OUT/configs.txt" >"$T_OUT/evaluate.txt" || status=1
 fi
 

@@ -198,9 +198,8 @@ int main(int argc, char** argv) {
     const double g0 = *v0.result.geomean_ms, gs = kopt::model::geomean(special);
     nlohmann::json variants = nlohmann::json::array();
     for (const Attempt* a : {&v0, &v1, &v2})
-      variants.push_back({{"variant", variants.size()}, {"index", a->index}, {"label", a->label},
-                          {"params", kopt::model::params_json(a->params)},
-                          {"file", "variants/v" + std::to_string(variants.size()) + ".cu"}});
+      variants.push_back(
+          kopt::test::specialization_variant(static_cast<int>(variants.size()), a->index, a->label, a->params));
     store.write_summary(
         {{"budget_used", {{"evaluations", store.history().size()}}},
          {"budget", {{"evaluations", 40}, {"minutes", 10}}},

@@ -52,6 +52,15 @@ nlohmann::json fixture_spec() { return {{"format_version", 1}, {"name", "fixture
 
 nlohmann::json fixture_device() { return {{"name", "Fake GPU"}, {"arch", "sm_90"}}; }
 
+nlohmann::json specialization_variant(int variant, int index, const std::string& label,
+                                      const std::map<std::string, int64_t>& params) {
+  return {{"variant", variant},
+          {"index", index},
+          {"label", label},
+          {"params", model::params_json(params)},
+          {"file", "variants/v" + std::to_string(variant) + ".cu"}};
+}
+
 store::RunInfo fixture_info() {
   store::RunInfo info;
   info.strategy = "random";

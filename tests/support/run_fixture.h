@@ -54,6 +54,12 @@ nlohmann::json fixture_device();
 /// A run.json of strategy "random", seed 0 and no budget.
 store::RunInfo fixture_info();
 
+/// A variant of summary.json's "specialization" as kopt writes it: number
+/// `variant`, the attempt's `index`, `label` and `params`, and its file
+/// variants/v<variant>.cu.
+nlohmann::json specialization_variant(int variant, int index, const std::string& label,
+                                      const std::map<std::string, int64_t>& params);
+
 /// Creates the next run folder under `results` (results/run-NNN, by
 /// store::RunStore::create) and records `attempts` in order (their index set by
 /// the store); returns the store, open on it. Throws what the store throws.

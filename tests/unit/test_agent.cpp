@@ -111,19 +111,23 @@ struct Script {
   void add(Step s) { steps.push_back(std::move(s)); }
 };
 
-/// `n` turns (at most 4), each reading the notes on another topic.
-void add_note_reads(Script& s, int n) {
+/// A script of `n` turns (at most 4), each reading the notes on another topic.
+std::shared_ptr<Script> note_reads(int n) {
+  auto s = std::make_shared<Script>();
   const char* topics[] = {"coalescing", "occupancy", "cp-async", "tail-handling"};
-  for (int i = 0; i < n; ++i) s.add(reply({call("read_optimization_notes", {{"topic", topics[i]}})}));
+  for (int i = 0; i < n; ++i) s->add(reply({call("read_optimization_notes", {{"topic", topics[i]}})}));
+  return s;
 }
 
-/// `n` turns, each evaluating another variant of the repaired kernel.
-void add_evaluations(Script& s, int n) {
+/// A script of `n` turns, each evaluating another variant of the repaired kernel.
+std::shared_ptr<Script> evaluations(int n) {
+  auto s = std::make_shared<Script>();
   for (int i = 0; i < n; ++i) {
     json a = eval_args("repaired.cu", "vadd_repaired");
     a["source"] = a["source"].get<std::string>() + "// variant " + std::to_string(i) + "\n";
-    s.add(reply({call("evaluate_candidate", a)}));
+    s->add(reply({call("evaluate_candidate", a)}));
   }
+  return s;
 }
 
 class ScriptedClient : public kopt::agent::LlmClient {
@@ -186,6 +190,17 @@ RunOut run_with(kopt::driver::OptimizeOptions o, std::shared_ptr<Script> script)
     if (stdfs::exists(events)) r.events = kopt::fs::read_file(events);
   }
   return r;
+}
+
+/// run_with() on base_options(t, gpu) changed by `adjust`, in a folder of its
+/// own that is removed afterwards: the test reads the run from the RunOut
+/// (summary, history, events), not from its dir.
+RunOut run_adjusted(std::shared_ptr<Script> script, const std::function<void(kopt::driver::OptimizeOptions&)>& adjust,
+                    bool gpu = false) {
+  TempDir t;
+  kopt::driver::OptimizeOptions o = base_options(t, gpu);
+  adjust(o);
+  return run_with(std::move(o), std::move(script));
 }
 
 std::vector<std::string> verdicts(const RunOut& r) {
@@ -495,12 +510,8 @@ TEST(AgentLoop, OtherApiErrorsEndTheRunWithExitCode3) {
 }
 
 TEST(AgentLoop, IterationBudgetCountsModelTurns) {
-  TempDir t;
-  auto s = std::make_shared<Script>();
-  add_note_reads(*s, 4);
-  auto o = base_options(t);
-  o.budget.evaluations = 2;
-  const RunOut r = run_with(o, s);
+  auto s = note_reads(4);
+  const RunOut r = run_adjusted(s, [](auto& o) { o.budget.evaluations = 2; });
   EXPECT_EQ(s->requests.size(), 2u);
   EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
   EXPECT_EQ(r.summary["budget_used"]["model_turns"], 2);
@@ -523,25 +534,19 @@ TEST(AgentLoop, RepairBudgetStopsAfterConsecutiveFailures) {
 }
 
 TEST(AgentLoop, TokenBudgetStopsBeforeTheNextTurn) {
-  TempDir t;
-  auto s = std::make_shared<Script>();
-  add_note_reads(*s, 3);
-  auto o = base_options(t);
-  o.budget.tokens = 200;  // each reply reports 150 tokens
-  const RunOut r = run_with(o, s);
+  auto s = note_reads(3);
+  const RunOut r = run_adjusted(s, [](auto& o) { o.budget.tokens = 200; });  // each reply reports 150 tokens
   EXPECT_EQ(s->requests.size(), 2u);
   EXPECT_EQ(r.summary["agent"]["stop_reason"], "token_budget");
   EXPECT_EQ(r.summary["agent"]["usage"]["total_tokens"], 300);
 }
 
 TEST(AgentLoop, ForcedToolChoiceStillEndsWithinBudget) {
-  TempDir t;
-  auto s = std::make_shared<Script>();
-  add_evaluations(*s, 4);
-  auto o = base_options(t);
-  o.budget.evaluations = 2;
-  o.agent.tool_choice = "evaluate_candidate";
-  const RunOut r = run_with(o, s);
+  auto s = evaluations(4);
+  const RunOut r = run_adjusted(s, [](auto& o) {
+    o.budget.evaluations = 2;
+    o.agent.tool_choice = "evaluate_candidate";
+  });
   ASSERT_EQ(s->requests.size(), 2u);
   for (const auto& rq : s->requests) EXPECT_EQ(rq.tool_choice, "evaluate_candidate");
   EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
@@ -552,12 +557,9 @@ TEST(AgentLoop, ForcedToolChoiceStillEndsWithinBudget) {
 // evaluations without a faster kernel, and the conversation reads what is
 // left of it before each turn.
 TEST(AgentLoop, PatienceEndsTheLoopAfterEvaluationsWithoutImprovement) {
-  TempDir t;
-  auto s = std::make_shared<Script>();
-  add_evaluations(*s, 6);
-  auto o = base_options(t, /*gpu=*/true);  // every candidate ok, 1 ms: only the first one improves
-  o.budget.patience = 2;
-  const RunOut r = run_with(o, s);
+  auto s = evaluations(6);
+  // With a GPU every candidate is ok at 1 ms: only the first one improves.
+  const RunOut r = run_adjusted(s, [](auto& o) { o.budget.patience = 2; }, /*gpu=*/true);
   EXPECT_EQ(s->requests.size(), 3u);
   EXPECT_EQ(r.summary["agent"]["stop_reason"], "patience") << r.summary["agent"].dump();
   EXPECT_EQ(verdicts(r), (std::vector<std::string>{"ok", "ok", "ok", "ok"}));
@@ -574,12 +576,8 @@ TEST(AgentLoop, PatienceEndsTheLoopAfterEvaluationsWithoutImprovement) {
 // take as many turns as evaluations.
 TEST(AgentLoop, ModelTurnsAndEvaluationsAreSeparateItems) {
   {
-    TempDir t;
-    auto s = std::make_shared<Script>();
-    add_note_reads(*s, 3);
-    auto o = base_options(t);
-    o.budget.model_turns = 2;
-    const RunOut r = run_with(o, s);
+    auto s = note_reads(3);
+    const RunOut r = run_adjusted(s, [](auto& o) { o.budget.model_turns = 2; });
     EXPECT_EQ(s->requests.size(), 2u);
     EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_iterations");
     EXPECT_NE(s->requests[0].messages[0].content.find("at most 2 model turns and 10 evaluations"), std::string::npos)
@@ -587,13 +585,11 @@ TEST(AgentLoop, ModelTurnsAndEvaluationsAreSeparateItems) {
     EXPECT_EQ(r.summary["budget"]["model_turns"], 2);
   }
   {
-    TempDir t;
-    auto s = std::make_shared<Script>();
-    add_evaluations(*s, 3);
-    auto o = base_options(t);
-    o.budget.evaluations = 1;
-    o.budget.model_turns = 5;
-    const RunOut r = run_with(o, s);
+    auto s = evaluations(3);
+    const RunOut r = run_adjusted(s, [](auto& o) {
+      o.budget.evaluations = 1;
+      o.budget.model_turns = 5;
+    });
     EXPECT_EQ(s->requests.size(), 1u) << "no turn once the evaluations are spent";
     EXPECT_EQ(r.summary["agent"]["stop_reason"], "max_evaluations");
     EXPECT_EQ(verdicts(r), (std::vector<std::string>{"compiled", "compiled"}));

@@ -19,6 +19,7 @@
 #include "cuda/ptx.h"
 #include "eval/evaluator.h"
 #include "gen/generate.h"
+#include "model/device_info.h"
 #include "spec/launch.h"
 #include "search/device_constants.h"
 #include "spec/spec.h"
@@ -369,13 +370,10 @@ TEST(DeviceLimits, PerArchitectureWithoutAGpu) {
   // Every name constraints may use is bound.
   for (const std::string& n : spec::constraint_constant_names()) EXPECT_TRUE(h.count(n)) << n;
   EXPECT_EQ(h.size(), spec::constraint_constant_names().size());
-  // With a device: its attributes.
-  model::DeviceInfo d;
-  d.shared_per_block_bytes = 49152;
+  // With a device: its attributes (a Hopper's limits but sm_86's shared memory and threads, and 84 SMs).
+  model::DeviceInfo d = model::hopper_limits("test device");
   d.shared_per_block_optin_bytes = 101376;
-  d.max_threads_per_block = 1024;
   d.max_threads_per_sm = 1536;
-  d.warp_size = 32;
   d.sm_count = 84;
   const spec::Bindings g = search::device_constants(&d, "sm_90");
   EXPECT_EQ(g.at("MAX_SHARED_PER_BLOCK"), 101376);

@@ -27,6 +27,7 @@
 #include "util/fs.h"
 
 #include "cli_run.h"
+#include "dispatch_fixture.h"
 #include "support/files.h"
 
 namespace {
@@ -152,6 +153,14 @@ TEST(GenerateHeader, MeasuredDispatchIsTheTreesOwnIfs) {
   fsys::remove_all(d);
 }
 
+/// An empty variant of the SGEMM template of `tile` x `tile` tiles, its grid
+/// over the size named `m` (M renamed).
+std::string guard_kernel(int tile, const std::string& m) {
+  const std::string t = std::to_string(tile);
+  return kopt::test::empty_sgemm({"KIND=0", "BM=" + t, "BN=" + t, "TM=8", "TN=8", "SPLITK=1"},
+                                 "ceil_div(N, BN) * SPLITK, ceil_div(" + m + ", BM), 1");
+}
+
 // With the cost model (model/dispatch.h), select_variant() asks the tree on
 // the tuned shapes and, off them, the model: predicted from each variant's
 // grid, its block_work (the SGEMM template's expression with the variant's
@@ -160,26 +169,14 @@ TEST(GenerateHeader, MeasuredDispatchIsTheTreesOwnIfs) {
 TEST(GenerateHeader, TheCostModelDecidesOffTheTunedShapes) {
   const fsys::path d = temp_dir("guard");
   const kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
-  auto kernel = [](int tile) {
-    const std::string t = std::to_string(tile);
-    return "// kopt:entry sgemm\n// kopt:param KIND=0\n// kopt:param BM=" + t + "\n// kopt:param BN=" + t +
-           "\n// kopt:param TM=8\n// kopt:param TN=8\n// kopt:param SPLITK=1\n"
-           "// kopt:grid ceil_div(N, BN) * SPLITK, ceil_div(M, BM), 1\n// kopt:block 256, 1, 1\n"
-           "extern \"C\" __global__ void sgemm() {}\n";
-  };
-  const std::vector<kopt::gen::KernelVariant> vs = {{kernel(64), "v0.cu", "", {}}, {kernel(256), "v1.cu", "", {}}};
+  const std::vector<kopt::gen::KernelVariant> vs = {{guard_kernel(64, "M"), "v0.cu", "", {}},
+                                                     {guard_kernel(256, "M"), "v1.cu", "", {}}};
   // Tuned: variant 1 (256x256 tiles) wins on 4096^3, variant 0 on 256x256x4096.
-  kopt::model::DispatchTree t = kopt::model::derive_dispatch(
-      {"K", "M", "N"}, {{"big", {4096, 4096, 4096}, {2.0, 1.0}}, {"small", {4096, 256, 256}, {1.0, 2.0}}}, 2, 0.03);
+  // The model's work is per multiply-add of a block's tile: the big tiles 8x cheaper.
+  kopt::model::DispatchTree t = kopt::test::modelled_dispatch(
+      {"K", "M", "N"}, {{"big", {4096, 4096, 4096}, {2.0, 1.0}}, {"small", {4096, 256, 256}, {1.0, 2.0}}}, {4, 1},
+      {8e-9, 1e-9}, 0.5, "(KIND == 0) * BM * BN * ceil_div(K, SPLITK) + (KIND == 1) * TM * TN * ceil_div(K, SPLITK)");
   ASSERT_EQ(t.select({4096, 2048, 256}), 1);  // the tree alone: M > 1024 takes the big tiles
-  kopt::model::DispatchModel m;
-  m.sm_count = 132;
-  m.blocks_per_sm = {4, 1};
-  m.ms_per_work = {8e-9, 1e-9};  // per multiply-add of a block's tile: the big tiles 8x cheaper
-  m.margin = 0.5;
-  m.tuned = {{4096, 4096, 4096}, {4096, 256, 256}};
-  m.block_work = "(KIND == 0) * BM * BN * ceil_div(K, SPLITK) + (KIND == 1) * TM * TN * ceil_div(K, SPLITK)";
-  t.model = m;
   const std::string h = kopt::gen::launch_header("k", vs, s, &t);
   EXPECT_NE(h.find("inline int measured_variant(long long M, long long N, long long K)"), std::string::npos) << h;
   EXPECT_NE(h.find("constexpr double kMargin = 0.5;"), std::string::npos) << h;
@@ -248,13 +245,6 @@ TEST(GenerateHeader, TheCostModelDecidesOffTheTunedShapes) {
 // model's block_work (the one its ms_per_work was fitted in), whatever the
 // spec given to generate says now, and writes the margin and the fitted
 // numbers so that they read back as kopt's.
-std::string guard_kernel(int tile, const std::string& m) {
-  const std::string t = std::to_string(tile);
-  return "// kopt:entry sgemm\n// kopt:param KIND=0\n// kopt:param BM=" + t + "\n// kopt:param BN=" + t +
-         "\n// kopt:param TM=8\n// kopt:param TN=8\n// kopt:param SPLITK=1\n"
-         "// kopt:grid ceil_div(N, BN) * SPLITK, ceil_div(" + m + ", BM), 1\n// kopt:block 256, 1, 1\n"
-         "extern \"C\" __global__ void sgemm() {}\n";
-}
 
 kopt::spec::Spec sgemm_with_m_named(const std::string& m) {
   kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
@@ -270,17 +260,9 @@ kopt::spec::Spec sgemm_with_m_named(const std::string& m) {
 }
 
 kopt::model::DispatchTree guarded(const std::string& m) {
-  kopt::model::DispatchTree t = kopt::model::derive_dispatch(
-      {"K", m, "N"}, {{"big", {4096, 4096, 4096}, {2.0, 1.0}}, {"small", {4096, 256, 256}, {1.0, 2.0}}}, 2, 0.03);
-  kopt::model::DispatchModel g;
-  g.sm_count = 132;
-  g.blocks_per_sm = {4, 1};
-  g.ms_per_work = {8e-9, 1e-9};
-  g.margin = 0.5;
-  g.tuned = {{4096, 4096, 4096}, {4096, 256, 256}};
-  g.block_work = "BM * BN * ceil_div(K, SPLITK)";
-  t.model = g;
-  return t;
+  return kopt::test::modelled_dispatch(
+      {"K", m, "N"}, {{"big", {4096, 4096, 4096}, {2.0, 1.0}}, {"small", {4096, 256, 256}, {1.0, 2.0}}}, {4, 1},
+      {8e-9, 1e-9}, 0.5, "BM * BN * ceil_div(K, SPLITK)");
 }
 
 class GuardSizeNames : public ::testing::TestWithParam<std::string> {};

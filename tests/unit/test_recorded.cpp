@@ -19,8 +19,7 @@
 namespace {
 
 namespace fsys = std::filesystem;
-using kopt::store::RecordedSpace;
-using kopt::store::read_recorded_space;
+using namespace kopt::store;  // RecordedSpace, read_recorded_space: the recorded spaces under test
 using kopt::test::TempDir;
 using nlohmann::json;
 using Config = std::map<std::string, int64_t>;

@@ -18,6 +18,7 @@
 #include "store/tuning_cache.h"
 #include "spec/spec.h"
 #include "spec_error.h"
+#include "support/run_fixture.h"
 #include "temp_dir.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -26,12 +27,8 @@
 
 namespace {
 
-namespace stdfs = std::filesystem;
-using kopt::model::Attempt;
-using kopt::model::AttemptKind;
-using kopt::model::Verdict;
-using kopt::store::ReadMode;
-using kopt::store::Summary;
+using namespace kopt::model;  // Attempt, AttemptKind, Verdict: the enums and records under test
+using namespace kopt::store;  // Summary, ReadMode, the run folder's other records
 using kopt::test::TempDir;
 using kopt::test::spec_error;
 using nlohmann::json;
@@ -174,10 +171,8 @@ json full_summary() {
                           {"ratio_to_cublas", 0.8}}},
           {"specialization",
            {{"threshold", 0.03},
-            {"variants", json::array({json{{"variant", 0}, {"index", 3}, {"label", "BM=64"}, {"params", {{"BM", 64}}},
-                                           {"file", "variants/v0.cu"}},
-                                      json{{"variant", 1}, {"index", 5}, {"label", "BM=16"}, {"params", {{"BM", 16}}},
-                                           {"file", "variants/v1.cu"}}})},
+            {"variants", json::array({kopt::test::specialization_variant(0, 3, "BM=64", {{"BM", 64}}),
+                                      kopt::test::specialization_variant(1, 5, "BM=16", {{"BM", 16}})})},
             {"cases", {{"big", {{"variant", 0}, {"median_ms", 1.0}, {"single_median_ms", 1.0},
                                 {"sizes", {{"M", 4096}, {"N", 4096}}}}},
                        {"tall", {{"variant", 1}, {"median_ms", nullptr}, {"single_median_ms", 2.0},
@@ -403,7 +398,7 @@ json example_cache() { return kopt::parse_json_file(kSource + "/example_project/
 
 TEST(Records, TheExampleCacheReadsAndIsWrittenBackByteForByte) {
   TempDir d;
-  const stdfs::path in = kSource + "/example_project/sgemm.tuning.json";
+  const std::filesystem::path in = kSource + "/example_project/sgemm.tuning.json";
   const kopt::store::TuningCache c = kopt::store::read_tuning_cache(in);
   ASSERT_EQ(c.entries.size(), 1u);
   ASSERT_TRUE(c.entries[0].specialization && c.entries[0].variants);

@@ -17,6 +17,7 @@
 #include "report/charts.h"
 #include "report/report.h"
 #include "store/store.h"
+#include "support/run_fixture.h"
 #include "temp_dir.h"
 #include "util/fs.h"
 #include "xml_check.h"
@@ -118,10 +119,8 @@ json specialised_summary() {
                                   json{{"index", 4}, {"cases_median_ms", {{"big", 15.0}, {"tall", 0.9}, {"deep", 48.0}}}}})},
           {"specialization",
            {{"threshold", 0.03},
-            {"variants", json::array({json{{"variant", 0}, {"index", 5}, {"label", "BM=128"}, {"params", {{"BM", 128}}},
-                                           {"file", "variants/v0.cu"}},
-                                      json{{"variant", 1}, {"index", 4}, {"label", "BM=16"}, {"params", {{"BM", 16}}},
-                                           {"file", "variants/v1.cu"}}})},
+            {"variants", json::array({kopt::test::specialization_variant(0, 5, "BM=128", {{"BM", 128}}),
+                                      kopt::test::specialization_variant(1, 4, "BM=16", {{"BM", 16}})})},
             {"cases",
              {{"big", {{"variant", 0}, {"median_ms", 2.4}, {"single_median_ms", 2.4}, {"sizes", {{"M", 4096}, {"N", 4096}, {"K", 4096}}}}},
               {"tall", {{"variant", 1}, {"median_ms", 0.9}, {"single_median_ms", 2.1}, {"sizes", {{"M", 7680}, {"N", 2}, {"K", 2560}}}}},

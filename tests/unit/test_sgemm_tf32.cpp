@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -399,26 +400,25 @@ void check_layout() {
   for (int c : cover_b) ASSERT_EQ(c, 1);
   // The copies' writes: a quarter warp (8 lanes x 16 bytes) at most 2-way conflicted, and
   // conflict-free with BK = 32.
-  for (int l = 0; l < L::kChunksA; ++l)
-    for (int w = 0; w < L::kThreads / 32; ++w) {
-      std::vector<int> words(32);
-      for (int lane = 0; lane < 32; ++lane) {
-        int m, k;
-        L::a_chunk(w * 32 + lane, l, m, k);
-        words[lane] = L::a_at(m, k);
+  // `word(tid, l)`: the shared-memory word where thread tid's chunk l of an operand goes.
+  auto expect_copy_banks = [](const char* what, int chunks, int allowed, auto word) {
+    for (int l = 0; l < chunks; ++l)
+      for (int w = 0; w < L::kThreads / 32; ++w) {
+        std::vector<int> words(32);
+        for (int lane = 0; lane < 32; ++lane) words[lane] = word(w * 32 + lane, l);
+        EXPECT_LE(worst_bank_load(words, 4), allowed) << what << " copy " << l;
       }
-      EXPECT_LE(worst_bank_load(words, 4), kBK % 32 == 0 ? 1 : 2) << "A copy " << l;
-    }
-  for (int l = 0; l < L::kChunksB; ++l)
-    for (int w = 0; w < L::kThreads / 32; ++w) {
-      std::vector<int> words(32);
-      for (int lane = 0; lane < 32; ++lane) {
-        int k, n;
-        L::b_chunk(w * 32 + lane, l, k, n);
-        words[lane] = L::b_at(k, n);
-      }
-      EXPECT_LE(worst_bank_load(words, 4), 2) << "B copy " << l;
-    }
+  };
+  expect_copy_banks("A", L::kChunksA, kBK % 32 == 0 ? 1 : 2, [](int tid, int l) {
+    int m, k;
+    L::a_chunk(tid, l, m, k);
+    return L::a_at(m, k);
+  });
+  expect_copy_banks("B", L::kChunksB, 2, [](int tid, int l) {
+    int k, n;
+    L::b_chunk(tid, l, k, n);
+    return L::b_at(k, n);
+  });
 
   // The warps' mma over one k-tile, lane by lane, with the kernel's fragment offsets.
   std::vector<double> c_tile(kBM * kBN, 0.0);
@@ -572,27 +572,17 @@ void check_emulated_kernel(int M, int N, int K) {
   for (float& x : A) x = static_cast<float>(u(g));
   for (float& x : B) x = static_cast<float>(u(g));
   const std::vector<float> C = emulate_kernel<L, kSplitK, kAcc2, kCvt>(A, B, M, N, K);
-  for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      double ss = 0;
-      const double ref = fp64_gemm_at(A, B, N, K, m, n, ss);
-      const double allowed = gemm_bound(K, ss, ref) + 1.1754943508222875e-38;
-      const float c = C[static_cast<size_t>(m) * N + n];
-      ASSERT_TRUE(std::isfinite(c)) << "C[" << m << "][" << n << "] not written";
-      ASSERT_LE(std::fabs(c - ref), allowed) << "C[" << m << "][" << n << "] = " << c << ", FP64 " << ref;
-    }
+  double worst = 0;
+  expect_gemm_within_bound(A, B, C, M, N, K, "", 1.1754943508222875e-38, &worst);
 }
 
 TEST(Tf32Kernel, EmulatedOnTheOddCorrectnessShapesPassesTheSpecTolerance) {
   using Big = tf32x3::Layout<128, 128, 32, 64, 32, 8>;
   using Small = tf32x3::Layout<64, 32, 32, 32, 16, 1>;
   using K16 = tf32x3::Layout<64, 64, 16, 32, 32, 8>;
-  check_emulated_kernel<Big, 1>(1, 1, 1);
-  check_emulated_kernel<Big, 1>(1000, 1, 17);
-  check_emulated_kernel<Big, 1>(1, 1000, 17);
-  check_emulated_kernel<Big, 1>(17, 17, 17);
-  check_emulated_kernel<Big, 1>(127, 129, 65);
-  check_emulated_kernel<Big, 1>(257, 129, 65);
+  const std::vector<std::array<int, 3>> big_shapes = {{1, 1, 1},    {1000, 1, 17},  {1, 1000, 17},
+                                                      {17, 17, 17}, {127, 129, 65}, {257, 129, 65}};
+  for (const auto& [M, N, K] : big_shapes) check_emulated_kernel<Big, 1>(M, N, K);
   check_emulated_kernel<Small, 1>(7, 3, 5);
   check_emulated_kernel<Small, 8>(33, 37, 5);   // split 8 over one k-tile: seven ranks add zeros
   check_emulated_kernel<K16, 4>(64, 64, 63);

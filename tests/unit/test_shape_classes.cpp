@@ -116,6 +116,14 @@ int run(const std::string& cmd, const fsys::path& err) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// `kopt optimize` in `d` over two shape classes, screening off, with `budget`
+// ("evals=N"): it succeeds, its stderr in `err`; *r gets its run folder.
+void optimize_two_classes(const TempDir& d, const fsys::path& err, const std::string& budget, fsys::path* r) {
+  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget " + budget), err), 0)
+      << kopt::fs::read_file(err);
+  *r = d.path() / "results" / "run-001";
+}
+
 std::set<std::string> timed_performance_cases(const json& attempt) {
   std::set<std::string> s;
   for (const auto& c : attempt["cases"])
@@ -144,14 +152,13 @@ TEST(ShapeClassesE2E, ACompileOnlyRunDoesNotSayItSearchesTheClasses) {
 TEST(ShapeClassesE2E, EachClassIsSearchedOnItsCasesAndTheFinalistsOnAll) {
   TempDir d;
   const fsys::path err = d.path() / "err";
-  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=12"), err), 0)
-      << kopt::fs::read_file(err);
+  fsys::path r;
+  ASSERT_NO_FATAL_FAILURE(optimize_two_classes(d, err, "evals=12", &r));
   const std::string log = kopt::fs::read_file(err);
   EXPECT_NE(log.find("2 shape classes, searched in this order"), std::string::npos) << log;
   // The progress line speaks of the class being searched, its geomeans being over its cases.
   EXPECT_NE(log.find("] class 2/2 best "), std::string::npos) << log;
   EXPECT_NE(log.find("re-timing"), std::string::npos) << log;
-  const fsys::path r = d.path() / "results" / "run-001";
   const json s = read_json(r / "summary.json");
   ASSERT_TRUE(s.contains("shape_classes")) << s.dump(1);
   const json& classes = s["shape_classes"];
@@ -249,9 +256,8 @@ void resume_keeps_the_class_options(const TempDir& d, const fsys::path& r, const
 TEST(ShapeClassesE2E, ResumeGoesOnWithTheClassWhereItStopped) {
   TempDir d;
   const fsys::path err = d.path() / "err";
-  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=9"), err), 0)
-      << kopt::fs::read_file(err);
-  const fsys::path r = d.path() / "results" / "run-001";
+  fsys::path r;
+  ASSERT_NO_FATAL_FAILURE(optimize_two_classes(d, err, "evals=9", &r));
   {
     const json s = read_json(r / "summary.json");
     EXPECT_EQ(s["shape_classes"][0]["evaluations"], 4);  // 9 / 2
@@ -275,9 +281,8 @@ TEST(ShapeClassesE2E, ResumeGoesOnWithTheClassWhereItStopped) {
 TEST(ShapeClassesE2E, ResumeWithoutASummaryTakesTheOptionsFromRunJson) {
   TempDir d;
   const fsys::path err = d.path() / "err";
-  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=4"), err), 0)
-      << kopt::fs::read_file(err);
-  const fsys::path r = d.path() / "results" / "run-001";
+  fsys::path r;
+  ASSERT_NO_FATAL_FAILURE(optimize_two_classes(d, err, "evals=4", &r));
   EXPECT_EQ(read_json(r / "run.json")["options"], json({{"shape_classes", 2}, {"screen_factor", 0.0}}));
   fsys::remove(r / "summary.json");
   json s;
@@ -292,9 +297,8 @@ TEST(ShapeClassesE2E, ResumeWithoutASummaryTakesTheOptionsFromRunJson) {
 TEST(ShapeClassesE2E, ResumeWithAnotherGroupingIsRefused) {
   TempDir d;
   const fsys::path err = d.path() / "err";
-  ASSERT_EQ(run(optimize(d, "--shape-classes 2 --screen-factor 0 --budget evals=4"), err), 0)
-      << kopt::fs::read_file(err);
-  const fsys::path r = d.path() / "results" / "run-001";
+  fsys::path r;
+  ASSERT_NO_FATAL_FAILURE(optimize_two_classes(d, err, "evals=4", &r));
   const std::string history = kopt::fs::read_file(r / "history.json");
   for (const char* other : {"--shape-classes 3", "--shape-classes off", "--shape-classes auto"}) {
     const std::string cmd = std::string(KOPT_CLI) + " optimize --resume " + r.string() + " --arch sm_90 " + other +

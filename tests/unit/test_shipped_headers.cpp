@@ -26,6 +26,7 @@
 #include "spec/capture.h"
 #include "spec/expr.h"
 #include "spec/spec.h"
+#include "dispatch_fixture.h"
 #include "support/files.h"
 #include "util/error.h"
 
@@ -57,21 +58,12 @@ TEST(ShippedHeaders, LaunchHeadersCopyTheirTextUnchanged) {
   const kopt::spec::Spec s = kopt::spec::load_spec(std::string(KOPT_SOURCE_DIR) + "/templates/sgemm/sgemm.json");
   auto kernel = [](int tile) {
     const std::string t = std::to_string(tile);
-    return "// kopt:entry sgemm\n// kopt:param BM=" + t + "\n// kopt:param BN=" + t +
-           "\n// kopt:grid ceil_div(N, BN), ceil_div(M, BM), 1\n// kopt:block 256, 1, 1\n"
-           "extern \"C\" __global__ void sgemm() {}\n";
+    return kopt::test::empty_sgemm({"BM=" + t, "BN=" + t}, "ceil_div(N, BN), ceil_div(M, BM), 1");
   };
   const std::vector<kopt::gen::KernelVariant> vs = {{kernel(64), "v0.cu", "", {}}, {kernel(128), "v1.cu", "", {}}};
-  kopt::model::DispatchTree t = kopt::model::derive_dispatch(
-      {"M", "N", "K"}, {{"a", {4096, 4096, 4096}, {2.0, 1.0}}, {"b", {256, 256, 4096}, {1.0, 2.0}}}, 2, 0.03);
-  kopt::model::DispatchModel m;
-  m.sm_count = 132;
-  m.blocks_per_sm = {2, 1};
-  m.ms_per_work = {1e-9, 1e-9};
-  m.margin = 0.1;
-  m.tuned = {{4096, 4096, 4096}, {256, 256, 4096}};
-  m.block_work = "BM * BN * K";
-  t.model = m;
+  const kopt::model::DispatchTree t = kopt::test::modelled_dispatch(
+      {"M", "N", "K"}, {{"a", {4096, 4096, 4096}, {2.0, 1.0}}, {"b", {256, 256, 4096}, {1.0, 2.0}}}, {2, 1},
+      {1e-9, 1e-9}, 0.1, "BM * BN * K");
   const std::string with_model = kopt::gen::launch_header("k", vs, s, &t);
   const std::vector<kopt::gen::KernelVariant> shaped = {{kernel(64), "v0.cu", "", {{{"M", 64}, {"N", 64}, {"K", 64}}}},
                                                         {kernel(128), "v1.cu", "", {{{"M", 9}, {"N", 9}, {"K", 9}}}}};

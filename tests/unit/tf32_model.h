@@ -4,11 +4,14 @@
 // truncating adder, error statistics as the harness reports them, and adversarial input classes.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace kopt::test::tf32 {
@@ -176,6 +179,26 @@ inline double fp64_gemm_at(const std::vector<float>& A, const std::vector<float>
 inline double gemm_bound(int K, double ss, double ref) {
   const double u = std::ldexp(1.0, -24);
   return 8.0 * std::sqrt(static_cast<double>(K)) * u * std::sqrt(ss) + u * std::fabs(ref);
+}
+
+// Checks C (M x N, row-major), the product of A (M x K) and B (K x N), element by element against
+// the FP64 product: each element finite and within gemm_bound(K, ss, ref) + `slack`. An ASSERT fails
+// at the first element that is not, its message led by `what`; *worst gets the largest
+// |C - ref| / gemm_bound(K, ss, ref) of the elements checked.
+inline void expect_gemm_within_bound(const std::vector<float>& A, const std::vector<float>& B,
+                                     const std::vector<float>& C, int M, int N, int K, const std::string& what,
+                                     double slack, double* worst) {
+  *worst = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ss = 0;
+      const double ref = fp64_gemm_at(A, B, N, K, i, j, ss);
+      const double bound = gemm_bound(K, ss, ref);
+      const float c = C[static_cast<size_t>(i) * N + j];
+      ASSERT_TRUE(std::isfinite(c)) << what << "C[" << i << ", " << j << "] not finite (not written?)";
+      ASSERT_LE(std::fabs(c - ref), bound + slack) << what << "C[" << i << ", " << j << "] = " << c << ", FP64 " << ref;
+      *worst = std::max(*worst, std::fabs(c - ref) / bound);
+    }
 }
 
 // Whether a rasterization, tile_of(bx, by, gx, gy, tm, tn) (each template's Layout::tile_of), maps

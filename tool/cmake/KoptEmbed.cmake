@@ -14,6 +14,7 @@
 #     naming the file.
 include_guard(GLOBAL)
 set(_KOPT_EMBED_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/embed_regions.cmake" CACHE INTERNAL "")
+set(_KOPT_EMBED_NAMES "${CMAKE_CURRENT_LIST_DIR}/KoptNames.cmake" CACHE INTERNAL "")  # included by the script
 
 function(kopt_embed_regions target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "OUTPUT;HEADER;NAMESPACE" "SOURCES")
@@ -26,7 +27,7 @@ function(kopt_embed_regions target)
     OUTPUT "${arg_OUTPUT}"
     COMMAND "${CMAKE_COMMAND}" "-DOUTPUT=${arg_OUTPUT}" "-DHEADER=${arg_HEADER}" "-DNAMESPACE=${arg_NAMESPACE}"
             "-DSOURCES=${sources}" -P "${_KOPT_EMBED_SCRIPT}"
-    DEPENDS ${arg_SOURCES} "${_KOPT_EMBED_SCRIPT}"
+    DEPENDS ${arg_SOURCES} "${_KOPT_EMBED_SCRIPT}" "${_KOPT_EMBED_NAMES}"
     COMMENT "Embedding the shipped headers' text in ${arg_OUTPUT}"
     VERBATIM)
   target_sources(${target} PRIVATE "${arg_OUTPUT}")

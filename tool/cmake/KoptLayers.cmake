@@ -28,6 +28,7 @@
 # layers.includes (tests/layers/, kopt_check_layers); both read the same
 # format.
 include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/KoptNames.cmake)
 # if(... IN_LIST ...) also where the includer set no policies (cmake -P); the
 # functions keep the policies they were defined with.
 cmake_policy(PUSH)
@@ -61,12 +62,8 @@ function(kopt_read_layer_table file prefix)
     endif()
     string(STRIP "${CMAKE_MATCH_1}" part)
     set(rest "${CMAKE_MATCH_2}")
-    if(NOT part MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-      message(FATAL_ERROR "${file}:${n}: bad part name '${part}' (letters, digits and _)")
-    endif()
-    if(part IN_LIST parts)
-      message(FATAL_ERROR "${file}:${n}: part '${part}' listed twice (first at line ${line_${part}})")
-    endif()
+    kopt_require_new_identifier("${part}" parts "${file}:${n}: bad part name '${part}' (letters, digits and _)"
+                                "${file}:${n}: part '${part}' listed twice (first at line ${line_${part}})")
     string(REGEX MATCHALL "[^ \t]+" deps "${rest}")
     set(seen "")
     foreach(d IN LISTS deps)

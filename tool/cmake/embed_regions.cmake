@@ -2,6 +2,7 @@
 # The script behind kopt_embed_regions() (KoptEmbed.cmake): writes OUTPUT
 # with one raw string literal per region.
 cmake_minimum_required(VERSION 3.20)
+include(${CMAKE_CURRENT_LIST_DIR}/KoptNames.cmake)
 string(REPLACE "|" ";" sources "${SOURCES}")
 set(delim "KOPT_EMBED")
 set(out "// Made by the build (tool/cmake/embed_regions.cmake) from the shipped headers: the text\n")
@@ -26,12 +27,8 @@ foreach(src IN LISTS sources)
     endif()
     string(SUBSTRING "${rest}" 0 ${eol} name)
     string(STRIP "${name}" name)
-    if(NOT name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-      message(FATAL_ERROR "${src}: region name '${name}' is not a C++ identifier")
-    endif()
-    if(name IN_LIST names)
-      message(FATAL_ERROR "${src}: region '${name}' is defined twice")
-    endif()
+    kopt_require_new_identifier("${name}" names "${src}: region name '${name}' is not a C++ identifier"
+                                "${src}: region '${name}' is defined twice")
     list(APPEND names "${name}")
     math(EXPR body_at "${eol} + 1")
     string(SUBSTRING "${rest}" ${body_at} -1 rest)

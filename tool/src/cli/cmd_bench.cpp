@@ -31,11 +31,10 @@ namespace {
 
 class BenchCommand final : public Command {
  public:
-  const char* name() const override { return "bench"; }
-  const char* description() const override {
-    return "Time a kernel and the reference on the performance cases (Google Benchmark output; "
-           "--benchmark_* flags are passed through) and fail when slower than the recorded best";
-  }
+  BenchCommand()
+      : Command("bench",
+                "Time a kernel and the reference on the performance cases (Google Benchmark output; "
+                "--benchmark_* flags are passed through) and fail when slower than the recorded best") {}
   void add_options(CLI::App& sub) override;
   int run() override;
 

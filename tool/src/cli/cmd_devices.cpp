@@ -18,11 +18,10 @@ namespace {
 
 class DevicesCommand final : public Command {
  public:
-  const char* name() const override { return "devices"; }
-  const char* description() const override {
-    return "Print the CUDA devices' properties as JSON; --ctest-resource-spec FILE also writes CTest's resource "
-           "spec file for them";
-  }
+  DevicesCommand()
+      : Command("devices",
+                "Print the CUDA devices' properties as JSON; --ctest-resource-spec FILE also writes CTest's resource "
+                "spec file for them") {}
   void add_options(CLI::App& sub) override {
     sub.add_option("--ctest-resource-spec", spec_file_,
                    "Also write CTest's resource spec file (version 1.0, resource type \"gpus\", ids the device "

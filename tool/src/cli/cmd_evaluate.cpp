@@ -124,11 +124,10 @@ struct Outcome {
 
 class EvaluateCommand final : public Command {
  public:
-  const char* name() const override { return "evaluate"; }
-  const char* description() const override {
-    return "Compile, check against the reference on every case, and time candidate kernels; "
-           "prints a JSON array of results (one per --kernel)";
-  }
+  EvaluateCommand()
+      : Command("evaluate",
+                "Compile, check against the reference on every case, and time candidate kernels; "
+                "prints a JSON array of results (one per --kernel)") {}
   void add_options(CLI::App& sub) override;
   int run() override;
 

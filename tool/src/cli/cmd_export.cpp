@@ -15,29 +15,29 @@ namespace {
 
 class ExportCommand final : public Command {
  public:
-  const char* name() const override { return "export"; }
-  const char* description() const override {
-    return "Write a run folder in another tool's format: t4 (Kernel Tuner's T4 results JSON) to stdout or -o FILE";
-  }
+  ExportCommand()
+      : Command("export",
+                "Write a run folder in another tool's format: t4 (Kernel Tuner's T4 results JSON) to stdout or "
+                "-o FILE") {}
   void add_options(CLI::App& sub) override {
     sub.add_option("--format", format_, "Output format: t4 (Kernel Tuner's T4 results schema 1.0.0)")
         ->required()
         ->check(check::one_of({"t4"}));
-    sub.add_option("run_dir", run_dir_, "The run folder (results/run-NNN)")->required()->check(check::existing_dir());
-    sub.add_option("-o,--output", output_, "Write to this file instead of stdout")->check(check::not_empty());
-    sub.add_flag("-q,--quiet", quiet_, "No note on stderr");
+    io_.add(sub, "The run folder (results/run-NNN)", check::existing_dir(), "-o,--output",
+            "Write to this file instead of stdout", "No note on stderr");
   }
   int run() override {
-    if (!output_.empty()) check_output_file("--output", output_);
-    const store::T4Export x = store::export_t4(run_dir_);
+    if (!io_.out.empty()) check_output_file("--output", io_.out);
+    const store::T4Export x = store::export_t4(io_.run_dir);
     const std::string text = dump_json(x.doc, 2) + "\n";
-    if (output_.empty())
+    if (io_.out.empty())
       std::cout << text << std::flush;
     else
-      fs::write_output_file(output_, text);
-    if (!quiet_) {
-      std::cerr << "kopt: exported " << x.exported << " candidate(s) of " << fs::display(run_dir_) << " as T4 results";
-      if (!output_.empty()) std::cerr << " to " << fs::display(output_);
+      fs::write_output_file(io_.out, text);
+    if (!io_.quiet) {
+      std::cerr << "kopt: exported " << x.exported << " candidate(s) of " << fs::display(io_.run_dir)
+                << " as T4 results";
+      if (!io_.out.empty()) std::cerr << " to " << fs::display(io_.out);
       std::string left;
       if (x.not_configurations > 0)
         left += std::to_string(x.not_configurations) + " reference/initial/baseline attempt(s) (no configuration)";
@@ -51,9 +51,7 @@ class ExportCommand final : public Command {
 
  private:
   std::string format_;
-  std::string run_dir_;
-  std::string output_;
-  bool quiet_ = false;
+  RunFolderIo io_;
 };
 
 }  // namespace

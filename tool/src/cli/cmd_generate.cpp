@@ -24,11 +24,10 @@ namespace {
 
 class GenerateCommand final : public Command {
  public:
-  const char* name() const override { return "generate"; }
-  const char* description() const override {
-    return "For the CMake module: write <out-dir>/<name>.cu and <name>_launch.h from a tuning run on "
-           "this GPU, else the tuning cache, else the initial kernel";
-  }
+  GenerateCommand()
+      : Command("generate",
+                "For the CMake module: write <out-dir>/<name>.cu and <name>_launch.h from a tuning run on "
+                "this GPU, else the tuning cache, else the initial kernel") {}
   void add_options(CLI::App& sub) override;
   int run() override;
 

@@ -22,11 +22,10 @@ namespace {
 
 class OptimizeCommand final : public Command {
  public:
-  const char* name() const override { return "optimize"; }
-  const char* description() const override {
-    return "Search a tunable template for the fastest kernel that passes every case; "
-           "writes a run folder (results/run-NNN) and prints its summary.json";
-  }
+  OptimizeCommand()
+      : Command("optimize",
+                "Search a tunable template for the fastest kernel that passes every case; "
+                "writes a run folder (results/run-NNN) and prints its summary.json") {}
   void add_options(CLI::App& sub) override {
     add_inputs(sub);
     add_search(sub);

@@ -79,11 +79,10 @@ json traces_json(const std::string& label, const replay::StrategyMeasures& m) {
 
 class ReplayCommand final : public Command {
  public:
-  const char* name() const override { return "replay"; }
-  const char* description() const override {
-    return "Replay search strategies over recorded spaces (a run folder, T4 results, a Kernel Tuner cache) "
-           "without a GPU; prints evaluations and seconds to 5% and 1% of the optimum and the methodology score";
-  }
+  ReplayCommand()
+      : Command("replay",
+                "Replay search strategies over recorded spaces (a run folder, T4 results, a Kernel Tuner cache) "
+                "without a GPU; prints evaluations and seconds to 5% and 1% of the optimum and the methodology score") {}
   void add_options(CLI::App& sub) override {
     sub.add_option("records", records_,
                    "Recorded spaces: kopt run folders (results/run-NNN), T4 results files, Kernel Tuner cache files")

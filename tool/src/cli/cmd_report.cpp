@@ -20,34 +20,29 @@ namespace {
 
 class ReportCommand final : public Command {
  public:
-  const char* name() const override { return "report"; }
-  const char* description() const override {
-    return "Make a run folder's report.html and heatmap.svg again from its records (no GPU needed), "
-           "e.g. for a run folder copied from a GPU machine";
-  }
+  ReportCommand()
+      : Command("report",
+                "Make a run folder's report.html and heatmap.svg again from its records (no GPU needed), "
+                "e.g. for a run folder copied from a GPU machine") {}
   void add_options(CLI::App& sub) override {
-    sub.add_option("run_dir", run_dir_, "The run folder (results/run-NNN), e.g. copied from a GPU machine")
-        ->required()
-        ->check(check::not_empty());
-    sub.add_option("-o,--out", out_,
-                   "Write report.html to FILE (heatmap.svg goes beside it) instead of into the run folder")
-        ->check(check::not_empty());
-    sub.add_flag("-q,--quiet", quiet_, "Only warnings on stderr");
+    io_.add(sub, "The run folder (results/run-NNN), e.g. copied from a GPU machine", check::not_empty(), "-o,--out",
+            "Write report.html to FILE (heatmap.svg goes beside it) instead of into the run folder",
+            "Only warnings on stderr");
   }
   int run() override {
     // Every record is read first (kopt.run.901 naming the file when one is
     // missing or damaged), then the output is checked, then written.
-    const store::RunStore store = store::RunStore::open(run_dir_, "");
-    const std::filesystem::path html = out_.empty() ? store.dir() / "report.html" : std::filesystem::path(out_);
+    const store::RunStore store = store::RunStore::open(io_.run_dir, "");
+    const std::filesystem::path html = io_.out.empty() ? store.dir() / "report.html" : std::filesystem::path(io_.out);
     if (html.filename() == "heatmap.svg")
       throw UsageError("kopt.cli.014", "--out " + fs::display(html) + ": heatmap.svg is written beside the report; "
                                        "name the report otherwise (report.html)");
-    check_output_file(out_.empty() ? "--out (default: RUN_DIR/report.html)" : "--out", html);
+    check_output_file(io_.out.empty() ? "--out (default: RUN_DIR/report.html)" : "--out", html);
     check_output_file("--out (heatmap.svg beside it)", html.parent_path() / "heatmap.svg");
     const report::WrittenReports w = report::write_reports(store, report::performance_cases(store), html);
     for (const std::string& note : w.notes) std::cerr << "kopt: warning: " << note << "\n";
     std::cout << w.html.string() << std::endl;
-    if (!quiet_) {
+    if (!io_.quiet) {
       const store::Summary s = store.summary();
       std::cerr << "kopt: wrote " << fs::display(w.html) << " and " << fs::display(w.heatmap) << " from "
                 << store.history().size() << " attempt(s) of " << fs::display(store.dir()) << "\n";
@@ -58,9 +53,7 @@ class ReportCommand final : public Command {
   }
 
  private:
-  std::string run_dir_;
-  std::string out_;
-  bool quiet_ = false;
+  RunFolderIo io_;
 };
 
 }  // namespace

@@ -12,10 +12,9 @@ namespace {
 
 class WorkerCommand final : public Command {
  public:
-  const char* name() const override { return "worker"; }
-  const char* description() const override {
-    return "Internal: the GPU worker process (JSON lines on stdin/stdout)";
-  }
+  WorkerCommand()
+      : Command("worker",
+                "Internal: the GPU worker process (JSON lines on stdin/stdout)") {}
   void add_options(CLI::App& sub) override { env_.add_device(sub); }
 
   int run() override {
@@ -32,10 +31,9 @@ class WorkerCommand final : public Command {
 /// tool can stop a compile that takes too long (--compile-timeout).
 class CompileWorkerCommand final : public Command {
  public:
-  const char* name() const override { return "compile-worker"; }
-  const char* description() const override {
-    return "Internal: one NVRTC compile (--request FILE) into the compile cache (--cache-dir DIR)";
-  }
+  CompileWorkerCommand()
+      : Command("compile-worker",
+                "Internal: one NVRTC compile (--request FILE) into the compile cache (--cache-dir DIR)") {}
   void add_options(CLI::App& sub) override {
     sub.add_option("--request", request_, "The compile request (JSON, written by kopt)")->required();
     sub.add_option("--cache-dir", cache_dir_, "The compile cache the result goes to")->required();

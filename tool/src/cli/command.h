@@ -26,14 +26,21 @@ enum ExitCode { kOk = 0, kRejected = 1, kUsage = 2, kEnvironment = 3, kNoDevice 
 
 class Command {
  public:
+  /// `name`: the subcommand's word (`kopt <name>`); `description`: its line
+  /// in `kopt --help`. Both are string literals (kept, not copied).
+  Command(const char* name, const char* description) : name_(name), description_(description) {}
   virtual ~Command() = default;
-  virtual const char* name() const = 0;
-  virtual const char* description() const = 0;
+  const char* name() const { return name_; }
+  const char* description() const { return description_; }
   /// Declares the options on this command's subcommand (`sub` outlives run()).
   virtual void add_options(CLI::App& sub) = 0;
   /// Runs after a successful parse; returns the exit code. May throw: App maps
   /// NoDeviceError to 77, SpecError and UsageError to 2, anything else to 3.
   virtual int run() = 0;
+
+ private:
+  const char* name_;
+  const char* description_;
 };
 
 // The subcommands, one a file, in the order `kopt --help` lists them.

@@ -316,6 +316,13 @@ CLI::Option* Environment::add_quiet(CLI::App& sub, const std::string& help) {
   return sub.add_flag("-q,--quiet", quiet, help);
 }
 
+void RunFolderIo::add(CLI::App& sub, const std::string& dir_help, const CLI::Validator& dir_check,
+                      const std::string& out_flags, const std::string& out_help, const std::string& quiet_help) {
+  sub.add_option("run_dir", run_dir, dir_help)->required()->check(dir_check);
+  sub.add_option(out_flags, out, out_help)->check(check::not_empty());
+  sub.add_flag("-q,--quiet", quiet, quiet_help);
+}
+
 CLI::Option* Environment::add_compile_timeout(CLI::App& sub) {
   return sub
       .add_option("--compile-timeout", compile_timeout_s,

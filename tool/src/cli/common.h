@@ -132,6 +132,20 @@ struct Environment {
                                 const std::string& launcher = "", bool device_given = false) const;
 };
 
+/// The options of a command that reads one run folder and writes what it
+/// makes of it (report, export): the folder, an output file and -q.
+struct RunFolderIo {
+  std::string run_dir;  // RUN_DIR (positional, required)
+  std::string out;      // the output file (empty: the command's default)
+  bool quiet = false;   // -q,--quiet
+
+  /// Declares, in this order: RUN_DIR (help `dir_help`, checked by
+  /// `dir_check`), the output file as `out_flags` (e.g. "-o,--out"; help
+  /// `out_help`, check::not_empty()) and -q,--quiet (help `quiet_help`).
+  void add(CLI::App& sub, const std::string& dir_help, const CLI::Validator& dir_check, const std::string& out_flags,
+           const std::string& out_help, const std::string& quiet_help);
+};
+
 /// The budget options (model/budget.h): --budget "evals=200,minutes=10,
 /// patience=20" (any subset; model::parse_budget's grammar), and the
 /// shorthands --max-iterations N (evals=N, winning over it) and optimize's

@@ -44,6 +44,12 @@ inline constexpr uint64_t kPoolCartesianLimit = uint64_t{1} << 18;
 /// random_unseen() gives up.
 inline constexpr uint64_t kPoolEnumerationLimit = 2'000'000;
 
+/// The length of the space-filling start of the model-guided strategies: the
+/// surrogate proposes from StrategyBase::covering_unseen() until it has this
+/// many results, the portfolio for its first this many proposals; then their
+/// model or bandit chooses.
+inline constexpr size_t kSpaceFillingStart = 8;
+
 /// Implements the Strategy interface on points. Subclasses implement
 /// propose() (an unseen valid point) and learn() (a result), and may override
 /// reset() to clear their state.

@@ -28,8 +28,8 @@
 // over the members did about as well as the bandit with new-best credit,
 // and leaving random sampling or the surrogate out did worse.
 //
-// The first kInitial proposals are a space-filling start (covering_unseen(),
-// as the surrogate's); every member learns from them, none is credited. A
+// The first kSpaceFillingStart proposals are a space-filling start
+// (covering_unseen(), as the surrogate's); every member learns from them, none is credited. A
 // member's proposal is claimed by the others at once, so that none proposes
 // it again (proposals may run ahead of results: pipelining), and counts as a
 // use without credit until its result arrives, so that proposals made ahead
@@ -45,7 +45,6 @@
 namespace kopt::search::detail {
 namespace {
 
-constexpr size_t kInitial = 8;
 constexpr size_t kWindow = 50;
 constexpr double kExploration = 0.05;
 constexpr size_t kTop = 4;
@@ -74,7 +73,7 @@ class Portfolio final : public StrategyBase {
   }
 
   std::optional<Point> propose() override {
-    if (seen_count() < kInitial) {
+    if (seen_count() < kSpaceFillingStart) {
       std::optional<Point> p = covering_unseen();
       if (p) claim_for_all(*p, kNone);
       return p;

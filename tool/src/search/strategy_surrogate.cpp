@@ -1,8 +1,8 @@
 // "surrogate": a k-nearest-neighbour model of log(score) over normalised
 // value indices chooses the most promising of many random candidates.
 //
-// Until kInitial results are in, proposals are random, each taking a value
-// of a switch that no earlier one has (covering_unseen(): the first
+// Until kSpaceFillingStart (strategy_base.h) results are in, proposals are
+// random, each taking a value of a switch that no earlier one has (covering_unseen(): the first
 // proposals cover both kernel bodies of a KIND switch). Afterwards, with
 // probability kEpsilon a proposal is a random unseen configuration
 // (exploration). Otherwise the candidates are kCandidates random unseen valid
@@ -29,7 +29,6 @@
 namespace kopt::search::detail {
 namespace {
 
-constexpr size_t kInitial = 8;
 constexpr double kEpsilon = 0.2;
 constexpr size_t kCandidates = 200;
 constexpr double kPolish = 0.2;
@@ -57,7 +56,7 @@ class Surrogate final : public StrategyBase {
   }
 
   std::optional<Point> propose() override {
-    if (samples_.size() < kInitial) return covering_unseen();
+    if (samples_.size() < kSpaceFillingStart) return covering_unseen();
     if (uniform01(rng()) < kEpsilon) return random_unseen();
     std::vector<Point> candidates;
     if (uniform01(rng()) < kPolish) candidates = polish_candidates();
