@@ -70,6 +70,17 @@ class Runner {
   /// Compiles one candidate (NVRTC, through the cache). Thread-safe once
   /// arch() has been called: the pipeline compiles on a thread pool.
   virtual cuda::CompileResult compile(const spec::Candidate& c) = 0;
+  /// While `stopped`, compiles that are running or about to start end at
+  /// once without a result (cuda::Compiler::stop): the search has ended and
+  /// nobody waits for them. Default: nothing to stop.
+  virtual void stop_compiles(bool stopped) { (void)stopped; }
+  /// True: the pipeline may start a candidate whose compile is done before
+  /// an earlier proposed one whose compile is not (real compiles take from
+  /// a fraction of a second to a minute by configuration, and a slow one
+  /// would hold up the GPU and every later candidate). False (the default):
+  /// candidates start in the order proposed, as a replay must, so that it
+  /// is reproducible.
+  virtual bool start_when_compiled() const { return false; }
 
   // --- the search's candidates, spread over the slots
   virtual size_t size() const = 0;

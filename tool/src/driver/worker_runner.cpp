@@ -35,6 +35,8 @@ class WorkerRunner final : public Runner {
   }
   std::string arch() override { return compiler_->arch(); }
   cuda::CompileResult compile(const spec::Candidate& c) override { return compiler_->compile(c); }
+  void stop_compiles(bool stopped) override { compiler_->compiler().stop(stopped); }
+  bool start_when_compiled() const override { return true; }
 
   size_t size() const override { return pool_->size(); }
   RunnerSlot slot(size_t i) const override {
