@@ -129,6 +129,7 @@ class TimedCompiles final : public kopt::driver::Runner {
     std::mutex mu;
     std::vector<std::string> compiled, started;
     std::vector<bool> stop_calls;
+    std::vector<double> joined_ms;  // with parts: 2 when a candidate's parts ran side by side
   };
 
   TimedCompiles(const kopt::spec::Spec& spec, bool out_of_order, int slow_from, double slow_s, Log& log)
@@ -170,6 +171,33 @@ class TimedCompiles final : public kopt::driver::Runner {
     log_.stop_calls.push_back(stopped);
   }
   bool start_when_compiled() const override { return out_of_order_; }
+
+  /// With parts: two per candidate, each waiting (up to 5 s) until the other
+  /// is running too, so that they end at once only when run side by side.
+  size_t compile_parts(const kopt::spec::Candidate& c) override { return parts_ ? 2 : Runner::compile_parts(c); }
+  kopt::cuda::CompileResult compile_part(const kopt::spec::Candidate& c, size_t i) override {
+    if (!parts_) return Runner::compile_part(c, i);
+    std::unique_lock<std::mutex> lock(part_mu_);
+    ++part_running_[c.label];
+    part_cv_.notify_all();
+    const bool together = part_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return part_running_[c.label] == 2; });
+    kopt::cuda::CompileResult r;
+    r.ok = true;
+    r.compile_ms = together ? 1 : 1000;
+    return r;
+  }
+  kopt::cuda::CompileResult join_parts(const kopt::spec::Candidate& c,
+                                       std::vector<kopt::cuda::CompileResult> parts) override {
+    if (!parts_) return Runner::join_parts(c, std::move(parts));
+    EXPECT_EQ(parts.size(), 2u);
+    kopt::cuda::CompileResult r;
+    r.ok = true;
+    for (const auto& p : parts) r.compile_ms += p.compile_ms;
+    std::lock_guard<std::mutex> lock(log_.mu);
+    log_.joined_ms.push_back(r.compile_ms);
+    return r;
+  }
+  bool parts_ = false;
 
   size_t size() const override { return 1; }
   kopt::driver::RunnerSlot slot(size_t) const override { return {0, "timed", "timed device", "", ""}; }
@@ -230,6 +258,9 @@ class TimedCompiles final : public kopt::driver::Runner {
   std::condition_variable stop_cv_;
   bool stopped_ = false;
   std::optional<kopt::spec::Candidate> pending_;
+  std::mutex part_mu_;
+  std::condition_variable part_cv_;
+  std::map<std::string, int> part_running_;
 };
 
 struct Timed {
@@ -241,7 +272,7 @@ struct Timed {
 /// `slow_from` > 0: only the configuration proposed as that number is slow;
 /// < 0: every one from number -slow_from on.
 void run_timed(Timed& t, const TempDir& d, const std::string& budget, bool out_of_order, int slow_from,
-               double slow_s) {
+               double slow_s, bool parts = false) {
   kopt::driver::OptimizeOptions o;
   o.spec = kSpec;
   o.strategy = "exhaustive";
@@ -251,8 +282,10 @@ void run_timed(Timed& t, const TempDir& d, const std::string& budget, bool out_o
   o.quiet = true;
   o.compile_threads = 2;
   o.workers.command.clear();  // nothing may start a worker
-  o.runner = [&t, out_of_order, slow_from, slow_s](const kopt::spec::Spec& s) -> std::unique_ptr<kopt::driver::Runner> {
-    return std::make_unique<TimedCompiles>(s, out_of_order, slow_from, slow_s, t.log);
+  o.runner = [&t, out_of_order, slow_from, slow_s, parts](const kopt::spec::Spec& s) -> std::unique_ptr<kopt::driver::Runner> {
+    auto r = std::make_unique<TimedCompiles>(s, out_of_order, slow_from, slow_s, t.log);
+    r->parts_ = parts;
+    return r;
   };
   const auto t0 = Clock::now();
   testing::internal::CaptureStdout();
@@ -301,6 +334,17 @@ TEST(CompileAhead, TheEndOfTheSearchStopsCompilesNobodyWaitsFor) {
   // Of the 2 * 2 compiles proposed ahead, those not started were dropped:
   // at most the two threads' running ones and the two evaluated were asked.
   EXPECT_LE(t.log.compiled.size(), 2u + 2u + 2u) << t.log.compiled.size();
+}
+
+TEST(CompileAhead, ACandidatesCompilePartsRunSideBySide) {
+  TempDir d;
+  Timed t;
+  run_timed(t, d, "evals=3", /*out_of_order=*/true, /*slow_from=*/0, /*slow_s=*/0, /*parts=*/true);
+  ASSERT_EQ(t.code, 0);
+  ASSERT_EQ(t.log.started.size(), 3u);
+  ASSERT_GE(t.log.joined_ms.size(), 3u);
+  // Each candidate's two parts ran at once on the two threads, and were joined once.
+  for (double ms : t.log.joined_ms) EXPECT_EQ(ms, 2.0);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -110,19 +111,7 @@ class Pipeline {
       propose::Proposal p = proposer_.propose();
       if (p.kind == propose::Proposal::Kind::done) exhausted_ = true;
       if (p.kind != propose::Proposal::Kind::candidate) break;
-      // The result goes through a promise set before done_ is signalled, so
-      // that a wait for any compile (next_index) sees it ready when woken.
-      auto result = std::make_shared<std::promise<cuda::CompileResult>>();
-      std::future<cuda::CompileResult> fut = result->get_future();
-      pool_threads_->submit([r = &runner_, c = p.candidate, result, done = done_] {
-        try {
-          result->set_value(r->compile(c));
-        } catch (...) {
-          result->set_exception(std::current_exception());
-        }
-        done->signal();
-      });
-      queued_.push_back({std::move(p.candidate), std::move(fut), 0});
+      queued_.push_back({p.candidate, submit_parts(p.candidate), 0});
     }
   }
   bool has_queued() const { return !queued_.empty(); }
@@ -235,6 +224,53 @@ class Pipeline {
     std::condition_variable cv_;
     uint64_t count_ = 0;
   };
+
+  /// A candidate's compile parts (Runner::compile_parts) as jobs of their
+  /// own, so that its parts run side by side when threads are free; the last
+  /// part to finish joins them. No job waits for another (a pool thread that
+  /// waited for jobs queued behind it could wait forever). The result goes
+  /// through a promise set before done_ is signalled, so that a wait for any
+  /// compile (next_index) sees it ready when woken.
+  std::future<cuda::CompileResult> submit_parts(const spec::Candidate& c) {
+    struct Parts {
+      std::mutex mu;
+      std::vector<cuda::CompileResult> results;
+      std::exception_ptr error;
+      size_t left = 0;
+      std::promise<cuda::CompileResult> joined;
+    };
+    auto parts = std::make_shared<Parts>();
+    const size_t n = std::max<size_t>(1, runner_.compile_parts(c));
+    parts->results.resize(n);
+    parts->left = n;
+    std::future<cuda::CompileResult> fut = parts->joined.get_future();
+    for (size_t i = 0; i < n; ++i)
+      pool_threads_->submit([r = &runner_, c, i, parts, done = done_] {
+        std::exception_ptr error;
+        cuda::CompileResult one;
+        try {
+          one = r->compile_part(c, i);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        bool last = false;
+        {
+          std::lock_guard<std::mutex> lock(parts->mu);
+          parts->results[i] = std::move(one);
+          if (error && !parts->error) parts->error = error;
+          last = --parts->left == 0;
+        }
+        if (!last) return;
+        try {
+          if (parts->error) std::rethrow_exception(parts->error);
+          parts->joined.set_value(r->join_parts(c, std::move(parts->results)));
+        } catch (...) {
+          parts->joined.set_exception(std::current_exception());
+        }
+        done->signal();
+      });
+    return fut;
+  }
 
   static bool ready(const Queued& q) {
     return q.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -74,6 +75,22 @@ class Runner {
   /// once without a result (cuda::Compiler::stop): the search has ended and
   /// nobody waits for them. Default: nothing to stop.
   virtual void stop_compiles(bool stopped) { (void)stopped; }
+  /// compile(c) in parts that may run on several threads at once
+  /// (eval::Evaluator::compile_parts: one per distinct set of case defines):
+  /// how many, part i, and the parts' results joined into compile(c)'s.
+  /// Thread-safe like compile(). Default: one part, compile(c) itself.
+  virtual size_t compile_parts(const spec::Candidate& c) {
+    (void)c;
+    return 1;
+  }
+  virtual cuda::CompileResult compile_part(const spec::Candidate& c, size_t i) {
+    (void)i;
+    return compile(c);
+  }
+  virtual cuda::CompileResult join_parts(const spec::Candidate& c, std::vector<cuda::CompileResult> parts) {
+    (void)c;
+    return std::move(parts.at(0));
+  }
   /// True: the pipeline may start a candidate whose compile is done before
   /// an earlier proposed one whose compile is not (real compiles take from
   /// a fraction of a second to a minute by configuration, and a slow one
