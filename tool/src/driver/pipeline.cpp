@@ -83,6 +83,46 @@ class Progress {
 
 }  // namespace
 
+std::future<cuda::CompileResult> submit_compile(ThreadPool& pool, Runner& runner, const spec::Candidate& c,
+                                                std::function<void()> on_done) {
+  struct Parts {
+    std::mutex mu;
+    std::vector<cuda::CompileResult> results;
+    std::exception_ptr error;
+    size_t left = 0;
+    std::promise<cuda::CompileResult> joined;
+  };
+  auto parts = std::make_shared<Parts>();
+  const size_t n = std::max<size_t>(1, runner.compile_parts(c));
+  parts->results.resize(n);
+  parts->left = n;
+  std::future<cuda::CompileResult> fut = parts->joined.get_future();
+  for (size_t i = 0; i < n; ++i)
+    pool.submit([r = &runner, c, i, parts, on_done] {
+      std::exception_ptr error;
+      cuda::CompileResult one;
+      try {
+        one = r->compile_part(c, i);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(parts->mu);
+        parts->results[i] = std::move(one);
+        if (error && !parts->error) parts->error = error;
+        if (--parts->left > 0) return;
+      }
+      try {
+        if (parts->error) std::rethrow_exception(parts->error);
+        parts->joined.set_value(r->join_parts(c, std::move(parts->results)));
+      } catch (...) {
+        parts->joined.set_exception(std::current_exception());
+      }
+      if (on_done) on_done();
+    });
+  return fut;
+}
+
 /// The compile-ahead queue and the candidates on the workers.
 class Pipeline {
  public:
@@ -111,7 +151,9 @@ class Pipeline {
       propose::Proposal p = proposer_.propose();
       if (p.kind == propose::Proposal::Kind::done) exhausted_ = true;
       if (p.kind != propose::Proposal::Kind::candidate) break;
-      queued_.push_back({p.candidate, submit_parts(p.candidate), 0});
+      // done_ is signalled after the future is set: a wait for any compile
+      // (next_index) sees it ready when woken.
+      queued_.push_back({p.candidate, submit_compile(*pool_threads_, runner_, p.candidate, [d = done_] { d->signal(); }), 0});
     }
   }
   bool has_queued() const { return !queued_.empty(); }
@@ -224,53 +266,6 @@ class Pipeline {
     std::condition_variable cv_;
     uint64_t count_ = 0;
   };
-
-  /// A candidate's compile parts (Runner::compile_parts) as jobs of their
-  /// own, so that its parts run side by side when threads are free; the last
-  /// part to finish joins them. No job waits for another (a pool thread that
-  /// waited for jobs queued behind it could wait forever). The result goes
-  /// through a promise set before done_ is signalled, so that a wait for any
-  /// compile (next_index) sees it ready when woken.
-  std::future<cuda::CompileResult> submit_parts(const spec::Candidate& c) {
-    struct Parts {
-      std::mutex mu;
-      std::vector<cuda::CompileResult> results;
-      std::exception_ptr error;
-      size_t left = 0;
-      std::promise<cuda::CompileResult> joined;
-    };
-    auto parts = std::make_shared<Parts>();
-    const size_t n = std::max<size_t>(1, runner_.compile_parts(c));
-    parts->results.resize(n);
-    parts->left = n;
-    std::future<cuda::CompileResult> fut = parts->joined.get_future();
-    for (size_t i = 0; i < n; ++i)
-      pool_threads_->submit([r = &runner_, c, i, parts, done = done_] {
-        std::exception_ptr error;
-        cuda::CompileResult one;
-        try {
-          one = r->compile_part(c, i);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        bool last = false;
-        {
-          std::lock_guard<std::mutex> lock(parts->mu);
-          parts->results[i] = std::move(one);
-          if (error && !parts->error) parts->error = error;
-          last = --parts->left == 0;
-        }
-        if (!last) return;
-        try {
-          if (parts->error) std::rethrow_exception(parts->error);
-          parts->joined.set_value(r->join_parts(c, std::move(parts->results)));
-        } catch (...) {
-          parts->joined.set_exception(std::current_exception());
-        }
-        done->signal();
-      });
-    return fut;
-  }
 
   static bool ready(const Queued& q) {
     return q.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
