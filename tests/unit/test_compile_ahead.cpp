@@ -26,6 +26,7 @@
 #include "driver/driver.h"
 #include "driver/runner.h"
 #include "model/device_info.h"
+#include "passed_result.h"
 #include "temp_dir.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -228,25 +229,7 @@ class TimedCompiles final : public kopt::driver::Runner {
   }
 
  private:
-  kopt::model::Result result() const {
-    kopt::model::Result r;
-    r.verdict = kopt::model::Verdict::ok;
-    for (const auto& sc : spec_.cases) {
-      kopt::model::CaseResult cr;
-      cr.name = sc.name;
-      cr.role = sc.role == kopt::spec::CaseRole::performance ? "performance" : "correctness";
-      cr.passed = true;
-      if (sc.role == kopt::spec::CaseRole::performance) {
-        kopt::model::LatencyStats l;
-        l.median_ms = l.mean_ms = l.min_ms = l.max_ms = 1.0;
-        l.samples = 10;
-        cr.latency = l;
-      }
-      r.cases.push_back(cr);
-    }
-    r.geomean_ms = 1.0;
-    return r;
-  }
+  kopt::model::Result result() const { return kopt::test::passed_result(spec_, 1.0); }
 
   const kopt::spec::Spec spec_;
   const bool out_of_order_;
