@@ -10,7 +10,9 @@
 #include <array>
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -477,6 +479,39 @@ TEST(PortedConvolution, LoadsAndCompilesForSm90WithoutAGpu) {
   EXPECT_EQ(listing["valid_configurations"], listing["filtered_before_compile"]["space"]);
   EXPECT_NE(o.err.find("left out before compiling, over the device's limits"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("KOPT_COMPILE_TIMEOUT"), std::string::npos) << o.err;
+}
+
+// compile() in parts: one per distinct set of case defines, compiled in any
+// order (the pipeline runs them on separate threads), joined into what
+// compile() gives; a part that fails is the joined result, named by its case.
+TEST_F(EvaluatorFeatures, CompilePartsJoinIntoWhatCompileGives) {
+  const spec::Spec s = spec();
+  eval::Evaluator ev(s, options());
+  const eval::Candidate c = initial(s);
+  ASSERT_EQ(ev.compile_parts(c), 2u);  // W=64 (cases a and b), W=128
+  std::vector<cuda::CompileResult> parts(2);
+  parts[1] = ev.compile_part(c, 1);  // the second first: any order
+  parts[0] = ev.compile_part(c, 0);
+  EXPECT_EQ(ev.compiler().misses(), 2);
+  const double ms = parts[0].compile_ms + parts[1].compile_ms;
+  const std::string first_key = parts[0].key;
+  const cuda::CompileResult joined = ev.join_parts(c, std::move(parts));
+  ASSERT_TRUE(joined.ok) << joined.log;
+  EXPECT_EQ(joined.key, first_key);  // the first case's module, as compile() gives
+  EXPECT_DOUBLE_EQ(joined.compile_ms, ms);
+  EXPECT_FALSE(joined.cache_hit);
+  const cuda::CompileResult whole = ev.compile(c);
+  EXPECT_TRUE(whole.cache_hit);
+  EXPECT_EQ(whole.key, joined.key);
+
+  eval::Candidate wide = c;
+  wide.source += "\n#if WIDTH == 128\n#error wide\n#endif\n";
+  std::vector<cuda::CompileResult> wide_parts{ev.compile_part(wide, 0), ev.compile_part(wide, 1)};
+  EXPECT_TRUE(wide_parts[0].ok);
+  const cuda::CompileResult failed = ev.join_parts(wide, std::move(wide_parts));
+  EXPECT_FALSE(failed.ok);
+  EXPECT_NE(failed.log.find("[compiled for case 'c' (FW=17, WIDTH=128, n_total=256)]"), std::string::npos) << failed.log;
+  EXPECT_THROW(ev.compile_part(c, 2), std::logic_error);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/device_info.h"
+#include "passed_result.h"
 #include "temp_dir.h"
 #include "driver/driver.h"
 #include "driver/runner.h"
@@ -87,23 +88,7 @@ class TableRunner final : public kopt::driver::Runner {
       auto off = [&](const char* k, int64_t best, double cost) { return c.params.at(k) == best ? 0.0 : cost; };
       ms = 1.0 + off("TILE", 32, 0.4) + off("BLOCK_ROWS", 8, 0.2) + off("PAD", 1, 0.1) + off("VEC", 4, 0.1);
     }
-    kopt::model::Result r;
-    r.verdict = kopt::model::Verdict::ok;
-    for (const auto& sc : spec_.cases) {
-      kopt::model::CaseResult cr;
-      cr.name = sc.name;
-      cr.role = sc.role == kopt::spec::CaseRole::performance ? "performance" : "correctness";
-      cr.passed = true;
-      if (sc.role == kopt::spec::CaseRole::performance) {
-        kopt::model::LatencyStats l;
-        l.median_ms = l.mean_ms = l.min_ms = l.max_ms = ms;
-        l.samples = 10;
-        cr.latency = l;
-      }
-      r.cases.push_back(cr);
-    }
-    r.geomean_ms = ms;
-    return r;
+    return kopt::test::passed_result(spec_, ms);
   }
 
   const kopt::spec::Spec spec_;

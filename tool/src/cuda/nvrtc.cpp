@@ -227,6 +227,11 @@ CompileResult Compiler::compile(const CompileRequest& r) {
     ++hits_;
     return *hit;
   }
+  if (stopped_.load()) {
+    out.error_name = kCompileStopped;
+    out.log = "the compile was not started: its result is no longer wanted";
+    return out;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++misses_;
@@ -246,7 +251,7 @@ CompileResult Compiler::compile_in_child(const CompileRequest& r, const std::str
   argv.insert(argv.end(), {"--request", request.string(), "--cache-dir", dir_.string()});
   const auto t0 = std::chrono::steady_clock::now();
   const util::ProcResult pr =
-      util::run_process(argv, opt_.timeout_s > 0 ? opt_.timeout_s : 1e9, size_t{1} << 20);
+      util::run_process(argv, opt_.timeout_s > 0 ? opt_.timeout_s : 1e9, size_t{1} << 20, &stopped_);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::error_code ec;
   std::filesystem::remove(request, ec);
@@ -254,6 +259,12 @@ CompileResult Compiler::compile_in_child(const CompileRequest& r, const std::str
   CompileResult out;
   out.key = key;
   out.compile_ms = ms;
+  if (pr.stopped) {
+    out.error_name = kCompileStopped;
+    out.log = "the compile was stopped: its result is no longer wanted";
+    out.detail = out.log;
+    return out;
+  }
   if (pr.timed_out) {
     out.error_name = "KOPT_COMPILE_TIMEOUT";
     out.log = "the compilation took longer than " + json_number(opt_.timeout_s) +

@@ -5,6 +5,7 @@
 // CPU-only machines; the architecture comes from the device (sm_XY) or --arch.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -118,6 +119,15 @@ class Compiler {
   /// The cache key of a request without compiling.
   static std::string cache_key(const CompileRequest& request);
 
+  /// While `stopped` is true: compiles running in a compiler process
+  /// (CompilerOptions::helper_argv) are killed within 100 ms, and compiles
+  /// that miss the cache return at once; both give ok=false with error_name
+  /// KOPT_COMPILE_STOPPED and are not cached. For a caller that no longer
+  /// wants the results (the search has ended); such a result is no verdict
+  /// and must not be recorded as one. A compile running in this process
+  /// (no helper) cannot be stopped and runs to its end. Thread-safe.
+  void stop(bool stopped) { stopped_.store(stopped); }
+
   int hits() const;
   int misses() const;
 
@@ -130,7 +140,11 @@ class Compiler {
   CompilerOptions opt_;
   mutable std::mutex mu_;
   int hits_ = 0, misses_ = 0;
+  std::atomic<bool> stopped_{false};
 };
+
+/// CompileResult::error_name of a compile stopped by Compiler::stop.
+inline constexpr const char* kCompileStopped = "KOPT_COMPILE_STOPPED";
 
 /// `kopt compile-worker --request FILE --cache-dir DIR`: compiles the
 /// request in FILE (the JSON Compiler writes for its compiler process) with

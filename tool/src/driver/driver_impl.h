@@ -8,6 +8,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +26,7 @@
 #include "search/strategy.h"
 #include "driver/driver.h"
 #include "driver/runner.h"
+#include "util/thread_pool.h"
 
 namespace kopt::driver {
 
@@ -34,6 +37,16 @@ std::string fmt(double v, int precision = 4);
 
 /// The NVRTC compile threads for --compile-threads N (0: hardware threads - 1, at least 1).
 unsigned compile_threads(int requested);
+
+/// Queues the compile of `c` on `pool` as its parts (Runner::compile_parts),
+/// one job each, so that the parts run side by side when threads are free;
+/// the last part to finish joins them (Runner::join_parts), sets the future
+/// and then calls `on_done` (when set). No job waits for another: a pool
+/// thread that waited for jobs queued behind it could wait forever. An
+/// exception of a part or of the join arrives through the future. Jobs the
+/// pool drops (ThreadPool::discard_queued) leave the future broken.
+std::future<cuda::CompileResult> submit_compile(ThreadPool& pool, Runner& runner, const spec::Candidate& c,
+                                                std::function<void()> on_done = {});
 
 /// The evaluator as the driver uses it: the worker command, the NVRTC cache,
 /// --arch; candidates timed, the reference not (it is timed once, beside the

@@ -212,7 +212,7 @@ int Driver::compile_only_listing() {
   while (!stop_fulfilled() && !util::interrupted()) {
     propose::Proposal p = proposer_.propose();
     if (p.kind != propose::Proposal::Kind::candidate) break;  // nothing is observed: a wait ends it too
-    auto fut = pool.submit([r = runner_.get(), c = p.candidate] { return r->compile(c); });
+    auto fut = submit_compile(pool, *runner_, p.candidate);
     count_evaluation({p.candidate.params, false, 0});
     jobs.emplace_back(std::move(p.candidate), std::move(fut));
     while (jobs.size() >= 2 * pool.size()) collect_oldest();

@@ -8,8 +8,14 @@
 // can lose two candidates, the one being evaluated and the one whose result is
 // being recorded. Nothing recorded is lost, and --resume may propose the lost
 // ones again. SIGINT/SIGTERM (util/interrupt.h): the candidate in flight
-// finishes and is recorded, nothing more is proposed or started (compiles
-// already queued still run, into the cache, but are not evaluated).
+// finishes and is recorded, nothing more is proposed or started.
+//
+// Compiles run ahead on a thread pool, up to twice its threads. A candidate
+// whose compile is done may start before an earlier one whose compile is not
+// (Runner::start_when_compiled; a replay and a compile-only run keep the
+// proposal order). When the search ends, compiles not yet started are dropped and
+// running ones stopped (Runner::stop_compiles): nothing waits for results
+// that nobody reads.
 //
 // With several workers (--devices: the runner's slots, driver/runner.h) each idle one gets
 // the next candidate; results are recorded and observed in the order they
@@ -20,7 +26,12 @@
 // (docs/multi-gpu.md).
 #include <unistd.h>
 
+#include <condition_variable>
+#include <algorithm>
 #include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <map>
 #include <exception>
 #include <future>
@@ -72,14 +83,67 @@ class Progress {
 
 }  // namespace
 
+std::future<cuda::CompileResult> submit_compile(ThreadPool& pool, Runner& runner, const spec::Candidate& c,
+                                                std::function<void()> on_done) {
+  struct Parts {
+    std::mutex mu;
+    std::vector<cuda::CompileResult> results;
+    std::exception_ptr error;
+    size_t left = 0;
+    std::promise<cuda::CompileResult> joined;
+  };
+  auto parts = std::make_shared<Parts>();
+  const size_t n = std::max<size_t>(1, runner.compile_parts(c));
+  parts->results.resize(n);
+  parts->left = n;
+  std::future<cuda::CompileResult> fut = parts->joined.get_future();
+  for (size_t i = 0; i < n; ++i)
+    pool.submit([r = &runner, c, i, parts, on_done] {
+      std::exception_ptr error;
+      cuda::CompileResult one;
+      try {
+        one = r->compile_part(c, i);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(parts->mu);
+        parts->results[i] = std::move(one);
+        if (error && !parts->error) parts->error = error;
+        if (--parts->left > 0) return;
+      }
+      try {
+        if (parts->error) std::rethrow_exception(parts->error);
+        parts->joined.set_value(r->join_parts(c, std::move(parts->results)));
+      } catch (...) {
+        parts->joined.set_exception(std::current_exception());
+      }
+      if (on_done) on_done();
+    });
+  return fut;
+}
+
 /// The compile-ahead queue and the candidates on the workers.
 class Pipeline {
  public:
   Pipeline(Runner& runner, propose::Proposer& proposer, PipelineStats& stats, bool compile_only)
       : runner_(runner), proposer_(proposer), stats_(stats), compile_only_(compile_only),
-        pool_threads_(stats.threads),
+        pool_threads_(std::in_place, stats.threads),
         prefetch_(stats.threads * 2 + (runner.size() > 1 ? runner.size() : 0)),
         idle_since_(runner.size()) {}
+
+  /// The search is over: compiles not started are dropped, and those running
+  /// are stopped (in a compiler process; one in this process runs to its
+  /// end), rather than waited for. Nobody reads their results, and waiting
+  /// for a queue of unrolled-loop compiles can add tens of seconds to a run.
+  ~Pipeline() {
+    pool_threads_->discard_queued();
+    runner_.stop_compiles(true);
+    pool_threads_.reset();  // joins the threads: at most the stopped compiles' ends
+    runner_.stop_compiles(false);
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
 
   /// Proposes candidates and queues their compiles, up to `prefetch` ahead.
   void refill() {
@@ -87,8 +151,9 @@ class Pipeline {
       propose::Proposal p = proposer_.propose();
       if (p.kind == propose::Proposal::Kind::done) exhausted_ = true;
       if (p.kind != propose::Proposal::Kind::candidate) break;
-      auto fut = pool_threads_.submit([r = &runner_, c = p.candidate] { return r->compile(c); });
-      queued_.push_back({std::move(p.candidate), std::move(fut), 0});
+      // done_ is signalled after the future is set: a wait for any compile
+      // (next_index) sees it ready when woken.
+      queued_.push_back({p.candidate, submit_compile(*pool_threads_, runner_, p.candidate, [d = done_] { d->signal(); }), 0});
     }
   }
   bool has_queued() const { return !queued_.empty(); }
@@ -121,16 +186,18 @@ class Pipeline {
   /// the worker of `slot` (compile-only: its result is known at once).
   void start_next(size_t slot, std::map<size_t, Running>& running, std::deque<model::Result>& known,
                   const std::function<model::Result(const cuda::CompileResult&)>& compile_only_result) {
-    Queued job = std::move(queued_.front());
-    queued_.pop_front();
+    const auto t_wait = Clock::now();
+    bool waited = false;
+    const auto at = queued_.begin() + static_cast<std::ptrdiff_t>(next_index(waited));
+    Queued job = std::move(*at);
+    queued_.erase(at);
     // The proposer may withdraw it (a shape class whose time is up) before
     // its compile is waited for; the compile still lands in the cache.
     if (job.retries == 0 && !proposer_.before_start(job.candidate)) {
       ++stats_.withdrawn;
       return;
     }
-    const auto t_wait = Clock::now();
-    if (job.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) ++stats_.compiles_ready;
+    if (!waited && ready(job)) ++stats_.compiles_ready;
     cuda::CompileResult compiled = job.compiled.get();
     stats_.compile_wait_ms += ms_between(t_wait, Clock::now());
     if (job.retries == 0) {  // a requeued candidate's compile was counted the first time
@@ -174,11 +241,56 @@ class Pipeline {
     std::future<cuda::CompileResult> compiled;
     int retries = 0;
   };
+
+  /// Counts finished compiles; wakes the pipeline waiting for any of them.
+  class Done {
+   public:
+    void signal() {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++count_;
+      }
+      cv_.notify_all();
+    }
+    uint64_t count() {
+      std::lock_guard<std::mutex> lock(mu_);
+      return count_;
+    }
+    void wait_past(uint64_t seen) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return count_ != seen; });
+    }
+
+   private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    uint64_t count_ = 0;
+  };
+
+  static bool ready(const Queued& q) {
+    return q.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
+  /// The queued candidate to start next: the first in line when its compile
+  /// is done (a candidate taken back is always ready), or when the run
+  /// keeps the proposal order (compile-only, or the runner's choice); else the first whose compile is done,
+  /// waiting for one when none is (`waited`).
+  size_t next_index(bool& waited) {
+    if (compile_only_ || !runner_.start_when_compiled() || ready(queued_.front())) return 0;
+    for (;;) {
+      const uint64_t seen = done_->count();  // read before looking: a compile done after it wakes the wait
+      for (size_t i = 0; i < queued_.size(); ++i)
+        if (ready(queued_[i])) return i;
+      waited = true;
+      done_->wait_past(seen);
+    }
+  }
   Runner& runner_;
   propose::Proposer& proposer_;
   PipelineStats& stats_;
   bool compile_only_;
-  ThreadPool pool_threads_;  // compiles still queued at the end are abandoned (their results are cached)
+  std::shared_ptr<Done> done_ = std::make_shared<Done>();  // before the pool: its jobs hold it
+  std::optional<ThreadPool> pool_threads_;  // reset first in ~Pipeline
   size_t prefetch_;
   std::deque<Queued> queued_;
   bool exhausted_ = false;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -70,6 +71,33 @@ class Runner {
   /// Compiles one candidate (NVRTC, through the cache). Thread-safe once
   /// arch() has been called: the pipeline compiles on a thread pool.
   virtual cuda::CompileResult compile(const spec::Candidate& c) = 0;
+  /// While `stopped`, compiles that are running or about to start end at
+  /// once without a result (cuda::Compiler::stop): the search has ended and
+  /// nobody waits for them. Default: nothing to stop.
+  virtual void stop_compiles(bool stopped) { (void)stopped; }
+  /// compile(c) in parts that may run on several threads at once
+  /// (eval::Evaluator::compile_parts: one per distinct set of case defines):
+  /// how many, part i, and the parts' results joined into compile(c)'s.
+  /// Thread-safe like compile(). Default: one part, compile(c) itself.
+  virtual size_t compile_parts(const spec::Candidate& c) {
+    (void)c;
+    return 1;
+  }
+  virtual cuda::CompileResult compile_part(const spec::Candidate& c, size_t i) {
+    (void)i;
+    return compile(c);
+  }
+  virtual cuda::CompileResult join_parts(const spec::Candidate& c, std::vector<cuda::CompileResult> parts) {
+    (void)c;
+    return std::move(parts.at(0));
+  }
+  /// True: the pipeline may start a candidate whose compile is done before
+  /// an earlier proposed one whose compile is not (real compiles take from
+  /// a fraction of a second to a minute by configuration, and a slow one
+  /// would hold up the GPU and every later candidate). False (the default):
+  /// candidates start in the order proposed, as a replay must, so that it
+  /// is reproducible.
+  virtual bool start_when_compiled() const { return false; }
 
   // --- the search's candidates, spread over the slots
   virtual size_t size() const = 0;

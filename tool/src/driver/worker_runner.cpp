@@ -35,6 +35,13 @@ class WorkerRunner final : public Runner {
   }
   std::string arch() override { return compiler_->arch(); }
   cuda::CompileResult compile(const spec::Candidate& c) override { return compiler_->compile(c); }
+  void stop_compiles(bool stopped) override { compiler_->compiler().stop(stopped); }
+  size_t compile_parts(const spec::Candidate& c) override { return compiler_->compile_parts(c); }
+  cuda::CompileResult compile_part(const spec::Candidate& c, size_t i) override { return compiler_->compile_part(c, i); }
+  cuda::CompileResult join_parts(const spec::Candidate& c, std::vector<cuda::CompileResult> parts) override {
+    return compiler_->join_parts(c, std::move(parts));
+  }
+  bool start_when_compiled() const override { return true; }
 
   size_t size() const override { return pool_->size(); }
   RunnerSlot slot(size_t i) const override {

@@ -208,35 +208,61 @@ cuda::CompileResult Evaluator::compile_for(const Candidate& c, const std::vector
   return out;
 }
 
-cuda::CompileResult Evaluator::compile(const Candidate& c) {
+std::vector<Evaluator::CaseGroup> Evaluator::case_groups(const Candidate& c) const {
   const std::vector<const spec::Case*> cases = cases_for(c);
-  if (!spec_.has_case_defines() || cases.size() <= 1) return compile_for(c, cases);
-  // One compile per distinct set of case defines, in case order.
-  std::vector<std::pair<std::map<std::string, int64_t>, std::vector<const spec::Case*>>> groups;
+  if (!spec_.has_case_defines() || cases.size() <= 1)
+    return {{cases.empty() ? spec_.constant_defines() : cases.front()->defines, cases}};
+  std::vector<CaseGroup> groups;
   for (const spec::Case* k : cases) {
     auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == k->defines; });
     if (g == groups.end()) groups.push_back({k->defines, {k}});
     else g->second.push_back(k);
   }
-  std::optional<cuda::CompileResult> first;
+  return groups;
+}
+
+size_t Evaluator::compile_parts(const Candidate& c) const { return case_groups(c).size(); }
+
+cuda::CompileResult Evaluator::compile_part(const Candidate& c, size_t i) {
+  const std::vector<CaseGroup> groups = case_groups(c);
+  if (i >= groups.size())
+    throw std::logic_error("Evaluator::compile_part: part " + std::to_string(i) + " of " +
+                           std::to_string(groups.size()));
+  cuda::CompileResult r = compile_for(c, groups[i].second);
+  if (!r.ok && groups.size() > 1) {
+    const std::string head = "compiled for " + case_note(*groups[i].second.front());
+    r.log = "[" + head + "]\n" + r.log;
+    if (!r.detail.empty()) r.detail = head + ": " + r.detail;
+  }
+  return r;
+}
+
+cuda::CompileResult Evaluator::join_parts(const Candidate& c, std::vector<cuda::CompileResult> parts) const {
+  (void)c;
+  if (parts.empty()) throw std::logic_error("Evaluator::join_parts: no part");
+  // The first part that failed, else the first; compile time summed over the
+  // parts (CPU time spent, as when they run one after another).
   double ms = 0;
   bool all_hits = true;
-  for (const auto& [defines, members] : groups) {
-    cuda::CompileResult r = compile_for(c, members);
+  for (const cuda::CompileResult& r : parts) {
     ms += r.compile_ms;
     all_hits = all_hits && r.cache_hit;
-    if (!r.ok) {
-      const std::string head = "compiled for " + case_note(*members.front());
-      r.log = "[" + head + "]\n" + r.log;
-      if (!r.detail.empty()) r.detail = head + ": " + r.detail;
-      r.compile_ms = ms;
-      return r;
-    }
-    if (!first) first = std::move(r);
   }
-  first->compile_ms = ms;
-  first->cache_hit = all_hits;
-  return *first;
+  auto failed = std::find_if(parts.begin(), parts.end(), [](const cuda::CompileResult& r) { return !r.ok; });
+  cuda::CompileResult out = std::move(failed != parts.end() ? *failed : parts.front());
+  out.compile_ms = ms;
+  out.cache_hit = all_hits;
+  return out;
+}
+
+cuda::CompileResult Evaluator::compile(const Candidate& c) {
+  const size_t n = compile_parts(c);
+  std::vector<cuda::CompileResult> parts;
+  for (size_t i = 0; i < n; ++i) {
+    parts.push_back(compile_part(c, i));
+    if (!parts.back().ok) break;  // one after another: the first failure is the answer
+  }
+  return join_parts(c, std::move(parts));
 }
 
 KernelRef Evaluator::kernel_ref(const cuda::CompileResult& r, const std::string& cubin, const std::string& entry,

@@ -95,6 +95,16 @@ class Evaluator {
   /// error_name KOPT_CONSTANT_MISMATCH).
   cuda::CompileResult compile(const Candidate& c);
 
+  /// compile(c) in independent parts, for a caller that runs them on several
+  /// threads: one part per distinct set of case defines (1 when the defines
+  /// do not differ per case), compile_part(c, i) compiles part i (any thread,
+  /// any order), and join_parts(c, parts) gives what compile(c) gives. The
+  /// difference: compile(c) stops at the first part that fails, the parts
+  /// are all compiled. Thread-safe like compile().
+  size_t compile_parts(const Candidate& c) const;
+  cuda::CompileResult compile_part(const Candidate& c, size_t i);
+  cuda::CompileResult join_parts(const Candidate& c, std::vector<cuda::CompileResult> parts) const;
+
   /// Checks and times an already compiled candidate on the GPU.
   /// `time_reference` overrides the option for this call.
   /// Same as start() then finish().
@@ -153,6 +163,10 @@ class Evaluator {
   /// Compiles `c` for one set of case defines and checks its parameters and
   /// constants against the signature for `cases`.
   cuda::CompileResult compile_for(const Candidate& c, const std::vector<const spec::Case*>& cases);
+  /// The cases of `c` grouped by their defines, in case order (one group
+  /// holding every case when the defines do not differ per case).
+  using CaseGroup = std::pair<std::map<std::string, int64_t>, std::vector<const spec::Case*>>;
+  std::vector<CaseGroup> case_groups(const Candidate& c) const;
   /// A compiled kernel as the worker loads it.
   KernelRef kernel_ref(const cuda::CompileResult& r, const std::string& cubin, const std::string& entry,
                        const std::string& label) const;

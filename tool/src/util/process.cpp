@@ -349,7 +349,8 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& o) {
 // ---------------------------------------------------------------------------
 // Run to completion
 
-ProcResult run_process(const std::vector<std::string>& argv, double timeout_s, size_t max_output) {
+ProcResult run_process(const std::vector<std::string>& argv, double timeout_s, size_t max_output,
+                       const std::atomic<bool>* stop) {
   ProcResult res;
   SpawnOptions so;
   so.stdin_mode = Stdio::null;
@@ -375,8 +376,13 @@ ProcResult run_process(const std::vector<std::string>& argv, double timeout_s, s
       child.kill_group(SIGKILL);
       break;
     }
+    if (stop && stop->load()) {
+      res.stopped = true;
+      child.kill_group(SIGKILL);
+      break;
+    }
     pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 500)));
+    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, stop ? 100 : 500)));
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
     const ssize_t got = ::read(fd, buf, sizeof buf);

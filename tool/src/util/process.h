@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <stdexcept>
@@ -128,6 +129,7 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& options = 
 /// The result of run_process.
 struct ProcResult {
   bool started = false, timed_out = false;
+  bool stopped = false;  // killed because `*stop` became true (run_process)
   int exit_code = -1;  // the exit code, 128 + the signal when killed; -1 unknown
   std::string output;  // stdout and stderr together; "cannot start ..." when not started
 };
@@ -136,9 +138,11 @@ struct ProcResult {
 /// stdout and stderr captured together, at most `max_output` bytes kept) in
 /// its own process group. After `timeout_s` the group is SIGKILLed
 /// (timed_out); when the program exits, what is left of its group (a worker
-/// it started, say) is killed too.
+/// it started, say) is killed too. With `stop`: once `*stop` is true the
+/// group is SIGKILLed as well (stopped; seen within 100 ms), for work whose
+/// result is no longer wanted.
 ProcResult run_process(const std::vector<std::string>& argv, double timeout_s,
-                       size_t max_output = size_t{8} << 20);
+                       size_t max_output = size_t{8} << 20, const std::atomic<bool>* stop = nullptr);
 
 /// A program in PATH or in one of the `extra` folders (searched after PATH);
 /// empty when absent.

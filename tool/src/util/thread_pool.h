@@ -69,6 +69,17 @@ class ThreadPool {
 
   size_t size() const { return workers_.size(); }
 
+  /// Drops the jobs not yet started and returns how many: their futures
+  /// report std::future_error (broken_promise). Jobs already running go on.
+  size_t discard_queued() {
+    std::queue<std::function<void()>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dropped.swap(jobs_);
+    }
+    return dropped.size();  // destroyed outside the lock
+  }
+
  private:
   void work() {
     while (true) {
