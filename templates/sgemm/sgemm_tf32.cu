@@ -176,14 +176,9 @@
 #error "SPLITK > 1 uses thread block clusters: compile for sm_90 or newer"
 #endif
 
-#undef TF32X3_HD
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define TF32X3_HD __host__ __device__ __forceinline__
-#else
-#define TF32X3_HD inline  // a host compiler reads the index arithmetic only (the CPU tests)
-#endif
-
 namespace tf32x3 {
+
+#include "sgemm_tf32_index.cuh"
 
 // Every index the kernel computes, as plain integer arithmetic of the tuning parameters, the thread
 // and the loop counters; the kernel below and the CPU tests use these functions and nothing else.
@@ -206,59 +201,36 @@ struct Layout {
 
   // Copies: chunk f = tid + l * kThreads of the A tile is row m = f / (BK/4), k = 4 * (f % (BK/4))
   // (consecutive lanes along a row of A); of the B tile row k = f / (BN/4), n = 4 * (f % (BN/4)).
-  static TF32X3_HD void a_chunk(int tid, int l, int& m, int& k) {
-    const int f = tid + l * kThreads;
-    m = f / (kBK / 4);
-    k = 4 * (f % (kBK / 4));
-  }
-  static TF32X3_HD void b_chunk(int tid, int l, int& k, int& n) {
-    const int f = tid + l * kThreads;
-    k = f / (kBN / 4);
-    n = 4 * (f % (kBN / 4));
-  }
-  static TF32X3_HD int a_at(int m, int k) { return m * kLda + k; }
-  static TF32X3_HD int b_at(int k, int n) { return k * kLdb + n; }
+  static SGEMM_TF32_HD void a_chunk(int tid, int l, int& m, int& k) { tile_chunk<kThreads, kBK / 4>(tid, l, m, k); }
+  static SGEMM_TF32_HD void b_chunk(int tid, int l, int& k, int& n) { tile_chunk<kThreads, kBN / 4>(tid, l, k, n); }
+  static SGEMM_TF32_HD int a_at(int m, int k) { return m * kLda + k; }
+  static SGEMM_TF32_HD int b_at(int k, int n) { return k * kLdb + n; }
 
-  static TF32X3_HD int warp_m0(int warp) { return (warp / kWarpsN) * kWM; }
-  static TF32X3_HD int warp_n0(int warp) { return (warp % kWarpsN) * kWN; }
+  static SGEMM_TF32_HD int warp_m0(int warp) { return (warp / kWarpsN) * kWM; }
+  static SGEMM_TF32_HD int warp_n0(int warp) { return (warp % kWarpsN) * kWN; }
   // A fragment of mma tile mi at k step s: the float2 at a_frag(.., half) holds the k slots t and
   // t + 4 (.x, .y) of row g + 8 * half; mma register a_i is half (i & 1), component (i >> 1).
-  static TF32X3_HD int a_frag(int warp, int lane, int mi, int s, int half) {
+  static SGEMM_TF32_HD int a_frag(int warp, int lane, int mi, int s, int half) {
     return a_at(warp_m0(warp) + mi * 16 + (lane >> 2) + 8 * half, s * 8 + 2 * (lane & 3));
   }
   // B fragment of mma tile ni at k step s: register b_j (k slot t + 4j) is the float at b_frag(.., j).
-  static TF32X3_HD int b_frag(int warp, int lane, int ni, int s, int j) {
+  static SGEMM_TF32_HD int b_frag(int warp, int lane, int ni, int s, int j) {
     return b_at(s * 8 + 2 * (lane & 3) + j, warp_n0(warp) + ni * 8 + (lane >> 2));
   }
   // Accumulator c_i of mma tile (mi, ni): its row and column in the block tile.
-  static TF32X3_HD int c_row(int warp, int lane, int mi, int i) {
+  static SGEMM_TF32_HD int c_row(int warp, int lane, int mi, int i) {
     return warp_m0(warp) + mi * 16 + (lane >> 2) + 8 * (i >> 1);
   }
-  static TF32X3_HD int c_col(int warp, int lane, int ni, int i) {
+  static SGEMM_TF32_HD int c_col(int warp, int lane, int ni, int i) {
     return warp_n0(warp) + ni * 8 + 2 * (lane & 3) + (i & 1);
   }
   // ACC2: the k-tiles summed in the inner level before each fold, round(sqrt(8 * kt / BK)) >= 1 for
   // kt k-tiles (inner chain inner * BK / 8 FADDs, outer chain kt / inner: about equal).
-  static TF32X3_HD int inner_tiles(int kt) {
-    int p = 1;
-    while (kBK * (4 * p * (p + 1) + 1) <= 32 * kt) ++p;  // (p + 1/2)^2 <= 8 kt / BK: round up
-    return p;
-  }
-  // Rasterization: block (bx, by) of a gx x gy grid of output tiles (bx without the split-K rank)
-  // computes tile row tm, tile column tn. One-to-one on [0, gx) x [0, gy) for every kSwz >= 1.
-  static TF32X3_HD void tile_of(int bx, int by, int gx, int gy, int& tm, int& tn) {
-    if (kSwz <= 1) {
-      tm = by;
-      tn = bx;
-      return;
-    }
-    const long long pid = static_cast<long long>(by) * gx + bx;
-    const long long width = static_cast<long long>(kSwz) * gx;  // blocks per group of kSwz tile rows
-    const long long first = pid / width * kSwz;                 // the group's first tile row
-    const long long rows = gy - first < kSwz ? gy - first : kSwz;
-    const long long local = pid % width;
-    tm = static_cast<int>(first + local % rows);
-    tn = static_cast<int>(local / rows);
+  static SGEMM_TF32_HD int inner_tiles(int kt) { return round_sqrt_ratio(8 * kt, kBK); }
+  // Rasterization (see swizzled_tile): block (bx, by) of a gx x gy grid of output tiles computes
+  // tile row tm, tile column tn; 64-bit block numbers.
+  static SGEMM_TF32_HD void tile_of(int bx, int by, int gx, int gy, int& tm, int& tn) {
+    swizzled_tile<kSwz, long long>(bx, by, gx, gy, tm, tn);
   }
 };
 
@@ -338,16 +310,8 @@ __device__ __forceinline__ void mma_first(float (&d)[4], const unsigned (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
 }
 
-struct Ctx {
-  const float* __restrict__ A;
-  const float* __restrict__ B;
-  int M, N, K;
-  int row0, col0, tid;
-  bool kvec, nvec;  // K % 4 == 0, N % 4 == 0 (uniform per launch)
-};
-
 // Issues the copies of the k-tile starting at k0 into one A and one B stage (see Bounds).
-__device__ __forceinline__ void load_tile(const Ctx& c, int k0, float* sa, float* sb) {
+__device__ __forceinline__ void load_tile(const BlockCtx& c, int k0, float* sa, float* sb) {
   const unsigned a_base = smem_addr(sa), b_base = smem_addr(sb);
 #pragma unroll
   for (int l = 0; l < L::kChunksA; ++l) {
@@ -462,7 +426,7 @@ sgemm_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __re
   float* const sB = sA + STAGES * L::kStageA;                // STAGES stages of L::kStageB floats
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
-  Ctx c;
+  BlockCtx c;
   c.A = A; c.B = B; c.M = M; c.N = N; c.K = K;
   c.tid = tid;
   {

@@ -1,8 +1,19 @@
-// What the two split-TF32 SGEMM templates (sgemm_tf32.cu, sgemm_tf32_wgmma.cu) share: the
-// predicated tile copies and the split-K reduction over a thread block cluster. Included inside
+// What the two split-TF32 SGEMM templates (sgemm_tf32.cu, sgemm_tf32_wgmma.cu) share: the block's
+// context, the predicated tile copies and the split-K reduction over a thread block cluster (their
+// host-visible index arithmetic is sgemm_tf32_index.cuh). Included inside
 // each template's own namespace, after sgemm_async.cuh (and sgemm_cluster.cuh for SPLITK > 1),
 // whose helpers it uses. kopt expands it into the template (docs/spec-format.md, "Local
 // includes"); it includes nothing itself, so that a file may include a template once per variant.
+
+// Per-launch and per-thread values of a block: the operands, the problem size, the first row and
+// column of the block's output tile, the thread, and whether K and N allow 16-byte copies.
+struct BlockCtx {
+  const float* __restrict__ A;
+  const float* __restrict__ B;
+  int M, N, K;
+  int row0, col0, tid;
+  bool kvec, nvec;  // K % 4 == 0, N % 4 == 0 (uniform per launch)
+};
 
 // Copies the 4 floats row[col .. col+3] to shared memory at dst, each one that lies in the matrix
 // (in_row, and col + e < limit); the others are zero-filled. vec: limit % 4 == 0 and row is 16-byte

@@ -216,14 +216,9 @@
 #define TF32WG_NO_WGMMA 0
 #endif
 
-#undef TF32WG_HD
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define TF32WG_HD __host__ __device__ __forceinline__
-#else
-#define TF32WG_HD inline  // a host compiler reads the index arithmetic only (the CPU tests)
-#endif
-
 namespace tf32wg {
+
+#include "sgemm_tf32_index.cuh"
 
 // Every index the kernel computes, as integer arithmetic of the tuning parameters, the thread and
 // the loop counters; the kernel and the CPU tests use these functions and nothing else. Offsets are
@@ -261,45 +256,41 @@ struct Layout {
   static constexpr int kItemsA = kBM * kChunks / kThreads, kItemsB = kBN * kChunks / kThreads;
   static constexpr int kSplitItemsA = kAReg ? 0 : kItemsA;
 
-  static TF32WG_HD int op_ahi(int buf) { return buf * kOpBuf; }
-  static TF32WG_HD int op_alo(int buf) { return buf * kOpBuf + kOpA; }
-  static TF32WG_HD int op_bhi(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA); }
-  static TF32WG_HD int op_blo(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA) + kOpB; }
-  static TF32WG_HD int raw_a(int stage) { return kOpBufs * kOpBuf + stage * kRawStage; }
-  static TF32WG_HD int raw_b(int stage) { return kOpBufs * kOpBuf + stage * kRawStage + kRawA; }
+  static SGEMM_TF32_HD int op_ahi(int buf) { return buf * kOpBuf; }
+  static SGEMM_TF32_HD int op_alo(int buf) { return buf * kOpBuf + kOpA; }
+  static SGEMM_TF32_HD int op_bhi(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA); }
+  static SGEMM_TF32_HD int op_blo(int buf) { return buf * kOpBuf + (kAReg ? 0 : 2 * kOpA) + kOpB; }
+  static SGEMM_TF32_HD int raw_a(int stage) { return kOpBufs * kOpBuf + stage * kRawStage; }
+  static SGEMM_TF32_HD int raw_b(int stage) { return kOpBufs * kOpBuf + stage * kRawStage + kRawA; }
 
   // The swizzle of a byte offset (relative to a 1024-aligned base): bits [4, 4 + b) ^= bits [7, 7 + b).
-  static TF32WG_HD int swz(int x) { return x ^ (((x >> 7) & kSwzMask) << 4); }
+  static SGEMM_TF32_HD int swz(int x) { return x ^ (((x >> 7) & kSwzMask) << 4); }
   // Operand tile of `rows` rows: byte offset of chunk c (k = 4c .. 4c+3) of row r.
-  static TF32WG_HD int op_chunk(int rows, int r, int c) {
+  static SGEMM_TF32_HD int op_chunk(int rows, int r, int c) {
     return kLayout == 0 ? 16 * (c * rows + r) : swz(r * kRowBytes + 16 * c);
   }
   // Raw A stage: chunk c of row r (swizzled rows); raw B stage: element (k, n).
-  static TF32WG_HD int raw_a_chunk(int r, int c) { return swz(r * kRowBytes + 16 * c); }
-  static TF32WG_HD int raw_b_at(int k, int n) { return 4 * (k * kBN + n); }
+  static SGEMM_TF32_HD int raw_a_chunk(int r, int c) { return swz(r * kRowBytes + 16 * c); }
+  static SGEMM_TF32_HD int raw_b_at(int k, int n) { return 4 * (k * kBN + n); }
 
   // Copies, chunk l of this thread: A row r = f / kChunks, chunk c = f % kChunks (a row's chunks on
   // consecutive threads); B row k = f / (kBN / 4), columns n .. n+3, n = 4 (f % (kBN / 4)).
-  static TF32WG_HD void copy_a(int tid, int l, int& r, int& c) {
+  static SGEMM_TF32_HD void copy_a(int tid, int l, int& r, int& c) {
     const int f = tid + l * kThreads;
     r = f / kChunks;
     c = f % kChunks;
   }
-  static TF32WG_HD void copy_b(int tid, int l, int& k, int& n) {
-    const int f = tid + l * kThreads;
-    k = f / (kBN / 4);
-    n = 4 * (f % (kBN / 4));
-  }
+  static SGEMM_TF32_HD void copy_b(int tid, int l, int& k, int& n) { tile_chunk<kThreads, kBN / 4>(tid, l, k, n); }
   // Split, item i of this thread: A chunk (row r = f % kBM, chunk c = f / kBM), consecutive threads
   // on consecutive rows (conflict-free 16-byte reads of the swizzled raw rows and 16-byte writes in
   // either layout); B chunk (row n = f % kBN of the transposed tile, chunk c: raw rows 4c .. 4c+3,
   // column n: a warp reads 32 consecutive floats of a raw row per load).
-  static TF32WG_HD void split_a(int tid, int i, int& r, int& c) {
+  static SGEMM_TF32_HD void split_a(int tid, int i, int& r, int& c) {
     const int f = tid + i * kThreads;
     r = f % kBM;
     c = f / kBM;
   }
-  static TF32WG_HD void split_b(int tid, int i, int& n, int& c) {
+  static SGEMM_TF32_HD void split_b(int tid, int i, int& n, int& c) {
     const int f = tid + i * kThreads;
     n = f % kBN;
     c = f / kBN;
@@ -307,7 +298,7 @@ struct Layout {
 
   // Matrix descriptor of an operand tile of `rows` rows at shared-memory byte address `tile`: the
   // wgmma operand of its rows r0 .. r0 + 63 (A) or r0 .. r0 + WN - 1 (B) at k step s.
-  static TF32WG_HD unsigned long long desc(unsigned tile, int rows, int r0, int s) {
+  static SGEMM_TF32_HD unsigned long long desc(unsigned tile, int rows, int r0, int s) {
     unsigned start, lbo, sbo;
     unsigned long long mode;
     if (kLayout == 0) {
@@ -328,47 +319,32 @@ struct Layout {
 
   // Accumulator register v of lane `lane` of warp w (0..3) of a warpgroup: row and column in the
   // warpgroup's 64 x WN tile (see Fragments).
-  static TF32WG_HD int d_row(int w, int lane, int v) { return 16 * w + (lane >> 2) + 8 * ((v >> 1) & 1); }
-  static TF32WG_HD int d_col(int lane, int v) { return 8 * (v >> 2) + 2 * (lane & 3) + (v & 1); }
+  static SGEMM_TF32_HD int d_row(int w, int lane, int v) { return 16 * w + (lane >> 2) + 8 * ((v >> 1) & 1); }
+  static SGEMM_TF32_HD int d_col(int lane, int v) { return 8 * (v >> 2) + 2 * (lane & 3) + (v & 1); }
   // AREG: register v (0..3) of the A fragment of wgmma .tf32 from registers (the PTX ISA's
   // "Register Fragments" for A of m64nNk8, CUTLASS's SM90 RS ALayout 64x8; the m16n8k8 .tf32 A
   // fragment per warp): lane = 4 g + t of warp w holds row 16 w + g + 8 (v & 1), k 8 s + t +
   // 4 (v >> 1) of k step s, read from the raw A stage (byte offset in the stage).
-  static TF32WG_HD int a_frag_row(int w, int lane, int v) { return 16 * w + (lane >> 2) + 8 * (v & 1); }
-  static TF32WG_HD int a_frag_k(int lane, int v, int s) { return 8 * s + (lane & 3) + 4 * (v >> 1); }
-  static TF32WG_HD int a_frag_at(int r0, int w, int lane, int v, int s) {
+  static SGEMM_TF32_HD int a_frag_row(int w, int lane, int v) { return 16 * w + (lane >> 2) + 8 * (v & 1); }
+  static SGEMM_TF32_HD int a_frag_k(int lane, int v, int s) { return 8 * s + (lane & 3) + 4 * (v >> 1); }
+  static SGEMM_TF32_HD int a_frag_at(int r0, int w, int lane, int v, int s) {
     const int k = a_frag_k(lane, v, s);
     return raw_a_chunk(r0 + a_frag_row(w, lane, v), k >> 2) + 4 * (k & 3);
   }
   // Split-K (SPLITK > 1): k-tiles [first, last) of cluster rank r of kSplitK.
-  static TF32WG_HD void k_range(int kt, int r, int& first, int& last) {
+  static SGEMM_TF32_HD void k_range(int kt, int r, int& first, int& last) {
     first = static_cast<int>(static_cast<long long>(kt) * r / kSplitK);
     last = static_cast<int>(static_cast<long long>(kt) * (r + 1) / kSplitK);
   }
 
   // Two-level sums: k-tiles per fold for kt k-tiles and ch chains per k-tile, round(sqrt(kt / ch))
   // >= 1 (inner chain p * ch adds, outer kt / p: about equal).
-  static TF32WG_HD int inner_tiles(int kt, int ch) {
-    int p = 1;
-    while (ch * (4 * p * (p + 1) + 1) <= 4 * kt) ++p;  // (p + 1/2)^2 <= kt / ch: round up
-    return p;
-  }
-  // Rasterization: block (bx, by) of a gx x gy grid computes output tile row tm, column tn; one to
-  // one on [0, gx) x [0, gy) for every kSwz >= 1 (as sgemm_tf32.cu).
-  static TF32WG_HD void tile_of(int bx, int by, int gx, int gy, int& tm, int& tn) {
-    if (kSwz <= 1) {
-      tm = by;
-      tn = bx;
-      return;
-    }
-    // 32-bit: gx * gy <= M * N / (64 * 32), far below 2^31 for any C that fits in memory.
-    const int pid = by * gx + bx;
-    const int width = kSwz * gx;
-    const int first = pid / width * kSwz;
-    const int rows = gy - first < kSwz ? gy - first : kSwz;
-    const int local = pid % width;
-    tm = first + local % rows;
-    tn = local / rows;
+  static SGEMM_TF32_HD int inner_tiles(int kt, int ch) { return round_sqrt_ratio(kt, ch); }
+  // Rasterization (see swizzled_tile): block (bx, by) of a gx x gy grid computes output tile row tm,
+  // column tn. 32-bit block numbers: gx * gy <= M * N / (64 * 32), far below 2^31 for any C that fits
+  // in memory.
+  static SGEMM_TF32_HD void tile_of(int bx, int by, int gx, int gy, int& tm, int& tn) {
+    swizzled_tile<kSwz, int>(bx, by, gx, gy, tm, tn);
   }
 };
 
@@ -515,12 +491,8 @@ __device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
   asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(lo) : "f"(rest));
 }
 
-struct Ctx {
-  const float* __restrict__ A;
-  const float* __restrict__ B;
-  int M, N, K;
-  int row0, col0, tid;
-  bool kvec, nvec;  // K % 4 == 0, N % 4 == 0 (uniform per launch)
+// The block's context and its shared memory.
+struct Ctx : BlockCtx {
   unsigned char* smem;  // the 1024-aligned base (generic pointer)
   unsigned sbase;       // the same, as a shared-memory address
 };
