@@ -26,7 +26,7 @@
 #include "driver/driver.h"
 #include "driver/runner.h"
 #include "model/device_info.h"
-#include "passed_result.h"
+#include "runner_support.h"
 #include "temp_dir.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -256,15 +256,8 @@ struct Timed {
 /// < 0: every one from number -slow_from on.
 void run_timed(Timed& t, const TempDir& d, const std::string& budget, bool out_of_order, int slow_from,
                double slow_s, bool parts = false) {
-  kopt::driver::OptimizeOptions o;
-  o.spec = kSpec;
-  o.strategy = "exhaustive";
-  o.budget = kopt::model::parse_budget(budget);
-  o.results_dir = d.path() / "results";
-  o.retime_rounds = 1;
-  o.quiet = true;
+  kopt::driver::OptimizeOptions o = kopt::test::runner_options(kSpec, budget, d.path());
   o.compile_threads = 2;
-  o.workers.command.clear();  // nothing may start a worker
   o.runner = [&t, out_of_order, slow_from, slow_s, parts](const kopt::spec::Spec& s) -> std::unique_ptr<kopt::driver::Runner> {
     auto r = std::make_unique<TimedCompiles>(s, out_of_order, slow_from, slow_s, t.log);
     r->parts_ = parts;

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/device_info.h"
-#include "passed_result.h"
+#include "runner_support.h"
 #include "temp_dir.h"
 #include "driver/driver.h"
 #include "driver/runner.h"
@@ -106,14 +106,7 @@ struct Ran {
 };
 
 Ran run(const TempDir& d, const std::string& budget, double seconds_per_evaluation) {
-  kopt::driver::OptimizeOptions o;
-  o.spec = kSpec;
-  o.strategy = "exhaustive";
-  o.budget = kopt::model::parse_budget(budget);
-  o.results_dir = d.path() / "results";
-  o.retime_rounds = 1;
-  o.quiet = true;
-  o.workers.command.clear();  // nothing may start a worker
+  kopt::driver::OptimizeOptions o = kopt::test::runner_options(kSpec, budget, d.path());
   Ran r;
   o.runner = [&r, seconds_per_evaluation](const kopt::spec::Spec& s) -> std::unique_ptr<kopt::driver::Runner> {
     return std::make_unique<TableRunner>(s, seconds_per_evaluation, r.asked);
