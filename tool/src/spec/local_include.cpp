@@ -1,5 +1,6 @@
 #include "spec/local_include.h"
 
+#include <cctype>
 #include <set>
 #include <system_error>
 
@@ -18,14 +19,15 @@ size_t skip_blanks(const std::string& s, size_t i) {
 }
 
 /// The NAME of a line `#include "NAME"...`; false for any other line.
-bool quoted_include(const std::string& line, std::string& name) {
+/// `close`: where the closing quote is.
+bool quoted_include(const std::string& line, std::string& name, size_t& close) {
   size_t i = skip_blanks(line, 0);
   if (i >= line.size() || line[i] != '#') return false;
   i = skip_blanks(line, i + 1);
   if (line.compare(i, 7, "include") != 0) return false;
   i = skip_blanks(line, i + 7);
   if (i >= line.size() || line[i] != '"') return false;
-  const size_t close = line.find('"', i + 1);
+  close = line.find('"', i + 1);
   if (close == std::string::npos || close == i + 1) return false;
   name = line.substr(i + 1, close - i - 1);
   return true;
@@ -43,6 +45,39 @@ bool pragma_once(const std::string& line) {
   return i == line.size() || line[i] == '\r' || line.compare(i, 2, "//") == 0;
 }
 
+/// Whether a block comment is open at the end of `line`, given whether one
+/// was open at its start. String and character literals and `//` comments
+/// are skipped; a literal does not go on past its line, and a `'` after a
+/// letter, digit or '_' is a digit separator (1'000), not a literal.
+bool comment_open_after(const std::string& line, bool open) {
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    const bool next_is = i + 1 < line.size();
+    if (open) {
+      if (c == '*' && next_is && line[i + 1] == '/') open = false, ++i;
+    } else if (quote) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || (c == '\'' && (i == 0 || !(std::isalnum(static_cast<unsigned char>(line[i - 1])) ||
+                                                       line[i - 1] == '_')))) {
+      quote = c;
+    } else if (c == '/' && next_is && line[i + 1] == '/') {
+      return false;
+    } else if (c == '/' && next_is && line[i + 1] == '*') {
+      open = true, ++i;
+    }
+  }
+  return open;
+}
+
+/// `text` without a leading UTF-8 byte-order mark: the preprocessor skips a
+/// file's mark, NVRTC does not, and in the middle of a source it is no token.
+std::string without_bom(std::string text) {
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  return text;
+}
+
 stdfs::path identity(const stdfs::path& p) {
   std::error_code ec;
   const stdfs::path c = stdfs::weakly_canonical(p, ec);
@@ -57,14 +92,19 @@ class Expander {
     seen_.insert(identity(file));
     const stdfs::path dir = file.parent_path();
     size_t pos = 0;
+    bool in_comment = false;  // a block comment is open at the start of the line
     for (size_t number = 1; pos < text.size(); ++number) {
       const size_t start = pos, eol = text.find('\n', pos);
       const size_t end = eol == std::string::npos ? text.size() : eol + 1;
       const std::string line = text.substr(start, (eol == std::string::npos ? text.size() : eol) - start);
       pos = end;
+      const bool commented = in_comment;
+      in_comment = comment_open_after(line, in_comment);
       std::string name;
-      if (included && pragma_once(line)) continue;
-      if (!quoted_include(line, name)) {
+      size_t close = 0;
+      // A line inside a block comment is no directive: an #include there stays comment text.
+      if (!commented && included && pragma_once(line)) continue;
+      if (commented || !quoted_include(line, name, close)) {
         result.text.append(text, start, end - start);
         continue;
       }
@@ -76,14 +116,17 @@ class Expander {
         continue;
       }
       const stdfs::path id = identity(target);
-      if (seen_.count(id)) continue;  // once per source
+      if (seen_.count(id)) {  // once per source
+        keep_comment_opening(line, close, eol, in_comment);
+        continue;
+      }
       const std::string where = fs::display(file) + ":" + std::to_string(number) + ": #include " + quote(name, 200);
       if (result.includes.size() >= kMaxLocalIncludes)
         throw SpecError("kopt.spec.137", where + ": more than " + std::to_string(kMaxLocalIncludes) +
                                              " files included into one kernel source");
       std::string body;
       try {
-        body = fs::read_file(target, "included kernel source", fs::kSourceMaxBytes);
+        body = without_bom(fs::read_file(target, "included kernel source", fs::kSourceMaxBytes));
       } catch (const Error& e) {
         const std::string m = e.what();  // "[kopt.io.00x] <file>: cannot read ...: <reason>"
         const size_t tag = m.rfind("[", 0) == 0 ? m.find("] ") : std::string::npos;
@@ -94,6 +137,7 @@ class Expander {
       expand(body, target, true);
       // The line's own newline ends the included text when that lacks one.
       if (result.text.size() > before && result.text.back() != '\n' && eol != std::string::npos) result.text += '\n';
+      keep_comment_opening(line, close, eol, in_comment);
       if (result.text.size() > fs::kSourceMaxBytes)
         throw SpecError("kopt.spec.137", where + ": the source with its includes is larger than " +
                                              std::to_string(fs::kSourceMaxBytes >> 20) + " MiB");
@@ -101,16 +145,26 @@ class Expander {
   }
 
  private:
+  /// A block comment that an #include line opens after the name (`close`)
+  /// goes on below it: the rest of the line stays, on a line of its own
+  /// after the included text, so that the comment's later lines stay comment.
+  void keep_comment_opening(const std::string& line, size_t close, size_t eol, bool open) {
+    if (!open) return;
+    if (!result.text.empty() && result.text.back() != '\n') result.text += '\n';
+    result.text.append(line, close + 1, std::string::npos);
+    if (eol != std::string::npos) result.text += '\n';
+  }
+
   std::set<stdfs::path> seen_;
 };
 
 }  // namespace
 
 ExpandedSource expand_local_includes(const std::string& text, const stdfs::path& file) {
-  if (text.find("include") == std::string::npos) return {text, {}};
+  if (text.find("include") == std::string::npos) return {without_bom(text), {}};
   Expander x;
   x.result.text.reserve(text.size());
-  x.expand(text, file, false);
+  x.expand(without_bom(text), file, false);
   return std::move(x.result);
 }
 

@@ -16,10 +16,13 @@
 // <...>`, and a quoted NAME that names no file (or a folder) beside the
 // including file, for NVRTC to find on its include path (the CUDA headers).
 //
-// The expansion is textual and line by line: an #include line inside a block
-// comment or an inactive #if branch is expanded too, and the result has the
-// included text where the line was, so line numbers of compile errors count
-// in the expanded source (which is what the run folder records).
+// The expansion is textual and line by line: a line inside a block comment
+// is left as it is (no directive), but an #include line in an inactive #if
+// branch is expanded too, and the result has the included text where the
+// line was, so line numbers of compile errors count in the expanded source
+// (which is what the run folder records). A block comment that an #include
+// line opens after the name is kept, on its own line after the included
+// text. A file's leading UTF-8 byte-order mark is dropped (NVRTC refuses it).
 //
 // Everything downstream sees the expanded text: NVRTC, the compile cache
 // keys, the spec fingerprint (store/fingerprint.h hashes the expanded text of
