@@ -44,9 +44,7 @@ kopt::cuda::CompileResult compile(const std::string& source, const std::map<std:
 
 // A common autotuning layout: one header per variant, both sharing a third.
 // nvcc (and NVRTC with -I) compiles every MODE; the expansion must too.
-// DISABLED: open. The second include of common.cuh is removed as already
-// expanded, but its first expansion is in the MODE == 1 branch only.
-TEST(LocalIncludeEdges, DISABLED_AHeaderSharedByTwoExclusiveBranchesIsThereInEach) {
+TEST(LocalIncludeEdges, AHeaderSharedByTwoExclusiveBranchesIsThereInEach) {
   kopt::test::TempDir t("kopt-inc");
   write(t / "common.cuh", "#pragma once\n__device__ int one() { return 1; }\n");
   write(t / "a.cuh", "#include \"common.cuh\"\n__device__ int pick() { return one(); }\n");
@@ -74,9 +72,7 @@ TEST(LocalIncludeEdges, AnIncludeInABlockCommentDoesNotTakeTheRealOnesPlace) {
 
 // A kernel file that reuses another kernel file's device functions: its own
 // kopt:entry (after the include) names its kernel, not the included one's.
-// DISABLED: open. Annotations are read from the expanded text, the first of
-// each key winning, so the included file's come first.
-TEST(LocalIncludeEdges, DISABLED_TheIncludingFilesOwnAnnotationsWinOverAnIncludedOnes) {
+TEST(LocalIncludeEdges, TheIncludingFilesOwnAnnotationsWinOverAnIncludedOnes) {
   kopt::test::TempDir t("kopt-inc");
   write(t / "naive.cu",
         "// kopt:entry naive\n// kopt:grid 1\n// kopt:block 32\n"

@@ -78,7 +78,7 @@ spec::Spec load_spec_with_overrides(const OptimizeOptions& o) {
   if (!doc.is_object()) return spec::parse_spec(doc, o.spec);
   auto abs = [](const std::filesystem::path& p) { return std::filesystem::absolute(p).string(); };
   auto kernel_entry = [&](const std::filesystem::path& file, const char* flag) {
-    const auto a = spec::parse_annotations(spec::read_kernel_text(file), file.string());
+    const auto a = spec::read_kernel_annotations(file);
     nlohmann::json k = {{"source", abs(file)}};
     if (!a.entry)
       throw UsageError("kopt.opt.001", std::string(flag) + " " + fs::display(file) +

@@ -52,12 +52,13 @@ std::optional<Launch> annotated_launch(const Annotations& a) {
   return l;
 }
 
-Candidate candidate_from_text(const std::string& text, const std::string& name, const std::string& origin) {
+namespace {
+
+Candidate candidate_with(const std::string& text, const std::string& name, const Annotations& a) {
   Candidate c;
   c.source = text;
   c.source_name = name;
   c.label = name;
-  const Annotations a = parse_annotations(c.source, origin);
   if (a.entry) c.entry = *a.entry;
   c.launch = annotated_launch(a);
   c.options = a.options;
@@ -65,14 +66,31 @@ Candidate candidate_from_text(const std::string& text, const std::string& name, 
   return c;
 }
 
+std::vector<Candidate> variants_of(Candidate whole, const std::string& name, const std::string& origin);
+
+}  // namespace
+
+Candidate candidate_from_text(const std::string& text, const std::string& name, const std::string& origin) {
+  return candidate_with(text, name, parse_annotations(text, origin));
+}
+
 Candidate candidate_from_file(const std::filesystem::path& file) {
-  return candidate_from_text(read_kernel_text(file), file.filename().string(),
-                             fs::display(file));
+  // The file's own annotations before those of files it includes.
+  return candidate_with(read_kernel_text(file), file.filename().string(), read_kernel_annotations(file));
 }
 
 std::vector<Candidate> candidates_from_text(const std::string& text, const std::string& name,
                                             const std::string& origin) {
-  Candidate whole = candidate_from_text(text, name, origin);
+  return variants_of(candidate_from_text(text, name, origin), name, origin);
+}
+
+std::vector<Candidate> candidates_from_file(const std::filesystem::path& file) {
+  return variants_of(candidate_from_file(file), file.filename().string(), fs::display(file));
+}
+
+namespace {
+
+std::vector<Candidate> variants_of(Candidate whole, const std::string& name, const std::string& origin) {
   const std::vector<VariantBlock> blocks = split_variants(whole.source, origin);
   if (blocks.empty()) return {whole};
   std::vector<Candidate> out;
@@ -96,10 +114,7 @@ std::vector<Candidate> candidates_from_text(const std::string& text, const std::
   return out;
 }
 
-std::vector<Candidate> candidates_from_file(const std::filesystem::path& file) {
-  return candidates_from_text(read_kernel_text(file), file.filename().string(),
-                              fs::display(file));
-}
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // Write: annotation lines

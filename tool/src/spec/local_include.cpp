@@ -1,6 +1,8 @@
 #include "spec/local_include.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -84,12 +86,95 @@ stdfs::path identity(const stdfs::path& p) {
   return ec ? stdfs::absolute(p, ec).lexically_normal() : c;
 }
 
+/// +1 for a line `#if`, `#ifdef` or `#ifndef`, -1 for `#endif`, else 0.
+int conditional_delta(const std::string& line) {
+  size_t i = skip_blanks(line, 0);
+  if (i >= line.size() || line[i] != '#') return 0;
+  i = skip_blanks(line, i + 1);
+  size_t e = i;
+  while (e < line.size() && std::isalpha(static_cast<unsigned char>(line[e]))) ++e;
+  const std::string word = line.substr(i, e - i);
+  if (word == "if" || word == "ifdef" || word == "ifndef") return 1;
+  return word == "endif" ? -1 : 0;
+}
+
+struct LocalInclude {
+  size_t line;          // 1-based
+  stdfs::path target;
+  bool conditional;     // inside an #if block of this file
+};
+
+/// The local #include lines of `text` (not in a block comment, naming a
+/// file beside `file`).
+std::vector<LocalInclude> local_includes(const std::string& text, const stdfs::path& file) {
+  std::vector<LocalInclude> out;
+  int depth = 0;
+  size_t pos = 0;
+  bool in_comment = false;
+  for (size_t number = 1; pos < text.size(); ++number) {
+    const size_t eol = text.find('\n', pos);
+    const std::string line = text.substr(pos, (eol == std::string::npos ? text.size() : eol) - pos);
+    pos = eol == std::string::npos ? text.size() : eol + 1;
+    const bool commented = in_comment;
+    in_comment = comment_open_after(line, in_comment);
+    if (!commented) depth += conditional_delta(line);
+    std::string name;
+    size_t close = 0;
+    if (commented || !quoted_include(line, name, close)) continue;
+    const stdfs::path target = (file.parent_path() / name).lexically_normal();
+    std::error_code ec;
+    const stdfs::file_status st = stdfs::status(target, ec);
+    if (!ec && stdfs::exists(st) && !stdfs::is_directory(st)) out.push_back({number, target, depth > 0});
+  }
+  return out;
+}
+
 class Expander {
  public:
   ExpandedSource result;
 
+  /// Counts the places each file is included from, over the whole include
+  /// tree, and whether one of them is inside an #if block (`conditional`:
+  /// the including file itself is); a header included from several places,
+  /// one of them conditional, is expanded at each, under a guard (expand()).
+  /// Files that cannot be read are left to expand().
+  void count_sites(const std::string& text, const stdfs::path& file, bool conditional) {
+    active_.push_back(identity(file));
+    for (const auto& [number, target, inside_if] : local_includes(text, file)) {
+      const stdfs::path id = identity(target);
+      if (conditional || inside_if) conditional_.insert(id);
+      if (++sites_[id] > kMaxSites)
+        throw SpecError("kopt.spec.137", fs::display(file) + ":" + std::to_string(number) + ": more than " +
+                                             std::to_string(kMaxSites) + " local #include lines in one kernel source");
+      if (std::find(active_.begin(), active_.end(), id) != active_.end()) continue;  // a cycle
+      std::string body;
+      try {
+        body = without_bom(fs::read_file(target, "included kernel source", fs::kSourceMaxBytes));
+      } catch (const Error&) {
+        continue;  // expand() says what is wrong, naming the line
+      }
+      count_sites(body, target, conditional || inside_if);
+    }
+    active_.pop_back();
+  }
+
+  /// The #undef lines of the guards expand() wrote (the generated files hold
+  /// one source per variant, each of which must define its headers again).
+  void end_guards() {
+    for (size_t k = 0; k < guards_.size(); ++k) result.text += "#undef KOPT_LOCAL_INCLUDE_" + std::to_string(k) + "\n";
+  }
+
+  // A file is expanded where it is first included; a later #include of it
+  // is dropped, as #pragma once would. Except for a file included from
+  // several places of which one is inside an #if block (two #if branches,
+  // two headers chosen by a define): the first expansion may be in a branch
+  // the preprocessor skips, so it is expanded at each place, inside
+  // #ifndef KOPT_LOCAL_INCLUDE_<k> ... #endif, and whichever expansion the
+  // preprocessor reaches first defines it. <k> counts the guarded files in
+  // order, so the text does not depend on where the sources live.
   void expand(const std::string& text, const stdfs::path& file, bool included) {
     seen_.insert(identity(file));
+    active_.push_back(identity(file));
     const stdfs::path dir = file.parent_path();
     size_t pos = 0;
     bool in_comment = false;  // a block comment is open at the start of the line
@@ -116,7 +201,9 @@ class Expander {
         continue;
       }
       const stdfs::path id = identity(target);
-      if (seen_.count(id)) {  // once per source
+      const bool guarded = sites_[id] > 1 && conditional_.count(id);
+      const bool cycle = std::find(active_.begin(), active_.end(), id) != active_.end();
+      if (cycle || (!guarded && seen_.count(id))) {  // once per source
         keep_comment_opening(line, close, eol, in_comment);
         continue;
       }
@@ -132,16 +219,26 @@ class Expander {
         const size_t tag = m.rfind("[", 0) == 0 ? m.find("] ") : std::string::npos;
         throw SpecError("kopt.spec.137", where + ": " + (tag == std::string::npos ? m : m.substr(tag + 2)));
       }
-      result.includes.push_back(stdfs::absolute(target, ec).lexically_normal());
+      if (!seen_.count(id)) result.includes.push_back(stdfs::absolute(target, ec).lexically_normal());
+      std::string guard;
+      if (guarded) {
+        auto [it, added] = guards_.emplace(id, guards_.size());
+        guard = "KOPT_LOCAL_INCLUDE_" + std::to_string(it->second);
+        if (!result.text.empty() && result.text.back() != '\n') result.text += '\n';
+        result.text += "#ifndef " + guard + "\n#define " + guard + "\n";
+      }
       const size_t before = result.text.size();
       expand(body, target, true);
       // The line's own newline ends the included text when that lacks one.
-      if (result.text.size() > before && result.text.back() != '\n' && eol != std::string::npos) result.text += '\n';
+      if (result.text.size() > before && result.text.back() != '\n' && (eol != std::string::npos || guarded))
+        result.text += '\n';
+      if (guarded) result.text += "#endif  // " + guard + "\n";
       keep_comment_opening(line, close, eol, in_comment);
       if (result.text.size() > fs::kSourceMaxBytes)
         throw SpecError("kopt.spec.137", where + ": the source with its includes is larger than " +
                                              std::to_string(fs::kSourceMaxBytes >> 20) + " MiB");
     }
+    active_.pop_back();
   }
 
  private:
@@ -155,7 +252,12 @@ class Expander {
     if (eol != std::string::npos) result.text += '\n';
   }
 
-  std::set<stdfs::path> seen_;
+  static constexpr int kMaxSites = 10000;
+  std::set<stdfs::path> seen_;           // files expanded so far
+  std::vector<stdfs::path> active_;      // the files being expanded, outermost first
+  std::map<stdfs::path, int> sites_;     // file -> the places it is included from
+  std::set<stdfs::path> conditional_;    // files included from inside an #if block
+  std::map<stdfs::path, size_t> guards_; // file -> its guard's number
 };
 
 }  // namespace
@@ -163,8 +265,11 @@ class Expander {
 ExpandedSource expand_local_includes(const std::string& text, const stdfs::path& file) {
   if (text.find("include") == std::string::npos) return {without_bom(text), {}};
   Expander x;
+  const std::string own = without_bom(text);
+  x.count_sites(own, file, false);
   x.result.text.reserve(text.size());
-  x.expand(without_bom(text), file, false);
+  x.expand(own, file, false);
+  x.end_guards();
   return std::move(x.result);
 }
 
@@ -173,5 +278,22 @@ ExpandedSource read_kernel_source(const stdfs::path& file) {
 }
 
 std::string read_kernel_text(const stdfs::path& file) { return read_kernel_source(file).text; }
+
+Annotations read_kernel_annotations(const stdfs::path& file) {
+  const std::string own_text = without_bom(fs::read_file(file, "kernel source", fs::kSourceMaxBytes));
+  const ExpandedSource x = expand_local_includes(own_text, file);
+  const std::string origin = fs::display(file);
+  Annotations a = parse_annotations(own_text, origin);
+  if (x.includes.empty()) return a;
+  const Annotations all = parse_annotations(x.text, origin);
+  if (!a.entry) a.entry = all.entry;
+  if (!a.grid) a.grid = all.grid, a.grid_line = all.grid_line;
+  if (!a.block) a.block = all.block, a.block_line = all.block_line;
+  if (!a.shared_bytes) a.shared_bytes = all.shared_bytes, a.shared_line = all.shared_line;
+  if (!a.static_shared_bytes) a.static_shared_bytes = all.static_shared_bytes, a.static_shared_line = all.static_shared_line;
+  if (a.options.empty()) a.options = all.options;
+  for (const auto& [k, v] : all.params) a.params.emplace(k, v);  // the file's own value wins
+  return a;
+}
 
 }  // namespace kopt::spec

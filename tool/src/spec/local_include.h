@@ -11,14 +11,19 @@
 // expanded the same way relative to its own folder. Each file is expanded
 // once per source, as if every header had `#pragma once`: a later #include of
 // a file already expanded (the source itself included, so a cycle ends) is
-// removed. A `#pragma once` line of an included file is dropped (it would be
+// removed. Except where one of a file's include sites is inside an #if block
+// and it has several (two #if branches, or two headers chosen by a define,
+// sharing a third): then it is expanded at each site inside
+// `#ifndef KOPT_LOCAL_INCLUDE_<k>` / `#define` / `#endif` (k: 0, 1, ... in
+// order; `#undef`s at the end of the source), so that the branch the
+// preprocessor takes has it. A `#pragma once` line of an included file is dropped (it would be
 // "#pragma once in main file" in the result). Left as they are: `#include
 // <...>`, and a quoted NAME that names no file (or a folder) beside the
 // including file, for NVRTC to find on its include path (the CUDA headers).
 //
 // The expansion is textual and line by line: a line inside a block comment
 // is left as it is (no directive), but an #include line in an inactive #if
-// branch is expanded too, and the result has the included text where the
+// branch is expanded too (guarded as above where it must be), and the result has the included text where the
 // line was, so line numbers of compile errors count in the expanded source
 // (which is what the run folder records). A block comment that an #include
 // line opens after the name is kept, on its own line after the included
@@ -34,6 +39,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "spec/annotations.h"
 
 namespace kopt::spec {
 
@@ -64,5 +71,13 @@ ExpandedSource read_kernel_source(const std::filesystem::path& file);
 
 /// read_kernel_source(file).text.
 std::string read_kernel_text(const std::filesystem::path& file);
+
+/// The kopt: annotations of a kernel file read with its local includes: the
+/// file's own lines first, then, for each key the file does not give, the
+/// first line of the expanded text (so a header may supply a launch, but a
+/// kernel file that includes another kernel file keeps its own entry, launch,
+/// options and parameters). Line numbers in later messages refer to the file
+/// itself for its own keys. Throws as read_kernel_source and parse_annotations do.
+Annotations read_kernel_annotations(const std::filesystem::path& file);
 
 }  // namespace kopt::spec

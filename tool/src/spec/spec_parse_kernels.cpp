@@ -95,7 +95,7 @@ KernelSource parse_kernel_source(const Ctx& ctx, const json& j, const std::strin
   }
   if (const json* v = opt(j, "defines")) k.defines = parse_defines(ctx, *v, child(path, "defines"));
   // The source's own kopt: lines (errors name the file and line: kopt.annot.4xx).
-  const Annotations a = parse_annotations(read_kernel_text(k.source), fs::display(k.source));
+  const Annotations a = read_kernel_annotations(k.source);
   k.annotated_launch = annotated_launch(a);
   k.annotated_params = a.params;
   return k;
