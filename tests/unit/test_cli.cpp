@@ -184,13 +184,14 @@ TEST(Cli, CompileThreadsOutsideOneToTheCapAreRejectedOrLowered) {
   EXPECT_NE(first_line(r.err).find("warning: --compile-threads 100000"), std::string::npos) << r.err;
 }
 
-// The fake worker's timings are made up: every line with a latency or a ratio
-// says so, and so does `kopt report` of its run folder.
+// The fake worker's timings are made up: every line with a latency, a ratio,
+// minutes or re-timing rounds says so, and so does `kopt report` of its run
+// folder.
 TEST(Cli, SimulatedTimingsAreSaidToBeMadeUp) {
   kopt::test::TempDir d("kopt-cli-simulated");
   CliRun r = run(fake_optimize(d, "--budget evals=3 --top 2 --retime-rounds 1"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::regex timing(R"([0-9] ms\b|[0-9]x (cuBLAS|ref|the ))");
+  const std::regex timing(R"([0-9] ms\b|[0-9] min\b|[0-9] rounds\b|[0-9]x (cuBLAS|ref|the ))");
   int timed_lines = 0;
   std::istringstream lines(r.err);
   for (std::string line; std::getline(lines, line);) {
@@ -198,7 +199,7 @@ TEST(Cli, SimulatedTimingsAreSaidToBeMadeUp) {
     ++timed_lines;
     EXPECT_NE(line.find("simulated (fake worker): the timings are made up"), std::string::npos) << line;
   }
-  EXPECT_GE(timed_lines, 4) << r.err;  // the initial kernel, 3 progress lines, the best
+  EXPECT_GE(timed_lines, 7) << r.err;  // the initial kernel, 3 progress lines, re-timing, the totals, the best
   // The run folder's device.json says so; `kopt report` of it too.
   const fsys::path run_dir = d.path() / "results" / "run-001";
   EXPECT_NE(kopt::fs::read_file(run_dir / "device.json").find("\"simulated\": true"), std::string::npos);

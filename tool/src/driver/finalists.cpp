@@ -256,7 +256,9 @@ void Driver::retime_finalists(FinalistTable& t, int rounds, Finalists& f) {
       for (size_t i = 0; i < n; ++i) fastest = std::min(fastest, t.case_ms[i][name]);
       if (std::isfinite(fastest)) screen[name] = fastest * o_.screen_factor;
     }
-  if (!o_.quiet) std::cerr << "kopt: re-timing the top " << n << " interleaved, " << rounds << " rounds\n";
+  if (!o_.quiet)
+    std::cerr << "kopt: re-timing the top " << n << " interleaved, " << rounds << " rounds"
+              << (device_ && device_->simulated ? std::string(" (") + model::kSimulatedNote + ")" : std::string()) << "\n";
   std::vector<std::vector<double>> g(n);
   std::vector<std::map<std::string, std::vector<double>>> per_case(n);
   // The re-timing is part of the minutes budget: the first round always

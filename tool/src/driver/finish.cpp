@@ -152,22 +152,21 @@ int Driver::finish(const Finalists& f) {
 
   std::cout << fs::read_file(store_->dir() / "summary.json", "run summary") << std::flush;
   if (!o_.quiet) {
+    // Under the fake worker every line with a number says so.
+    const std::string simulated =
+        device_ && device_->simulated ? std::string(" (") + model::kSimulatedNote + ")" : std::string();
     std::cerr << "kopt: " << stats_.evaluated << " candidate(s) evaluated in " << fmt(stats_.search_minutes, 3)
-              << " min; run folder " << store_->dir().string() << "\n";
+              << " min; run folder " << store_->dir().string() << simulated << "\n";
     std::cerr << "kopt: wall time " << fmt(minutes_elapsed(), 3) << " min: set-up, initial kernel and baseline "
               << fmt(std::max(minutes_elapsed() - stats_.search_minutes - f.minutes, 0.0), 3) << ", search "
-              << fmt(stats_.search_minutes, 3) << ", re-timing " << fmt(f.minutes, 3) << "\n";
-    if (stats_.evaluated > 0 && !compile_only())
-      std::cerr << "kopt: " << stats_.time_line(summary.counts)
-                << (device_ && device_->simulated ? std::string(" (") + model::kSimulatedNote + ")" : std::string())
-                << "\n";
+              << fmt(stats_.search_minutes, 3) << ", re-timing " << fmt(f.minutes, 3) << simulated << "\n";
+    if (stats_.evaluated > 0 && !compile_only()) std::cerr << "kopt: " << stats_.time_line(summary.counts) << simulated << "\n";
     if (winner && winner->result.geomean_ms) {
       const double g = f.winner_all_cases_ms.value_or(*winner->result.geomean_ms);
       std::cerr << "kopt: best " << winner->label << ": geomean " << fmt(g) << " ms";
       if (initial_geomean_) std::cerr << ", " << fmt(*initial_geomean_ / g, 3) << "x the initial kernel";
       if (cublas_geomean_) std::cerr << ", " << fmt(*cublas_geomean_ / g, 3) << "x cuBLAS";
-      if (device_ && device_->simulated) std::cerr << " (" << model::kSimulatedNote << ")";
-      std::cerr << "\n";
+      std::cerr << simulated << "\n";
     } else if (!compile_only()) {
       std::cerr << "kopt: no candidate passed every case\n";
     }
