@@ -268,34 +268,44 @@ const store::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec&
 
 }  // namespace
 
+namespace {
+
+/// --cases-from: the capture as the run's input cases when it exists; a
+/// capture that does not exist yet (the application has not run with
+/// KOPT_CAPTURE) leaves the spec's cases, until it appears.
+void use_capture_if_present(GenerateOptions& o) {
+  if (o.cases_from.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(o.cases_from, ec))) {
+    o.optimize.input_cases = o.cases_from;
+  } else if (!o.optimize.quiet) {
+    std::cerr << "kopt generate: --cases-from " << o.cases_from.string()
+              << " does not exist (yet): using the spec's cases; the build tunes again once it appears\n";
+  }
+}
+
+/// With --input-cases (a capture), the fingerprint of the spec with its own
+/// cases: a cache entry tuned on the spec's cases or on an earlier capture
+/// ("base_spec_hash") still serves a build without a GPU. Empty without one.
+std::string base_fingerprint(const driver::OptimizeOptions& optimize) {
+  if (optimize.input_cases.empty()) return "";
+  driver::OptimizeOptions plain = optimize;
+  plain.input_cases.clear();
+  plain.quiet = true;
+  return store::spec_fingerprint(driver::load_spec_with_overrides(plain));
+}
+
+}  // namespace
+
 int generate(const GenerateOptions& options) {
   GenerateOptions o = options;
   if (o.name.empty()) throw UsageError("kopt.gen.103", "--name is required");
-  if (!o.cases_from.empty()) {
-    // A capture that does not exist yet (the application has not run with
-    // KOPT_CAPTURE): the spec's cases, until it appears.
-    std::error_code ec;
-    if (std::filesystem::exists(std::filesystem::symlink_status(o.cases_from, ec))) {
-      o.optimize.input_cases = o.cases_from;
-    } else if (!o.optimize.quiet) {
-      std::cerr << "kopt generate: --cases-from " << o.cases_from.string()
-                << " does not exist (yet): using the spec's cases; the build tunes again once it appears\n";
-    }
-  }
+  use_capture_if_present(o);
   driver::OptimizeOptions load = o.optimize;
   load.quiet = true;  // where the cases come from is said once, by the tuning run that loads the spec again
   const spec::Spec s = driver::load_spec_with_overrides(load);
   const std::string hash = store::spec_fingerprint(s);
-  // With --input-cases (a capture), the fingerprint of the spec with its own
-  // cases too: a cache entry tuned on the spec's cases or on an earlier
-  // capture ("base_spec_hash") still serves a build without a GPU.
-  std::string base_hash;
-  if (!o.optimize.input_cases.empty()) {
-    driver::OptimizeOptions plain = o.optimize;
-    plain.input_cases.clear();
-    plain.quiet = true;
-    base_hash = store::spec_fingerprint(driver::load_spec_with_overrides(plain));
-  }
+  const std::string base_hash = base_fingerprint(o.optimize);
   const store::TuningCache cache = o.cache_file.empty() ? store::TuningCache{} : store::read_tuning_cache(o.cache_file);
   std::filesystem::create_directories(o.out_dir);
   if (!o.depfile.empty()) {
