@@ -75,8 +75,10 @@ Candidate candidate_from_text(const std::string& text, const std::string& name, 
 }
 
 Candidate candidate_from_file(const std::filesystem::path& file) {
+  const std::string own = fs::read_file(file, "kernel source", fs::kSourceMaxBytes);
+  const ExpandedSource x = expand_local_includes(own, file);
   // The file's own annotations before those of files it includes.
-  return candidate_with(read_kernel_text(file), file.filename().string(), read_kernel_annotations(file));
+  return candidate_with(x.text, file.filename().string(), kernel_annotations(own, x, fs::display(file)));
 }
 
 std::vector<Candidate> candidates_from_text(const std::string& text, const std::string& name,

@@ -98,33 +98,43 @@ int conditional_delta(const std::string& line) {
   return word == "endif" ? -1 : 0;
 }
 
-struct LocalInclude {
-  size_t line;          // 1-based
-  stdfs::path target;
-  bool conditional;     // inside an #if block of this file
+/// One line of a source as the expansion reads it.
+struct SourceLine {
+  size_t number;       // 1-based
+  size_t start, end;   // its bytes in the text, the newline included
+  bool has_newline;
+  bool commented;      // inside a block comment at its start: no directive
+  bool open_after;     // a block comment is open at its end
+  bool inside_if;      // inside an #if block of this file
+  std::string name;    // a local #include's NAME (empty: not one)
+  size_t close = 0;    // where that include's closing quote is
+  stdfs::path target;  // the file it names, beside the including one
 };
 
-/// The local #include lines of `text` (not in a block comment, naming a
-/// file beside `file`).
-std::vector<LocalInclude> local_includes(const std::string& text, const stdfs::path& file) {
-  std::vector<LocalInclude> out;
+/// The lines of `text` (of `file`), each local #include resolved: a quoted
+/// NAME, not in a block comment, that names a file (not a folder) beside
+/// `file`. Other quoted names are left for NVRTC's include path.
+std::vector<SourceLine> scan_lines(const std::string& text, const stdfs::path& file) {
+  std::vector<SourceLine> out;
   int depth = 0;
-  size_t pos = 0;
   bool in_comment = false;
-  for (size_t number = 1; pos < text.size(); ++number) {
+  for (size_t pos = 0, number = 1; pos < text.size(); ++number) {
     const size_t eol = text.find('\n', pos);
+    SourceLine l{number, pos, eol == std::string::npos ? text.size() : eol + 1, eol != std::string::npos,
+                 in_comment, false, false, {}, 0, {}};
     const std::string line = text.substr(pos, (eol == std::string::npos ? text.size() : eol) - pos);
-    pos = eol == std::string::npos ? text.size() : eol + 1;
-    const bool commented = in_comment;
-    in_comment = comment_open_after(line, in_comment);
-    if (!commented) depth += conditional_delta(line);
+    pos = l.end;
+    in_comment = l.open_after = comment_open_after(line, in_comment);
+    if (!l.commented) depth += conditional_delta(line);
+    l.inside_if = depth > 0;
     std::string name;
-    size_t close = 0;
-    if (commented || !quoted_include(line, name, close)) continue;
-    const stdfs::path target = (file.parent_path() / name).lexically_normal();
-    std::error_code ec;
-    const stdfs::file_status st = stdfs::status(target, ec);
-    if (!ec && stdfs::exists(st) && !stdfs::is_directory(st)) out.push_back({number, target, depth > 0});
+    if (!l.commented && quoted_include(line, name, l.close)) {
+      const stdfs::path target = (file.parent_path() / name).lexically_normal();
+      std::error_code ec;
+      const stdfs::file_status st = stdfs::status(target, ec);
+      if (!ec && stdfs::exists(st) && !stdfs::is_directory(st)) l.name = name, l.target = target;
+    }
+    out.push_back(std::move(l));
   }
   return out;
 }
@@ -140,20 +150,21 @@ class Expander {
   /// Files that cannot be read are left to expand().
   void count_sites(const std::string& text, const stdfs::path& file, bool conditional) {
     active_.push_back(identity(file));
-    for (const auto& [number, target, inside_if] : local_includes(text, file)) {
-      const stdfs::path id = identity(target);
-      if (conditional || inside_if) conditional_.insert(id);
+    for (const SourceLine& l : scan_lines(text, file)) {
+      if (l.name.empty()) continue;
+      const stdfs::path id = identity(l.target);
+      if (conditional || l.inside_if) conditional_.insert(id);
       if (++sites_[id] > kMaxSites)
-        throw SpecError("kopt.spec.137", fs::display(file) + ":" + std::to_string(number) + ": more than " +
+        throw SpecError("kopt.spec.137", fs::display(file) + ":" + std::to_string(l.number) + ": more than " +
                                              std::to_string(kMaxSites) + " local #include lines in one kernel source");
       if (std::find(active_.begin(), active_.end(), id) != active_.end()) continue;  // a cycle
       std::string body;
       try {
-        body = without_bom(fs::read_file(target, "included kernel source", fs::kSourceMaxBytes));
+        body = without_bom(fs::read_file(l.target, "included kernel source", fs::kSourceMaxBytes));
       } catch (const Error&) {
         continue;  // expand() says what is wrong, naming the line
       }
-      count_sites(body, target, conditional || inside_if);
+      count_sites(body, l.target, conditional || l.inside_if);
     }
     active_.pop_back();
   }
@@ -175,51 +186,34 @@ class Expander {
   void expand(const std::string& text, const stdfs::path& file, bool included) {
     seen_.insert(identity(file));
     active_.push_back(identity(file));
-    const stdfs::path dir = file.parent_path();
-    size_t pos = 0;
-    bool in_comment = false;  // a block comment is open at the start of the line
-    for (size_t number = 1; pos < text.size(); ++number) {
-      const size_t start = pos, eol = text.find('\n', pos);
-      const size_t end = eol == std::string::npos ? text.size() : eol + 1;
-      const std::string line = text.substr(start, (eol == std::string::npos ? text.size() : eol) - start);
-      pos = end;
-      const bool commented = in_comment;
-      in_comment = comment_open_after(line, in_comment);
-      std::string name;
-      size_t close = 0;
+    for (const SourceLine& l : scan_lines(text, file)) {
       // A line inside a block comment is no directive: an #include there stays comment text.
-      if (!commented && included && pragma_once(line)) continue;
-      if (commented || !quoted_include(line, name, close)) {
-        result.text.append(text, start, end - start);
+      if (!l.commented && included && pragma_once(text.substr(l.start, l.end - l.start - l.has_newline))) continue;
+      if (l.name.empty()) {  // not a local #include (one NVRTC's include path may serve is left to it)
+        result.text.append(text, l.start, l.end - l.start);
         continue;
       }
-      const stdfs::path target = (dir / name).lexically_normal();
-      std::error_code ec;
-      const stdfs::file_status st = stdfs::status(target, ec);
-      if (ec || !stdfs::exists(st) || stdfs::is_directory(st)) {  // not ours: NVRTC's include path
-        result.text.append(text, start, end - start);
-        continue;
-      }
-      const stdfs::path id = identity(target);
+      const stdfs::path id = identity(l.target);
       const bool guarded = sites_[id] > 1 && conditional_.count(id);
       const bool cycle = std::find(active_.begin(), active_.end(), id) != active_.end();
       if (cycle || (!guarded && seen_.count(id))) {  // once per source
-        keep_comment_opening(line, close, eol, in_comment);
+        keep_comment_opening(text, l);
         continue;
       }
-      const std::string where = fs::display(file) + ":" + std::to_string(number) + ": #include " + quote(name, 200);
+      const std::string where = fs::display(file) + ":" + std::to_string(l.number) + ": #include " + quote(l.name, 200);
       if (result.includes.size() >= kMaxLocalIncludes)
         throw SpecError("kopt.spec.137", where + ": more than " + std::to_string(kMaxLocalIncludes) +
                                              " files included into one kernel source");
       std::string body;
       try {
-        body = without_bom(fs::read_file(target, "included kernel source", fs::kSourceMaxBytes));
+        body = without_bom(fs::read_file(l.target, "included kernel source", fs::kSourceMaxBytes));
       } catch (const Error& e) {
         const std::string m = e.what();  // "[kopt.io.00x] <file>: cannot read ...: <reason>"
         const size_t tag = m.rfind("[", 0) == 0 ? m.find("] ") : std::string::npos;
         throw SpecError("kopt.spec.137", where + ": " + (tag == std::string::npos ? m : m.substr(tag + 2)));
       }
-      if (!seen_.count(id)) result.includes.push_back(stdfs::absolute(target, ec).lexically_normal());
+      std::error_code ec;
+      if (!seen_.count(id)) result.includes.push_back(stdfs::absolute(l.target, ec).lexically_normal());
       std::string guard;
       if (guarded) {
         auto [it, added] = guards_.emplace(id, guards_.size());
@@ -228,12 +222,12 @@ class Expander {
         result.text += "#ifndef " + guard + "\n#define " + guard + "\n";
       }
       const size_t before = result.text.size();
-      expand(body, target, true);
+      expand(body, l.target, true);
       // The line's own newline ends the included text when that lacks one.
-      if (result.text.size() > before && result.text.back() != '\n' && (eol != std::string::npos || guarded))
+      if (result.text.size() > before && result.text.back() != '\n' && (l.has_newline || guarded))
         result.text += '\n';
       if (guarded) result.text += "#endif  // " + guard + "\n";
-      keep_comment_opening(line, close, eol, in_comment);
+      keep_comment_opening(text, l);
       if (result.text.size() > fs::kSourceMaxBytes)
         throw SpecError("kopt.spec.137", where + ": the source with its includes is larger than " +
                                              std::to_string(fs::kSourceMaxBytes >> 20) + " MiB");
@@ -242,14 +236,15 @@ class Expander {
   }
 
  private:
-  /// A block comment that an #include line opens after the name (`close`)
-  /// goes on below it: the rest of the line stays, on a line of its own
-  /// after the included text, so that the comment's later lines stay comment.
-  void keep_comment_opening(const std::string& line, size_t close, size_t eol, bool open) {
-    if (!open) return;
+  /// A block comment that the #include line `l` opens after the name goes
+  /// on below it: the rest of the line stays, on a line of its own after the
+  /// included text, so that the comment's later lines stay comment.
+  void keep_comment_opening(const std::string& text, const SourceLine& l) {
+    if (!l.open_after) return;
     if (!result.text.empty() && result.text.back() != '\n') result.text += '\n';
-    result.text.append(line, close + 1, std::string::npos);
-    if (eol != std::string::npos) result.text += '\n';
+    // The bytes after the closing quote (l.close counts from the line's start), up to the newline.
+    result.text.append(text, l.start + l.close + 1, l.end - l.has_newline - (l.start + l.close + 1));
+    if (l.has_newline) result.text += '\n';
   }
 
   static constexpr int kMaxSites = 10000;
@@ -279,13 +274,10 @@ ExpandedSource read_kernel_source(const stdfs::path& file) {
 
 std::string read_kernel_text(const stdfs::path& file) { return read_kernel_source(file).text; }
 
-Annotations read_kernel_annotations(const stdfs::path& file) {
-  const std::string own_text = without_bom(fs::read_file(file, "kernel source", fs::kSourceMaxBytes));
-  const ExpandedSource x = expand_local_includes(own_text, file);
-  const std::string origin = fs::display(file);
-  Annotations a = parse_annotations(own_text, origin);
-  if (x.includes.empty()) return a;
-  const Annotations all = parse_annotations(x.text, origin);
+Annotations kernel_annotations(const std::string& own_text, const ExpandedSource& expanded, const std::string& origin) {
+  Annotations a = parse_annotations(without_bom(own_text), origin);
+  if (expanded.includes.empty()) return a;
+  const Annotations all = parse_annotations(expanded.text, origin);
   if (!a.entry) a.entry = all.entry;
   if (!a.grid) a.grid = all.grid, a.grid_line = all.grid_line;
   if (!a.block) a.block = all.block, a.block_line = all.block_line;
@@ -294,6 +286,11 @@ Annotations read_kernel_annotations(const stdfs::path& file) {
   if (a.options.empty()) a.options = all.options;
   for (const auto& [k, v] : all.params) a.params.emplace(k, v);  // the file's own value wins
   return a;
+}
+
+Annotations read_kernel_annotations(const stdfs::path& file) {
+  const std::string own = fs::read_file(file, "kernel source", fs::kSourceMaxBytes);
+  return kernel_annotations(own, expand_local_includes(own, file), fs::display(file));
 }
 
 }  // namespace kopt::spec

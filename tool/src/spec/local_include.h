@@ -80,4 +80,8 @@ std::string read_kernel_text(const std::filesystem::path& file);
 /// itself for its own keys. Throws as read_kernel_source and parse_annotations do.
 Annotations read_kernel_annotations(const std::filesystem::path& file);
 
+/// read_kernel_annotations of a file already read: `own_text` as read,
+/// `expanded` its expand_local_includes, `origin` its name in errors.
+Annotations kernel_annotations(const std::string& own_text, const ExpandedSource& expanded, const std::string& origin);
+
 }  // namespace kopt::spec
