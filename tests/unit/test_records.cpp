@@ -157,6 +157,7 @@ json full_summary() {
                      {"compile_cache_hit_rate", 0.0}, {"compile_threads", 1}, {"compiles_ready_when_needed", 5},
                      {"withdrawn_before_evaluation", 0}, {"compile_wait_ms", 3.5}, {"worker_check_ms", 1.0},
                      {"worker_timing_ms", 2.0}, {"host_gap_ms", 0.5}, {"worker_other_ms", 0.25},
+                     {"compile_ahead", {{"median", 5.0}, {"max", 30.0}, {"auto", true}}},
                      {"devices", json::array({json{{"device", 0}, {"name", "H200"}, {"evaluated", 6},
                                                    {"measured_fraction", 0.5}, {"busy_fraction", 0.9},
                                                    {"uuid", "GPU-1"}}})}}},

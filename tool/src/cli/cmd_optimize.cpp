@@ -142,6 +142,10 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "NVRTC threads (default: hardware threads - 1); more than 4x the hardware threads is lowered to "
                  "that, with a warning")
       ->check(check::whole(1, 1000000));
+  sub.add_option("--compile-ahead", o_.compile_ahead,
+                 "Candidates proposed and compiled ahead of the GPU (default: auto, as many as keep the GPU busy "
+                 "by the recent compile and evaluation times, at most twice --compile-threads)")
+      ->check(check::whole(1, 100000));
   env_.add_compile_timeout(sub);
   env_.add_cache_dir(sub);
   env_.add_quiet(sub);

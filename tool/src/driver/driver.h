@@ -82,6 +82,10 @@ struct OptimizeOptions {
   /// further (0: off).
   double screen_factor = 2.0;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
+  /// --compile-ahead N: candidates proposed and queued for compiling ahead of
+  /// the GPU; 0 (auto): as many as keep the GPU fed (driver/pipeline.cpp,
+  /// compile_ahead_depth), at most twice the compile threads.
+  int compile_ahead = 0;
   /// How to start a compiler process (`kopt compile-worker`; empty: NVRTC in
   /// this process, no time limit) and --compile-timeout SECONDS, the limit of
   /// one compile there (0: none): cuda::CompilerOptions.

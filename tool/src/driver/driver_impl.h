@@ -38,6 +38,24 @@ std::string fmt(double v, int precision = 4);
 /// The NVRTC compile threads for --compile-threads N (0: hardware threads - 1, at least 1).
 unsigned compile_threads(int requested);
 
+/// The compile-ahead depth: how many candidates to keep proposed and queued
+/// for compiling ahead of the GPU, so that a candidate's compile is done when
+/// a worker is free for it, and no more. A candidate queued now starts after
+/// the `depth - 1` before it: with `workers` GPUs each taking `eval_ms` (the
+/// median wall time of an evaluation, request to result) that is about
+/// (depth - 1) * eval_ms / workers from now, which must cover its compile
+/// (`compile_ms`: the 75th percentile of recent cache misses, a candidate's
+/// parts summed), twice over for the spread: depth = ceil(2 * compile_ms *
+/// workers / eval_ms) + 1, kept within [workers + 1, most]. The last 32
+/// samples of each count; with fewer than 4 of either the answer is `most`
+/// (a search's first proposals do not depend on results).
+/// Why not always `most`: a proposal made ahead is made without the results
+/// of those before it (replays needed about 1.4x the evaluations with 30
+/// ahead as with 2: docs/search.md), and what a shape class has queued when
+/// its time is up is compiled for nothing.
+size_t compile_ahead_depth(const std::vector<double>& compile_ms, const std::vector<double>& eval_ms, size_t workers,
+                           size_t most);
+
 /// Queues the compile of `c` on `pool` as its parts (Runner::compile_parts),
 /// one job each, so that the parts run side by side when threads are free;
 /// the last part to finish joins them (Runner::join_parts), sets the future
@@ -68,6 +86,10 @@ struct PipelineStats {
   double check_ms = 0, timing_ms = 0;  // worker wall time checking / in the timed loops
   double host_gap_ms = 0, worker_other_ms = 0;
   unsigned threads = 0;
+  /// The compile-ahead depth at each refill of the queue (candidates proposed
+  /// ahead of the GPU): summary.json "tuner" "compile_ahead" gives its median and maximum.
+  std::vector<double> ahead;
+  bool fixed_ahead = false;  // --compile-ahead N
   /// Per worker of the pool (summary.json "tuner" "devices").
   struct Device {
     int device = 0;

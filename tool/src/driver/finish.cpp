@@ -39,6 +39,11 @@ store::TunerStats PipelineStats::record() const {
   // waited for the others: the overlap of compilation with evaluation.
   t.compiles_ready_when_needed = compiles_ready;
   t.withdrawn_before_evaluation = withdrawn;
+  if (!ahead.empty()) {
+    std::vector<double> a = ahead;
+    std::sort(a.begin(), a.end());
+    t.compile_ahead = store::TunerStats::Ahead{a[a.size() / 2], a.back(), !fixed_ahead};
+  }
   t.compile_wait_ms = compile_wait_ms;
   // Worker wall time checking and in the timed loops, summed.
   t.worker_check_ms = check_ms;

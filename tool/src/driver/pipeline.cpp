@@ -10,7 +10,9 @@
 // ones again. SIGINT/SIGTERM (util/interrupt.h): the candidate in flight
 // finishes and is recorded, nothing more is proposed or started.
 //
-// Compiles run ahead on a thread pool, up to twice its threads. A candidate
+// Compiles run ahead on a thread pool: as many candidates are proposed ahead of
+// the GPU as keep it fed (compile_ahead_depth: from the recent compile and
+// evaluation times), at most twice the pool's threads, or --compile-ahead N. A candidate
 // whose compile is done may start before an earlier one whose compile is not
 // (Runner::start_when_compiled; a replay and a compile-only run keep the
 // proposal order). When the search ends, compiles not yet started are dropped and
@@ -28,6 +30,7 @@
 
 #include <condition_variable>
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -81,7 +84,27 @@ class Progress {
   bool quiet_, tty_;
 };
 
+/// The `q` quantile (0..1) of the last `n` values of `v` (nearest rank).
+double recent_quantile(const std::vector<double>& v, size_t n, double q) {
+  std::vector<double> tail(v.end() - static_cast<std::ptrdiff_t>(std::min(n, v.size())), v.end());
+  std::sort(tail.begin(), tail.end());
+  return tail[std::min(tail.size() - 1, static_cast<size_t>(q * static_cast<double>(tail.size())))];
+}
+
 }  // namespace
+
+size_t compile_ahead_depth(const std::vector<double>& compile_ms, const std::vector<double>& eval_ms, size_t workers,
+                           size_t most) {
+  constexpr size_t kRecent = 32, kEnough = 4;
+  workers = std::max<size_t>(workers, 1);
+  const size_t least = std::min(workers + 1, most);
+  if (compile_ms.size() < kEnough || eval_ms.size() < kEnough) return most;
+  const double c = recent_quantile(compile_ms, kRecent, 0.75);
+  const double e = std::max(recent_quantile(eval_ms, kRecent, 0.5), 1e-3);
+  const double need = std::ceil(2.0 * c * static_cast<double>(workers) / e) + 1.0;
+  if (!(need < static_cast<double>(most))) return most;  // NaN too
+  return std::max(least, static_cast<size_t>(need));
+}
 
 std::future<cuda::CompileResult> submit_compile(ThreadPool& pool, Runner& runner, const spec::Candidate& c,
                                                 std::function<void()> on_done) {
@@ -126,10 +149,12 @@ std::future<cuda::CompileResult> submit_compile(ThreadPool& pool, Runner& runner
 /// The compile-ahead queue and the candidates on the workers.
 class Pipeline {
  public:
-  Pipeline(Runner& runner, propose::Proposer& proposer, PipelineStats& stats, bool compile_only)
+  /// `compile_ahead`: a fixed depth, or 0 to choose it as the run goes (compile_ahead_depth).
+  Pipeline(Runner& runner, propose::Proposer& proposer, PipelineStats& stats, bool compile_only, int compile_ahead)
       : runner_(runner), proposer_(proposer), stats_(stats), compile_only_(compile_only),
         pool_threads_(std::in_place, stats.threads),
-        prefetch_(stats.threads * 2 + (runner.size() > 1 ? runner.size() : 0)),
+        most_ahead_(stats.threads * 2 + (runner.size() > 1 ? runner.size() : 0)),
+        fixed_ahead_(compile_ahead > 0 ? static_cast<size_t>(compile_ahead) : 0),
         idle_since_(runner.size()) {}
 
   /// The search is over: compiles not started are dropped, and those running
@@ -145,15 +170,25 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  /// Proposes candidates and queues their compiles, up to `prefetch` ahead.
+  /// Candidates to keep proposed ahead of the GPU now.
+  size_t ahead() const {
+    if (fixed_ahead_) return fixed_ahead_;
+    if (compile_only_) return most_ahead_;
+    return compile_ahead_depth(stats_.compile_ms, eval_ms_, runner_.size(), most_ahead_);
+  }
+
+  /// Proposes candidates and queues their compiles, up to ahead() of them.
   void refill() {
-    while (!exhausted_ && queued_.size() < prefetch_ && !util::interrupted()) {
+    for (;;) {
+      const size_t depth = ahead();
+      if (exhausted_ || queued_.size() >= depth || util::interrupted()) break;
       propose::Proposal p = proposer_.propose();
       if (p.kind == propose::Proposal::Kind::done) exhausted_ = true;
       if (p.kind != propose::Proposal::Kind::candidate) break;
       // done_ is signalled after the future is set: a wait for any compile
       // (next_index) sees it ready when woken.
       queued_.push_back({p.candidate, submit_compile(*pool_threads_, runner_, p.candidate, [d = done_] { d->signal(); }), 0});
+      stats_.ahead.push_back(static_cast<double>(depth));
     }
   }
   bool has_queued() const { return !queued_.empty(); }
@@ -231,6 +266,7 @@ class Pipeline {
     // timing: module load, request and result transfer, a hang's timeout,
     // and any time the result waited for the previous candidate's bookkeeping.
     const double wall = ms_between(d.sent, d.finished);
+    eval_ms_.push_back(wall);
     stats_.worker_other_ms += std::max(0.0, wall - d.result.check_ms - d.result.timing_ms);
     if (d.slot < stats_.devices.size()) stats_.devices[d.slot].busy_ms += wall;
   }
@@ -291,7 +327,9 @@ class Pipeline {
   bool compile_only_;
   std::shared_ptr<Done> done_ = std::make_shared<Done>();  // before the pool: its jobs hold it
   std::optional<ThreadPool> pool_threads_;  // reset first in ~Pipeline
-  size_t prefetch_;
+  size_t most_ahead_;   // twice the compile threads (plus the workers, with several)
+  size_t fixed_ahead_;  // --compile-ahead N; 0: ahead() chooses
+  std::vector<double> eval_ms_;  // wall time of each evaluation on a worker, request to result
   std::deque<Queued> queued_;
   bool exhausted_ = false;
   // Per slot: when its last result arrived, while no request has been sent since.
@@ -339,7 +377,8 @@ void Driver::run_pipeline() {
     d.dropped = slot.dropped;
     stats_.devices.push_back(d);
   }
-  Pipeline pipe(*runner_, proposer_, stats_, compile_only());
+  Pipeline pipe(*runner_, proposer_, stats_, compile_only(), o_.compile_ahead);
+  stats_.fixed_ahead = o_.compile_ahead > 0;
   auto known_result = [this](const cuda::CompileResult& cr) { return compile_only_result(cr); };
   Progress progress(o_.quiet);
   const auto t_search = now();  // the run's clock (a replay's is simulated): the budget's too

@@ -180,6 +180,9 @@ score::Trace Replay::run(const std::string& strategy, uint64_t seed, const model
   o.specialize = false;
   o.shape_classes = 0;
   o.compile_threads = compile_threads;
+  // The most a real run proposes ahead (twice its compile threads): a record
+  // has no compile times apart from evaluation times to choose the depth by.
+  o.compile_ahead = 2 * compile_threads;
   o.workers.command.clear();  // nothing may start a worker
   const Table* table = table_.get();
   o.runner = [table, &trace](const spec::Spec&) -> std::unique_ptr<driver::Runner> {

@@ -218,6 +218,14 @@ TunerStats tuner_stats(const JsonAt& t) {
       if (auto v = d.find("dropped")) dev.dropped = v->string();
       s.devices.push_back(std::move(dev));
     }
+  if (auto a = t.find("compile_ahead")) {
+    a->expect_object();
+    TunerStats::Ahead x;
+    x.median = a->at("median").number();
+    x.max = a->at("max").number();
+    x.automatic = a->at("auto").boolean();
+    s.compile_ahead = x;
+  }
   if (auto f = t.find("filtered_before_compile")) {
     f->expect_object();
     TunerStats::Filtered x;
@@ -255,6 +263,7 @@ json tuner_stats_json(const TunerStats& s) {
           {"host_gap_ms", s.host_gap_ms},
           {"worker_other_ms", s.worker_other_ms},
           {"devices", std::move(devices)}};
+  if (const auto& a = s.compile_ahead) j["compile_ahead"] = {{"median", a->median}, {"max", a->max}, {"auto", a->automatic}};
   if (const auto& f = s.filtered_before_compile)
     j["filtered_before_compile"] = {{"configurations", f->configurations}, {"space", f->space}, {"limits", f->limits}};
   return j;

@@ -153,6 +153,14 @@ struct TunerStats {
   double candidates_per_minute = 0, gpu_measured_fraction = 0, compile_ms_median = 0, compile_cache_hit_rate = 0;
   int64_t compile_threads = 0, compiles_ready_when_needed = 0, withdrawn_before_evaluation = 0;
   double compile_wait_ms = 0, worker_check_ms = 0, worker_timing_ms = 0, host_gap_ms = 0, worker_other_ms = 0;
+  /// "compile_ahead": the candidates kept proposed ahead of the GPU, median
+  /// and maximum over the search's proposals, and whether the depth was
+  /// chosen by the run ("auto") or fixed by --compile-ahead; absent in older runs.
+  struct Ahead {
+    double median = 0, max = 0;
+    bool automatic = true;
+  };
+  std::optional<Ahead> compile_ahead;
   struct Device {
     int device = 0;
     std::string name;
