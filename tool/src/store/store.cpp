@@ -414,10 +414,11 @@ RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec
 
   if (!expected_spec_hash.empty() && expected_spec_hash != s.info_.spec_hash) {
     throw UsageError("kopt.run.902",
-                     dir.string() + " was made from another spec (hash " + s.info_.spec_hash +
+                     dir.string() + " was made from another spec, or a file it names (kernel, reference, "
+                         "template or input) or a header they include changed since (hash " + s.info_.spec_hash +
                          " vs " + expected_spec_hash +
                          " for the spec given now): start a new run, or pass the spec it was made "
-                         "from (its copy is " + (dir / kSpecJson).string() + ").");
+                         "from (its copy is " + (dir / kSpecJson).string() + ") with those files as they were.");
   }
 
   s.spec_json_ = read_run_json(dir, kSpecJson, "the workload");
