@@ -208,7 +208,23 @@ TEST(Cli, SimulatedTimingsAreSaidToBeMadeUp) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, (run_dir / "report.html").string() + "\n");
   EXPECT_NE(r.err.find("kopt: simulated (fake worker): the timings are made up"), std::string::npos) << r.err;
-  EXPECT_NE(kopt::fs::read_file(run_dir / "report.html").find("id=\"simulated\""), std::string::npos);
+  const std::string html = kopt::fs::read_file(run_dir / "report.html");
+  EXPECT_NE(html.find("id=\"simulated\""), std::string::npos);
+  // heatmap.svg says so in its title and under its heading; every tooltip
+  // (<title>) of either file that shows a time says so.
+  const std::string svg = kopt::fs::read_file(run_dir / "heatmap.svg");
+  EXPECT_NE(svg.find("data-simulated=\"true\""), std::string::npos);
+  EXPECT_NE(svg.find("<text class=\"simulated\""), std::string::npos);
+  const std::regex title("<title>([^<]*)</title>"), time(R"([0-9] ms\b)");
+  int timed_titles = 0;
+  for (const std::string* text : {&html, &svg})
+    for (std::sregex_iterator it(text->begin(), text->end(), title), end; it != end; ++it) {
+      const std::string t = (*it)[1].str();
+      if (!std::regex_search(t, time)) continue;
+      ++timed_titles;
+      EXPECT_NE(t.find("simulated"), std::string::npos) << t;
+    }
+  EXPECT_GE(timed_titles, 10);  // heatmap cells (twice: the file and the report), progress points, shapes
 }
 
 // `kopt report` of what is not a complete run folder: the folder or the file, exit 2.
