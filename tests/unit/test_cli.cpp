@@ -104,6 +104,19 @@ TEST(Cli, HelpIsWrappedAtOneHundredColumnsWithoutFlagSyntax) {
   }
 }
 
+// --budget's help says what a bare number means (docs/cli.md too).
+TEST(Cli, BudgetHelpSaysWhatABareNumberIs) {
+  for (const char* sub : {"optimize", "generate"}) {
+    const CliRun r = run(std::string(sub) + " --help");
+    ASSERT_EQ(r.code, 0) << sub;
+    std::string flat;  // the help with its line breaks and indentation as single spaces
+    for (char c : r.out)
+      if (!(c == ' ' || c == '\n') || (!flat.empty() && flat.back() != ' ')) flat += c == '\n' ? ' ' : c;
+    EXPECT_NE(flat.find("a bare number N means evals=N and Mm minutes=M, e.g. 40 or 40,10m"), std::string::npos)
+        << sub << ": " << r.out;
+  }
+}
+
 TEST(Cli, DevicesSaysNoDeviceClearly) {
   CliRun r = run("devices");
   if (r.code == 0) GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
