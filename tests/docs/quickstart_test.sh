@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/quickstart.sh without a GPU, on this build's kopt (nothing is built
 # in the source tree): it ends with exit 0, says once why there is no GPU,
-# calls the compile-only candidates compiled (not evaluated), and says where
-# things are. GPUs are hidden (CUDA_VISIBLE_DEVICES=-1), as on a machine
+# calls the compile-only candidates compiled (not evaluated), keeps its log
+# readable (a short first line), and says where things are. GPUs are hidden (CUDA_VISIBLE_DEVICES=-1), as on a machine
 # without one; skipped (77) without nvcc (the example is a CUDA project).
 #
 #   quickstart_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
@@ -37,5 +37,12 @@ check "the generated kernel" + "kernel_optimizer/sgemm/sgemm.cu"
 check "how to draw a copied run's report" 1 "a run folder copied here from a GPU machine can be drawn with"
 check "no sentence without a subject" 0 "copied here, "
 [ -s "$work/results/compile-only.json" ] || { echo "FAIL: no $work/results/compile-only.json"; fails=$((fails + 1)); }
+# The log reads as lines: a short headline first (the device limits that
+# left configurations out follow it, one a line), no line of thousands.
+log="$work/results/compile-only.log"
+first=$(head -n 1 "$log" 2>/dev/null || true)
+longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }' "$log" 2>/dev/null || echo 0)
+[ "${#first}" -le 160 ] || { echo "FAIL: $log: its first line has ${#first} characters"; fails=$((fails + 1)); }
+[ "$longest" -le 600 ] || { echo "FAIL: $log: a line of $longest characters"; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] && echo "quickstart_test: all checks hold"
 exit $((fails > 0))

@@ -35,6 +35,11 @@ TEST(Budget, ParsesEveryItemAndTheShortForms) {
   EXPECT_EQ(b.tokens, 90000);
   EXPECT_EQ(parse_budget("200").evaluations, 200);
   EXPECT_DOUBLE_EQ(parse_budget("10m").minutes, 10);
+  const Budget bare = parse_budget("40,10m");  // docs/cli.md's example
+  EXPECT_EQ(bare.evaluations, 40);
+  EXPECT_DOUBLE_EQ(bare.minutes, 10);
+  EXPECT_NE(error_of("40,evals=50").find("[kopt.cli.008] --budget: evals is given twice"), std::string::npos)
+      << error_of("40,evals=50");
   const Budget aliases = parse_budget("evaluations=3,min=.5,model_turns=4");
   EXPECT_EQ(aliases.evaluations, 3);
   EXPECT_DOUBLE_EQ(aliases.minutes, 0.5);

@@ -104,6 +104,19 @@ TEST(Cli, HelpIsWrappedAtOneHundredColumnsWithoutFlagSyntax) {
   }
 }
 
+// --budget's help says what a bare number means (docs/cli.md too).
+TEST(Cli, BudgetHelpSaysWhatABareNumberIs) {
+  for (const char* sub : {"optimize", "generate"}) {
+    const CliRun r = run(std::string(sub) + " --help");
+    ASSERT_EQ(r.code, 0) << sub;
+    std::string flat;  // the help with its line breaks and indentation as single spaces
+    for (char c : r.out)
+      if (!(c == ' ' || c == '\n') || (!flat.empty() && flat.back() != ' ')) flat += c == '\n' ? ' ' : c;
+    EXPECT_NE(flat.find("a bare number N means evals=N and Mm minutes=M, e.g. 40 or 40,10m"), std::string::npos)
+        << sub << ": " << r.out;
+  }
+}
+
 TEST(Cli, DevicesSaysNoDeviceClearly) {
   CliRun r = run("devices");
   if (r.code == 0) GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
@@ -208,7 +221,23 @@ TEST(Cli, SimulatedTimingsAreSaidToBeMadeUp) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, (run_dir / "report.html").string() + "\n");
   EXPECT_NE(r.err.find("kopt: simulated (fake worker): the timings are made up"), std::string::npos) << r.err;
-  EXPECT_NE(kopt::fs::read_file(run_dir / "report.html").find("id=\"simulated\""), std::string::npos);
+  const std::string html = kopt::fs::read_file(run_dir / "report.html");
+  EXPECT_NE(html.find("id=\"simulated\""), std::string::npos);
+  // heatmap.svg says so in its title and under its heading; every tooltip
+  // (<title>) of either file that shows a time says so.
+  const std::string svg = kopt::fs::read_file(run_dir / "heatmap.svg");
+  EXPECT_NE(svg.find("data-simulated=\"true\""), std::string::npos);
+  EXPECT_NE(svg.find("<text class=\"simulated\""), std::string::npos);
+  const std::regex title("<title>([^<]*)</title>"), time(R"([0-9] ms\b)");
+  int timed_titles = 0;
+  for (const std::string* text : {&html, &svg})
+    for (std::sregex_iterator it(text->begin(), text->end(), title), end; it != end; ++it) {
+      const std::string t = (*it)[1].str();
+      if (!std::regex_search(t, time)) continue;
+      ++timed_titles;
+      EXPECT_NE(t.find("simulated"), std::string::npos) << t;
+    }
+  EXPECT_GE(timed_titles, 10);  // heatmap cells (twice: the file and the report), progress points, shapes
 }
 
 // `kopt report` of what is not a complete run folder: the folder or the file, exit 2.

@@ -478,6 +478,16 @@ TEST(PortedConvolution, LoadsAndCompilesForSm90WithoutAGpu) {
   EXPECT_GT(listing["filtered_before_compile"]["configurations"].get<int>(), 0);
   EXPECT_EQ(listing["valid_configurations"], listing["filtered_before_compile"]["space"]);
   EXPECT_NE(o.err.find("left out before compiling, over the device's limits"), std::string::npos) << o.err;
+  // A headline, then the limits one a line (the listing has them all).
+  const int left_out = listing["filtered_before_compile"]["configurations"].get<int>();
+  const size_t head = o.err.find("kopt: " + std::to_string(left_out) + " configuration" + (left_out == 1 ? "" : "s") +
+                                 " left out before compiling, over the device's limits; " +
+                                 listing["filtered_before_compile"]["space"].dump() + " remain. The limits:\n");
+  ASSERT_NE(head, std::string::npos) << o.err;
+  std::string expected;
+  for (const auto& limit : listing["filtered_before_compile"]["limits"]) expected += "  " + limit.get<std::string>() + "\n";
+  EXPECT_FALSE(expected.empty());
+  EXPECT_EQ(o.err.substr(o.err.find('\n', head) + 1, expected.size()), expected) << o.err;
   EXPECT_NE(o.err.find("KOPT_COMPILE_TIMEOUT"), std::string::npos) << o.err;
 }
 

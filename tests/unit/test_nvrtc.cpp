@@ -1,7 +1,12 @@
 // NVRTC compilation and the compile cache: no GPU needed.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "cuda/nvrtc.h"
 #include "eval/worker.h"
@@ -143,6 +148,112 @@ TEST(Nvrtc, StoreCubinIsContentAddressed) {
   auto p = kopt::cuda::store_cubin(dir, res);
   EXPECT_EQ(p.filename().string(), res.key + ".cubin");
   EXPECT_EQ(kopt::fs::read_file(p).size(), res.cubin.size());
+}
+
+/// The pid of a process that has ended (and been reaped).
+long long dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+/// Writes `text` to `dir/name`, last written `age` ago.
+fsys::path put(const fsys::path& dir, const std::string& name, const std::string& text,
+               std::chrono::seconds age = std::chrono::seconds(0)) {
+  const fsys::path p = dir / name;
+  std::ofstream(p) << text;
+  fsys::last_write_time(p, fsys::file_time_type::clock::now() - age);
+  return p;
+}
+
+// What a killed writer leaves in the cache (a temporary of write_file_atomic,
+// a compiler process's request file) goes when the cache is next opened,
+// once stale: its process gone for a minute, or an hour old whoever wrote
+// it; a write that may still be running, or a file of another name, stays.
+TEST(Nvrtc, OpeningTheCacheRemovesStaleTemporaries) {
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  const TempDir tmp;
+  const fsys::path dir = tmp / "cache";
+  fsys::create_directories(dir);
+  const std::string gone = std::to_string(dead_pid()), me = std::to_string(::getpid());
+  const std::string key = std::string(32, 'a');
+  const fsys::path removed[] = {
+      put(dir, key + ".cubin.tmp." + gone + ".17", "torn", minutes(2)),
+      put(dir, key + ".json.tmp." + gone + ".3", "{", minutes(2)),
+      put(dir, key + ".request." + gone + ".0.json", "{}", minutes(2)),
+      put(dir, key + ".request." + gone + ".0.json.tmp." + gone + ".9", "{", minutes(2)),
+      put(dir, key + ".cubin.tmp." + me + ".5", "old", minutes(61)),  // a live pid, but an hour old
+  };
+  const fsys::path kept[] = {
+      put(dir, key + ".cubin.tmp." + gone + ".18", "just written", seconds(5)),  // within the grace
+      put(dir, key + ".cubin.tmp." + me + ".6", "being written", minutes(2)),    // its writer runs
+      put(dir, key + ".request." + me + ".1.json", "{}", minutes(2)),
+      put(dir, key + ".json", "{}", minutes(90)),
+      put(dir, key + ".cubin", "x", minutes(90)),
+      put(dir, "notes.tmp.txt", "x", minutes(90)),
+      put(dir, key + ".cubin.tmp.x1.2", "x", minutes(90)),
+  };
+  fsys::create_directories(dir / ("sub.tmp." + gone + ".1"));  // a folder: never removed
+  EXPECT_EQ(kopt::cuda::remove_stale_cache_files(dir), 5);
+  for (const auto& p : removed) EXPECT_FALSE(fsys::exists(p)) << p;
+  for (const auto& p : kept) EXPECT_TRUE(fsys::exists(p)) << p;
+  EXPECT_TRUE(fsys::is_directory(dir / ("sub.tmp." + gone + ".1")));
+
+  // A Compiler opening the folder does the same; a missing folder is no error.
+  const fsys::path again = put(dir, key + ".json.tmp." + gone + ".4", "{", minutes(2));
+  kopt::cuda::Compiler c(dir);
+  EXPECT_FALSE(fsys::exists(again));
+  EXPECT_EQ(kopt::cuda::remove_stale_cache_files(tmp / "missing"), 0);
+}
+
+// Nothing reads a temporary: an entry is <key>.json and <key>.cubin, even
+// when a temporary of that key holds a complete entry.
+TEST(Nvrtc, ATemporaryOfAnEntryIsNeverRead) {
+  const TempDir tmp;
+  const fsys::path dir = tmp / "cache";
+  fsys::create_directories(dir);
+  const std::string key = kopt::cuda::Compiler::cache_key(request());
+  put(dir, key + ".json.tmp." + std::to_string(::getpid()) + ".1",
+      R"({"ok": false, "error_name": "FROM_A_TEMPORARY", "log": "", "lowered_entry": ""})");
+  kopt::cuda::Compiler c(dir);
+  const auto res = c.compile(request());
+  EXPECT_TRUE(res.ok) << res.error_name;
+  EXPECT_FALSE(res.cache_hit);
+}
+
+// A compiler process killed at the end of a search leaves its temporary
+// behind; the next Compiler on the folder removes it once its grace is over.
+TEST(Nvrtc, AKilledCompilerProcessLeavesNothingThatStays) {
+  const TempDir tmp;
+  const fsys::path dir = tmp / "cache";
+  kopt::cuda::CompilerOptions o;
+  // argv: sh -c SCRIPT sh --request FILE --cache-dir DIR: $4 is the cache.
+  o.helper_argv = {"/bin/sh", "-c", "echo torn > \"$4/0123.cubin.tmp.$$.7\"; exec sleep 30", "sh"};
+  o.timeout_s = 60;
+  kopt::cuda::Compiler compiler(dir, o);
+  auto written = [&dir] {
+    for (const auto& e : fsys::directory_iterator(dir))
+      if (e.path().filename().string().find(".cubin.tmp.") != std::string::npos) return true;
+    return false;
+  };
+  std::thread stopper([&compiler, &written] {  // once the process has written its temporary
+    for (int i = 0; i < 1000 && !written(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    compiler.stop(true);
+  });
+  const auto r = compiler.compile(request());
+  stopper.join();
+  EXPECT_EQ(r.error_name, kopt::cuda::kCompileStopped);
+  std::vector<fsys::path> left;
+  for (const auto& e : fsys::directory_iterator(dir)) left.push_back(e.path());
+  ASSERT_EQ(left.size(), 1u);  // the temporary; the request file went with the compile
+  EXPECT_NE(left[0].filename().string().find("0123.cubin.tmp."), std::string::npos) << left[0];
+  // A minute later (its process is gone), the next run's Compiler removes it.
+  fsys::last_write_time(left[0], fsys::file_time_type::clock::now() - std::chrono::minutes(2));
+  kopt::cuda::Compiler next(dir);
+  EXPECT_TRUE(fsys::is_empty(dir));
 }
 
 }  // namespace

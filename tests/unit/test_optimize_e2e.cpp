@@ -564,6 +564,7 @@ TEST(OptimizeE2E, ResumeAloneRefusesARunWhoseKernelFilesChanged) {
   EXPECT_NE(again.err.find("[kopt.run.902] " + (r / "spec.json").string() + ": a file that it names"),
             std::string::npos)
       << again.err;
+  EXPECT_NE(again.err.find("or a header they include, changed since the run began"), std::string::npos) << again.err;
   EXPECT_EQ(kopt::fs::read_file(r / "history.json"), before);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "report/report.h"
+#include "report/text.h"
 #include "store/store.h"
 #include "temp_dir.h"
 #include "xml_check.h"
@@ -490,6 +491,30 @@ TEST(Report, SaysWhenTheTimingsAreSimulated) {
   const auto p = fake.find("<p class=\"simulated\" id=\"simulated\">simulated (fake worker): the timings are made up.");
   ASSERT_NE(p, std::string::npos);
   EXPECT_LT(p, fake.find("<section id=\"summary\">"));  // before any number
+  // The heatmap, on its own a file: its title, a caption under the heading,
+  // and each cell's tooltip; the charts' titles and tooltips.
+  EXPECT_EQ(real.find(kopt::report::text::kSimulatedTip), std::string::npos);
+  const std::string svg = kopt::report::heatmap_svg(h, kCases, true);
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_NE(svg.find("data-simulated=\"true\""), std::string::npos);
+  EXPECT_NE(svg.find("cases; simulated (fake worker): the timings are made up</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<text class=\"simulated\" x=\"12\" y=\"38\""), std::string::npos);
+  const std::string tip = std::string(kopt::report::text::kSimulatedTip) + "</title>";
+  EXPECT_GT(count(svg, "<rect class=\"cell\""), 0u);
+  EXPECT_EQ(count(svg, tip), count(svg, "<rect class=\"cell\""));
+  EXPECT_EQ(kopt::report::heatmap_svg(h, kCases).find("simulated"), std::string::npos);
+  const std::string with_charts = kopt::report::report_html(typed(s), h, svg, "x");
+  EXPECT_GT(count(with_charts, "<circle class=\"point"), 0u);
+  EXPECT_EQ(count(with_charts, "ms" + tip + "</circle>"), count(with_charts, "<circle class=\"point"));
+  const std::regex title("<title>([^<]*)</title>"), time(R"([0-9] ms\b)");
+  size_t timed = 0;
+  for (std::sregex_iterator it(with_charts.begin(), with_charts.end(), title), end; it != end; ++it) {
+    const std::string t = (*it)[1].str();
+    if (!std::regex_search(t, time)) continue;
+    ++timed;
+    EXPECT_NE(t.find("simulated"), std::string::npos) << t;
+  }
+  EXPECT_GT(timed, count(svg, tip) + count(with_charts, "<circle class=\"point"));  // the shapes' rows too
   // Only true says so.
   s["gpu"]["simulated"] = "yes";
   EXPECT_EQ(kopt::report::report_html(typed(s), h, "", "x").find("id=\"simulated\""), std::string::npos);

@@ -600,6 +600,8 @@ TEST(RunStore, OpenRejectsARunOfAnotherSpec) {
   EXPECT_NE(msg.find(s.info().spec_hash), std::string::npos) << msg;
   EXPECT_NE(msg.find(other), std::string::npos) << msg;
   EXPECT_NE(msg.find("start a new run"), std::string::npos) << msg;
+  // The hash covers the kernel files and the local headers they include.
+  EXPECT_NE(msg.find("or a header they include changed since"), std::string::npos) << msg;
   EXPECT_EQ(snapshot(s.dir()), before);
   // An empty expected hash skips the check.
   EXPECT_EQ(RunStore::open(s.dir(), "").history().size(), 5u);

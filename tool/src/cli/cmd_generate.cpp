@@ -74,7 +74,8 @@ void GenerateCommand::add_options(CLI::App& sub) {
   sub.add_option("--reference", t.reference, "Reference kernel .cu")->check(check::existing_file());
   sub.add_option("--strategy", t.strategy, "Search strategy, as for kopt optimize (default: by space size)")
       ->check(check::one_of(driver::proposer_names()));
-  budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + ")");
+  budget_.add_budget(sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::bare_text() + "; " +
+                              Budget::default_text() + ")");
   sub.add_option("--seed", t.seed, "Search seed")->check(check::unsigned_whole())->capture_default_str();
   env_.add_device(sub)->capture_default_str();
   env_.add_cache_dir(sub);

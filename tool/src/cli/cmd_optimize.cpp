@@ -91,7 +91,8 @@ void OptimizeCommand::add_search(CLI::App& sub) {
                  "first, best recorded first (docs/interop.md)")
       ->check(check::existing_file());
   budget_opt_ = budget_.add_budget(
-      sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::default_text() + "; with --resume, the run's)");
+      sub, "evals=N,minutes=M,patience=P (any subset; " + Budget::bare_text() + "; " + Budget::default_text() +
+               "; with --resume, the run's)");
   max_iter_opt_ = budget_.add_max_iterations(sub);
   sub.add_option("--results-dir", results_dir_, "Where run folders are created")
       ->check(check::not_empty())

@@ -384,6 +384,8 @@ model::WorkerPlan Environment::worker_plan(const std::string& command, const std
 
 std::string Budget::default_text() { return "default evals=" + std::to_string(model::Budget::kDefaultEvaluations); }
 
+std::string Budget::bare_text() { return "a bare number N means evals=N and Mm minutes=M, e.g. 40 or 40,10m"; }
+
 model::Budget Budget::default_budget() {
   model::Budget b;
   b.evaluations = model::Budget::kDefaultEvaluations;

@@ -157,6 +157,9 @@ struct Budget {
 
   /// "default evals=100", for the help texts.
   static std::string default_text();
+  /// What a bare item means (model::parse_budget): "a bare number N means
+  /// evals=N and Mm minutes=M, e.g. ...", for the options' help.
+  static std::string bare_text();
 
   CLI::Option* add_budget(CLI::App& sub, const std::string& help);
   CLI::Option* add_max_iterations(CLI::App& sub);

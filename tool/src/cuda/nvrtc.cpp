@@ -5,10 +5,14 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -156,6 +160,49 @@ std::string Compiler::cache_key(const CompileRequest& r) {
   return hex128(XXH3_128bits(blob.data(), blob.size()));
 }
 
+namespace {
+
+/// The pid in a compiler process's request file name
+/// ("<key>.request.<pid>.<n>.json", Compiler::compile_in_child), or nullopt:
+/// the "<pid>.<n>" is read as in a temporary's name (fs::atomic_temp_pid).
+std::optional<long long> request_file_pid(const std::string& name) {
+  const std::string tag = ".request.", ext = ".json";
+  const auto p = name.rfind(tag);
+  if (p == std::string::npos || name.size() < p + tag.size() + ext.size() ||
+      name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
+    return std::nullopt;
+  return fs::atomic_temp_pid(name.substr(0, p) + ".tmp." +
+                             name.substr(p + tag.size(), name.size() - ext.size() - p - tag.size()));
+}
+
+/// True when no process `pid` runs on this host (one of another user's runs: EPERM).
+bool process_gone(long long pid) {
+  return pid <= 0 || static_cast<long long>(static_cast<pid_t>(pid)) != pid ||
+         (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
+}
+
+}  // namespace
+
+int remove_stale_cache_files(const std::filesystem::path& dir) {
+  namespace stdfs = std::filesystem;
+  int removed = 0;
+  std::error_code ec;
+  const auto now = stdfs::file_time_type::clock::now();
+  for (stdfs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::optional<long long> pid = fs::atomic_temp_pid(name);
+    if (!pid) pid = request_file_pid(name);
+    std::error_code e;
+    if (!pid || !it->is_regular_file(e)) continue;
+    const auto written = stdfs::last_write_time(it->path(), e);
+    if (e) continue;
+    const double age_s = std::chrono::duration<double>(now - written).count();
+    const bool stale = age_s >= kStaleAgeSeconds || (age_s >= kStaleGraceSeconds && process_gone(*pid));
+    if (stale && stdfs::remove(it->path(), e)) ++removed;
+  }
+  return removed;
+}
+
 Compiler::Compiler(std::filesystem::path cache_dir, CompilerOptions options)
     : dir_(std::move(cache_dir)), opt_(std::move(options)) {
   if (!dir_.empty()) {
@@ -164,6 +211,7 @@ Compiler::Compiler(std::filesystem::path cache_dir, CompilerOptions options)
     if (ec)
       throw EnvironmentError("kopt.nvrtc.002",
                              "cannot create the compile cache '" + dir_.string() + "': " + ec.message());
+    if (opt_.remove_stale) remove_stale_cache_files(dir_);
   }
 }
 
@@ -381,7 +429,9 @@ CompileResult Compiler::compile_here(const CompileRequest& r, const std::string&
 int run_compile_worker(const std::filesystem::path& request, const std::filesystem::path& cache_dir) {
   try {
     const CompileRequest r = request_from_json(parse_json_file(request, "compile request"));
-    Compiler(cache_dir).compile(r);  // the entry lands in the cache, where the parent reads it
+    CompilerOptions here;
+    here.remove_stale = false;  // the parent's Compiler did, once; this one compiles once
+    Compiler(cache_dir, here).compile(r);  // the entry lands in the cache, where the parent reads it
     return 0;
   } catch (const EnvironmentError& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -96,11 +96,37 @@ struct CompilerOptions {
   /// Past it the compiler process is killed and the result is
   /// error_name "KOPT_COMPILE_TIMEOUT" (not cached).
   double timeout_s = 0;
+  /// Remove the cache folder's stale temporary files when the Compiler is
+  /// made (remove_stale_cache_files). The compiler process, which makes a
+  /// Compiler per compile, leaves that to its parent.
+  bool remove_stale = true;
 };
 
+/// A temporary file of a compile cache folder whose writer is gone for at
+/// least this long (its process no longer runs on this host) is stale: a
+/// write takes milliseconds, and a compiler process reads its request as it
+/// starts.
+inline constexpr int kStaleGraceSeconds = 60;
+/// One older than this is stale whoever wrote it (a writer on another host
+/// that shares the folder, whose process this host cannot see, or a process
+/// id used again).
+inline constexpr int kStaleAgeSeconds = 3600;
+
+/// Removes the files that killed writers leave in a compile cache folder:
+/// write_file_atomic's temporaries ("<key>.cubin.tmp.<pid>.<n>",
+/// "<key>.json.tmp.<pid>.<n>": a compiler process killed at the end of a
+/// search, by --compile-timeout, or a run killed while writing) and the
+/// request files of compiler processes ("<key>.request.<pid>.<n>.json": a
+/// run killed while a compile ran), once stale (kStaleGraceSeconds,
+/// kStaleAgeSeconds). Nothing reads those files: a cache entry is
+/// "<key>.json", written last, and "<key>.cubin". Returns how many files
+/// were removed; never throws (what cannot be listed or removed stays).
+int remove_stale_cache_files(const std::filesystem::path& dir);
+
 /// Compiles requests, remembering results by content in `cache_dir` (created
-/// if missing; empty path: no disk cache). Thread-safe: several threads may
-/// compile at once (NVRTC programs are independent).
+/// if missing, its stale temporary files removed: remove_stale_cache_files;
+/// empty path: no disk cache). Thread-safe: several threads may compile at
+/// once (NVRTC programs are independent).
 class Compiler {
  public:
   explicit Compiler(std::filesystem::path cache_dir = {}, CompilerOptions options = {});

@@ -213,10 +213,11 @@ std::optional<store::TunerStats::Filtered> filtered_before_compile(const spec::S
   const std::optional<search::LimitFilter> f = search::count_limit_filtered(s.tuning.params, constraints, constants);
   if (!f || f->limits.empty()) return std::nullopt;
   if (!quiet && f->filtered > 0) {
+    // A headline, then one limit a line: a template's limits run to
+    // thousands of characters, unreadable as one line of a log.
     std::cerr << "kopt: " << f->filtered << " configuration" << (f->filtered == 1 ? "" : "s")
-              << " left out before compiling, over the device's limits (";
-    for (size_t i = 0; i < f->limits.size(); ++i) std::cerr << (i ? "; " : "") << f->limits[i];
-    std::cerr << "); " << f->space << " remain\n";
+              << " left out before compiling, over the device's limits; " << f->space << " remain. The limits:\n";
+    for (const std::string& limit : f->limits) std::cerr << "  " << limit << "\n";
   }
   return store::TunerStats::Filtered{static_cast<int64_t>(f->filtered), static_cast<int64_t>(f->space), f->limits};
 }

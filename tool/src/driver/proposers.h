@@ -38,9 +38,10 @@ std::vector<spec::Expr> template_limit_constraints(const spec::Spec& spec, const
 
 /// How many configurations of the template's space the device limits leave
 /// out before compiling (search::count_limit_filtered with `constants`, the
-/// template's launch limits included), said on stderr unless `quiet`
-/// ("kopt: 180 configurations left out before compiling, over the device's
-/// limits (...); 234 remain"). nullopt without a template, without any
+/// template's launch limits included), said on stderr unless `quiet`: a
+/// headline ("kopt: 180 configurations left out before compiling, over the
+/// device's limits; 234 remain. The limits:"), then each limit on a line of
+/// its own, indented by two spaces. nullopt without a template, without any
 /// device-limit constraint, or when the space is too large to count.
 std::optional<store::TunerStats::Filtered> filtered_before_compile(const spec::Spec& spec,
                                                                    const spec::Bindings& constants, bool quiet);

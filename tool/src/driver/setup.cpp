@@ -240,9 +240,9 @@ void Driver::open_store(std::filesystem::path* run_dir) {
       std::error_code ec;
       if (e.id() != "kopt.run.902" || !std::filesystem::equivalent(o_.spec, o_.resume / "spec.json", ec)) throw;
       throw UsageError("kopt.run.902", (o_.resume / "spec.json").string() +
-                                           ": a file that it names (kernel, reference, template or input) "
-                                           "changed since the run began, so this is another workload: restore "
-                                           "the file, or start a new run with --spec");
+                                           ": a file that it names (kernel, reference, template or input), or a "
+                                           "header they include, changed since the run began, so this is another "
+                                           "workload: restore the file, or start a new run with --spec");
     }
   } else if (o_.in_memory) {
     store::RunInfo info;

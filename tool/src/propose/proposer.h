@@ -188,8 +188,17 @@ class Proposer {
     return true;
   }
 
-  /// The recorded result of a candidate propose() returned: in proposal order
-  /// with one worker, in the order results arrive with several (--devices).
+  /// The recorded result of a candidate propose() returned, once it is
+  /// recorded, in the order the results arrive, which need not be the proposal
+  /// order even with one worker. Compiles run ahead, and a candidate whose
+  /// compile is done starts before an earlier one still compiling
+  /// (driver::Runner::start_when_compiled; a replay and a compile-only run
+  /// keep the proposal order); with several workers (--devices) each result
+  /// comes when its worker is done. Each candidate is observed at most once,
+  /// with the result of its last run (one taken back from a lost device, or
+  /// run once more after its worker died, runs again first). Never observed:
+  /// one withdrawn by before_start, one still queued when the search ends (a
+  /// stop condition, SIGINT), one whose device was the last to be lost.
   virtual void observe(const spec::Candidate& candidate, const model::Attempt& attempt) = 0;
 
   /// The driver asks for nothing more (a stop condition, or done); the

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/device_info.h"
 #include "model/dispatch.h"
 #include "report/text.h"
 #include "util/error.h"
@@ -137,6 +138,7 @@ std::string shape_class(const std::map<std::string, int64_t>& sizes) {
 
 ShapeComparison compare_shapes(const store::Summary& summary, const std::vector<Attempt>& history, const json& spec) {
   ShapeComparison out;
+  out.simulated = model::is_simulated(summary.gpu);
   const std::vector<PerfCase> cases = performance_cases(summary, history, spec);
   const store::Specialization* sp = summary.specialization ? &*summary.specialization : nullptr;
   const size_t n_variants = sp ? sp->variants.size() : 0;
@@ -397,7 +399,8 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
   const std::string what = by_class ? "per shape class" : "per shape";
   std::ostringstream o;
   o << svg_open(width, height, std::string("kopt-compare ") + (by_class ? "by-class" : "by-shape"),
-                "Median latency of the " + c.tuned + " and of " + base_name + ", " + what,
+                "Median latency of the " + c.tuned + " and of " + base_name + ", " + what +
+                    (c.simulated ? std::string("; ") + model::kSimulatedNote : ""),
                 " data-axis=\"" + std::string(axis.log ? "log" : "linear") + "\" data-axis-min=\"" + num_attr(axis.lo) +
                     "\" data-axis-max=\"" + num_attr(axis.hi) + "\"");
   o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"" << kText << "\">Tuned against "
@@ -447,6 +450,7 @@ std::string comparison_svg(const ShapeComparison& c, bool by_class) {
     if (r.tuned) o << "; tuned " << fmt(*r.tuned, "%.4g") << " ms";
     if (r.base) o << "; " << esc(base_name) << " " << fmt(*r.base, "%.4g") << " ms";
     if (ratio) o << "; ratio " << fmt(*ratio, "%.3f");
+    if (c.simulated && (r.tuned || r.base)) o << kSimulatedTip;
     o << "</title>";
     if (i % 2 == 1 || r.overall)
       o << "<rect x=\"4\" y=\"" << y - 3 << "\" width=\"" << width - 8 << "\" height=\"" << row_h
@@ -515,7 +519,8 @@ std::vector<LevelLine> progress_levels(const store::Summary& summary) {
   return out;
 }
 
-std::string progress_svg(const std::vector<ProgressPoint>& points, const std::vector<LevelLine>& levels) {
+std::string progress_svg(const std::vector<ProgressPoint>& points, const std::vector<LevelLine>& levels,
+                         bool simulated) {
   const int width = 960, height = 360;
   const int left = 72, right = 200, top = 56, bottom = 44;
   const int strip = 16;  // at the bottom of the plot: the rejected attempts' marks
@@ -548,7 +553,9 @@ std::string progress_svg(const std::vector<ProgressPoint>& points, const std::ve
   auto xpos = [&](int e) { return left + (n <= 1 ? pw / 2.0 : pw * static_cast<double>(e - 1) / (n - 1)); };
 
   std::ostringstream o;
-  o << svg_open(width, height, "kopt-progress", "Best geomean so far over " + std::to_string(n) + " evaluations");
+  o << svg_open(width, height, "kopt-progress",
+                "Best geomean so far over " + std::to_string(n) + " evaluations" +
+                    (simulated ? std::string("; ") + model::kSimulatedNote : ""));
   o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"" << kText
     << "\">Best geomean latency so far, over evaluations</text>\n";
   o << "<g class=\"legend\" transform=\"translate(12,32)\">"
@@ -615,7 +622,7 @@ std::string progress_svg(const std::vector<ProgressPoint>& points, const std::ve
       o << "<circle class=\"point" << (p.improved ? " improved" : "") << "\" cx=\"" << px(x) << "\" cy=\""
         << px(ypos(*p.geomean_ms)) << "\" r=\"" << (p.improved ? "3.5" : "2.5") << "\" fill=\""
         << (p.improved ? "#08519c" : "#9ecae1") << "\"><title>" << esc(tip) << ": " << fmt(*p.geomean_ms, "%.4g")
-        << " ms</title></circle>\n";
+        << " ms" << (simulated ? kSimulatedTip : "") << "</title></circle>\n";
     } else {
       o << "<rect class=\"rejected\" x=\"" << px(x - 1.5) << "\" y=\"" << top + ph - 12 << "\" width=\"3\" height=\"10\" fill=\"#9e9e9e\"><title>"
         << esc(tip) << ": rejected</title></rect>\n";

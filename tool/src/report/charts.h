@@ -49,6 +49,9 @@ struct ShapeComparison {
   std::vector<ShapeTiming> shapes;    // in the spec's order of performance cases
   std::vector<ClassTiming> classes;   // built-in classes in their fixed order, others as met
   ClassTiming overall;                // every shape ("all shapes")
+  /// The timings came from a simulated GPU (model::is_simulated of the
+  /// summary's "gpu"): comparison_svg's title and tooltips say so.
+  bool simulated = false;
 };
 
 /// The comparison of a run. Tuned latencies: the specialisation's per-case
@@ -128,8 +131,10 @@ std::vector<LevelLine> progress_levels(const store::Summary& summary);
 
 /// Step line of the best geomean so far (log scale in ms) over evaluation
 /// number, each attempt's geomean as a dot, rejected attempts as grey marks
-/// along the bottom, and the level lines dashed.
-std::string progress_svg(const std::vector<ProgressPoint>& points, const std::vector<LevelLine>& levels);
+/// along the bottom, and the level lines dashed. `simulated`: the timings
+/// came from a simulated GPU; the title and the points' tooltips say so.
+std::string progress_svg(const std::vector<ProgressPoint>& points, const std::vector<LevelLine>& levels,
+                         bool simulated = false);
 
 // ---------------------------------------------------------------------------
 // Dispatch table

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/device_info.h"
 #include "report/report.h"
 #include "report/speedup.h"
 #include "report/text.h"
@@ -63,10 +64,10 @@ std::string pow2_label(int k) {
 }
 
 /// The legend: the gradient bar with ticks at powers of two from 1/2^L to
-/// 2^L, and the rejected and no-data swatches.
-void draw_legend(std::ostringstream& o, int L) {
+/// 2^L, and the rejected and no-data swatches; its top at `y`.
+void draw_legend(std::ostringstream& o, int L, int y) {
   constexpr int legend_w = kLegendW;
-  o << "<g class=\"legend\" transform=\"translate(12,32)\">\n";
+  o << "<g class=\"legend\" transform=\"translate(12," << y << ")\">\n";
   o << "<defs><linearGradient id=\"kopt-legend-gradient\" x1=\"0\" x2=\"1\" y1=\"0\" y2=\"0\">";
   for (int i = 0; i < kRampN; ++i)
     o << "<stop offset=\"" << fmt(static_cast<double>(i) / (kRampN - 1), "%.4f") << "\" stop-color=\""
@@ -211,6 +212,7 @@ struct CellRow {
   /// file stays small (a class search times each attempt on its class's
   /// cases only).
   bool dense;
+  bool simulated;  // the timings are made up: each tooltip says so
 };
 
 /// A passing attempt's cells: one per performance case, coloured by its
@@ -240,7 +242,7 @@ void draw_cells(std::ostringstream& o, const Attempt& a, const std::vector<std::
       << "\" height=\"" << row_h - gap << "\" fill=\"" << hex(ramp(t)) << "\" data-speedup=\""
       << num_attr(*s) << "\"><title>" << esc(name) << ", " << esc(c) << ": " << fmt(ms, "%.4g")
       << " ms vs " << (ref.initial ? "initial " : "reference ") << fmt(rms, "%.4g") << " ms = " << esc(speedup_text(*s))
-      << "</title></rect>";
+      << (r.simulated ? kSimulatedTip : "") << "</title></rect>";
     if (cell_text)
       o << "<text x=\"" << x + (col_w - gap) / 2 << "\" y=\"" << y + row_h / 2 + 4
         << "\" text-anchor=\"middle\" fill=\"" << (std::fabs(t) > 0.55 ? "#ffffff" : "#222222")
@@ -251,7 +253,7 @@ void draw_cells(std::ostringstream& o, const Attempt& a, const std::vector<std::
 }  // namespace
 
 std::string heatmap_svg(const std::vector<Attempt>& history,
-                        const std::vector<std::string>& performance_cases) {
+                        const std::vector<std::string>& performance_cases, bool simulated) {
   const Base ref = base_for(history, performance_cases);
   const std::string over = ref.initial ? "the initial kernel" : "the reference";
   const Attempt* best = model::best_attempt(history);
@@ -291,8 +293,10 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
   const size_t case_chars = static_cast<size_t>((col_w - 8) / kBoldCharW);
   const int grid_w = std::max(m, 1) * col_w;
   const int right_w = row_labels ? 76 : 12;
-  // Title, legend, the parameters all rows share, column headers.
-  const int top = 98 + (row_labels && pc.active() && !pc.fixed.empty() ? 16 : 0);
+  // Title (and the simulated timings' caption), legend, the parameters all
+  // rows share, column headers.
+  const int caption = simulated ? 18 : 0;
+  const int top = 98 + caption + (row_labels && pc.active() && !pc.fixed.empty() ? 16 : 0);
   const int width = std::max(label_w + grid_w + right_w, 24 + kLegendW + 330);
   const int height = top + std::max(n, 1) * row_h + 28;
   const int x0 = label_w;
@@ -301,14 +305,17 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << width
     << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << " " << height
     << "\" font-family=\"" << esc(kFont) << "\" font-size=\"11\" role=\"img\" class=\"kopt-heatmap\" data-baseline=\""
-    << (ref.initial ? "initial" : "reference") << "\">\n";
-  o << "<title>Speedup over " << over << " per performance case: " << n << " attempts, " << m
-    << " cases</title>\n";
+    << (ref.initial ? "initial" : "reference") << "\"" << (simulated ? " data-simulated=\"true\"" : "") << ">\n";
+  o << "<title>Speedup over " << over << " per performance case: " << n << " attempts, " << m << " cases"
+    << (simulated ? std::string("; ") + model::kSimulatedNote : "") << "</title>\n";
   o << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
   o << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\" fill=\"#222222\">Speedup over "
     << over << ", per performance case</text>\n";
+  if (simulated)
+    o << "<text class=\"simulated\" x=\"12\" y=\"38\" font-weight=\"bold\" fill=\"#9a6700\">"
+      << esc(model::kSimulatedNote) << " (no GPU ran the kernels)</text>\n";
 
-  draw_legend(o, L);
+  draw_legend(o, L, 32 + caption);
 
   // Column headers.
   o << "<g class=\"columns\">\n";
@@ -367,7 +374,7 @@ std::string heatmap_svg(const std::vector<Attempt>& history,
           << "</text>";
       }
     } else {
-      draw_cells(o, a, performance_cases, ref, {x0, y, col_w, row_h, gap, L, cell_text, !row_labels});
+      draw_cells(o, a, performance_cases, ref, {x0, y, col_w, row_h, gap, L, cell_text, !row_labels, simulated});
       if (row_labels) {
         if (auto g = geomean_speedup(a, ref))
           o << "<text class=\"geomean\" x=\"" << x0 + grid_w + 8 << "\" y=\"" << y + row_h / 2 + 4

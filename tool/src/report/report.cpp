@@ -486,7 +486,7 @@ std::string report_html(const store::Summary& s, const std::vector<Attempt>& his
     o << "<section id=\"progress\">\n<h2>Best so far</h2>\n<p class=\"muted\">The best geomean latency found "
          "after each evaluation of the search (the initial kernel and the candidates, in order). The final "
          "re-timing and the specialised variants come after the search; their levels are drawn dashed.</p>\n"
-      << "<div class=\"chart\">\n" << progress_svg(best_so_far(history), progress_levels(s)) << "</div>\n"
+      << "<div class=\"chart\">\n" << progress_svg(best_so_far(history), progress_levels(s), model::is_simulated(s.gpu)) << "</div>\n"
       << "</section>\n";
     o << "<section id=\"dispatch\">\n<h2>Dispatch table</h2>\n<p class=\"muted\">How the launch header that "
          "<code>kopt generate</code> writes from this run chooses a variant for the sizes it is given.</p>\n"
@@ -593,7 +593,7 @@ WrittenReports write_reports(const store::RunStore& store, const std::vector<std
   std::string spec_note;
   const json spec = run_spec(store, &spec_note);
   if (!spec_note.empty()) w.notes.push_back(spec_note);
-  const std::string svg = heatmap_svg(store.history(), performance_cases);
+  const std::string svg = heatmap_svg(store.history(), performance_cases, model::is_simulated(summary.gpu));
   const model::Attempt* best = store.best();
   if (summary.final_best && summary.final_best->index)
     for (const auto& a : store.history())

@@ -20,13 +20,17 @@ namespace kopt::report {
 /// differ between them (a column each, headed by the name; those all share
 /// are said once above), else with its label. When no attempt has a speedup over the reference (it was
 /// not timed), the speedups are over the initial kernel instead (the <svg>
-/// element's data-baseline says which: "reference" or "initial"). Returns
-/// the SVG text.
+/// element's data-baseline says which: "reference" or "initial").
+/// `simulated`: the timings came from a simulated GPU (model::is_simulated
+/// of the summary's "gpu"): the <title> and a caption under the heading say
+/// model::kSimulatedNote, every cell's tooltip says so (text::kSimulatedTip),
+/// and the <svg> element has data-simulated="true". Returns the SVG text.
 std::string heatmap_svg(const std::vector<model::Attempt>& history,
-                        const std::vector<std::string>& performance_cases);
+                        const std::vector<std::string>& performance_cases, bool simulated = false);
 
 /// HTML report: a warning first when the GPU was simulated (model::
-/// is_simulated of summary "gpu": the timings are made up); summary table
+/// is_simulated of summary "gpu": the timings are made up; the charts'
+/// titles and tooltips say so too); summary table
 /// (best candidate, geomean, speedups, counts by verdict, GPU; the summary's
 /// other documents as raw JSON in collapsed <details>; `summary` read with
 /// store::ReadMode::tolerant shows what reads of a damaged file); the shipped

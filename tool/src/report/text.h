@@ -33,6 +33,11 @@ std::string speedup_text(double s);
 /// Finite and > 0.
 bool finite_positive(double v);
 
+/// What a tooltip that shows a time adds when the GPU was simulated (the
+/// fake worker: model::DeviceInfo::simulated); the chart's <title> and the
+/// report's banner say model::kSimulatedNote in full.
+constexpr const char* kSimulatedTip = " (simulated timing: fake worker, no GPU)";
+
 /// The font stack of every SVG the report draws.
 constexpr const char* kFont =
     "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";

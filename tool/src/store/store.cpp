@@ -138,18 +138,6 @@ void check_format_version(const json& j, const stdfs::path& file, const std::str
   }
 }
 
-// "history.json.tmp.1234.567": a temporary file of fs::write_file_atomic.
-bool is_temp_name(const std::string& name) {
-  const auto p = name.rfind(".tmp.");
-  if (p == std::string::npos || p == 0) return false;
-  const std::string rest = name.substr(p + 5);
-  const auto dot = rest.find('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) return false;
-  for (size_t i = 0; i < rest.size(); ++i)
-    if (i != dot && (rest[i] < '0' || rest[i] > '9')) return false;
-  return true;
-}
-
 // history.json leaves the raw per-launch samples out; result.json has them.
 // A missing or damaged result.json only loses the samples.
 void restore_raw_samples(const stdfs::path& result_path, model::Result* r) {
@@ -426,10 +414,11 @@ RunStore RunStore::open(const stdfs::path& dir, const std::string& expected_spec
 
   if (!expected_spec_hash.empty() && expected_spec_hash != s.info_.spec_hash) {
     throw UsageError("kopt.run.902",
-                     dir.string() + " was made from another spec (hash " + s.info_.spec_hash +
+                     dir.string() + " was made from another spec, or a file it names (kernel, reference, "
+                         "template or input) or a header they include changed since (hash " + s.info_.spec_hash +
                          " vs " + expected_spec_hash +
                          " for the spec given now): start a new run, or pass the spec it was made "
-                         "from (its copy is " + (dir / kSpecJson).string() + ").");
+                         "from (its copy is " + (dir / kSpecJson).string() + ") with those files as they were.");
   }
 
   s.spec_json_ = read_run_json(dir, kSpecJson, "the workload");
@@ -566,7 +555,7 @@ void RunStore::record(Attempt attempt) {
   for (stdfs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     std::error_code ignore;
-    if (is_temp_name(name) && it->is_regular_file(ignore)) stdfs::remove(it->path(), ignore);
+    if (fs::atomic_temp_pid(name) && it->is_regular_file(ignore)) stdfs::remove(it->path(), ignore);
   }
 }
 

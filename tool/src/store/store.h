@@ -109,7 +109,8 @@ class RunStore {
 
   /// Opens an existing run to resume it. Throws UsageError(kopt.run.901) when
   /// `dir` is not a run folder (names what is missing), kopt.run.902 when its
-  /// spec hash differs from `expected_spec_hash` (the spec changed since), and
+  /// spec hash differs from `expected_spec_hash` (the spec, a file it names
+  /// or a header they include changed since: store::spec_fingerprint), and
   /// kopt.run.903 for an unsupported format_version. Never modifies files
   /// while checking.
   /// An empty `expected_spec_hash` skips the spec check (e.g. to regenerate

@@ -241,6 +241,17 @@ void write_raw_atomic(const std::filesystem::path& path, const char* data, size_
 }
 }  // namespace
 
+std::optional<long long> atomic_temp_pid(const std::string& name) {
+  const auto p = name.rfind(".tmp.");
+  if (p == std::string::npos || p == 0) return std::nullopt;
+  const std::string rest = name.substr(p + 5);
+  const auto dot = rest.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size() || dot > 18) return std::nullopt;
+  for (size_t i = 0; i < rest.size(); ++i)
+    if (i != dot && (rest[i] < '0' || rest[i] > '9')) return std::nullopt;
+  return std::stoll(rest.substr(0, dot));
+}
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& data) {
   write_raw_atomic(path, data.data(), data.size());
 }

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,14 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& dat
 
 /// Same, for binary blobs.
 void write_file_atomic(const std::filesystem::path& path, const std::vector<char>& data);
+
+/// The process id in the name of write_file_atomic's temporary file
+/// ("history.json.tmp.1234.567": 1234, the writer's pid, then a random
+/// number), or nullopt when `filename` (a name, not a path) is not one. Such
+/// a file outlives its write only when the writer was killed between
+/// creating and renaming it; the owners of the tool's folders remove those
+/// (the run store, the compile cache), and nothing ever reads one.
+std::optional<long long> atomic_temp_pid(const std::string& filename);
 
 /// A file the user named (evaluate --json FILE): written like
 /// write_file_atomic, except that a symlink is written through (the link
