@@ -14,20 +14,31 @@
 // apart from its neighbours.
 //
 // The model: kTrees regression trees, each fitted to a bootstrap sample of
-// the results; a node splits on the best threshold (the largest decrease of
-// the squared error) of a random subset of the parameters, a parameter's
-// value index being its coordinate; leaves hold at least kMinLeaf results.
-// A failed configuration counts as kFailurePenalty worse than the worst
-// success (as in "surrogate"). The prediction is the trees' mean, its spread
-// their standard deviation. The forest is refitted when the results have
-// grown by a kRefit fraction since the last fit (at least one).
+// the successful results' log scores; a node splits on the best threshold
+// (the largest decrease of the squared error) of a random subset of the
+// parameters (each with probability kFeatureFraction), a parameter's value
+// index being its coordinate; leaves hold at least kMinLeaf results, depth
+// at most kMaxDepth. The prediction is the trees' mean, its spread their
+// standard deviation. Failures are not counted as slow (a failure beside the
+// optimum would make the model avoid the optimum's region): a second forest
+// of the same kind, fitted to every result with 1 for a failure and 0 for a
+// success, predicts the chance that a configuration fails (no forest, and
+// chance 0, while nothing has failed). Both are refitted when the results
+// have grown by a kRefit fraction since the last fit (at least one).
 //
 // Proposals: until kSpaceFillingStart (strategy_base.h) results are in,
-// covering_unseen(). Then, with probability kEpsilon, a random unseen
-// configuration; otherwise the candidate with the lowest mean - kKappa x
-// spread among kCandidates random unseen configurations, the unseen
-// neighbours of the kIncumbents best results and kMutants random moves of
-// two parameters of the best ones.
+// covering_unseen(). Then, with probability kForestEpsilon, a random unseen
+// configuration; otherwise, among kForestCandidates random unseen
+// configurations, the unseen neighbours (one parameter one step, and two
+// parameters one step each: StrategyBase::unseen_diagonal_neighbours()) of
+// the kForestIncumbents best results and kMutants random changes of two
+// parameters of those, the candidate with the lowest mean - kKappa x spread,
+// leaving after every other those whose chance of failing is over
+// kMaxFailure (a learnt filter before compiling).
+//
+// The constants are common random-forest settings, not tuned; the forest's
+// place in the portfolio was measured on synthetic design spaces only
+// (docs/search.md, "The default portfolio").
 #include <algorithm>
 #include <cmath>
 #include <limits>

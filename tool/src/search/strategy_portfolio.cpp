@@ -40,10 +40,10 @@
 // (whoever proposed the others): after the first few dozen evaluations new
 // bests are too rare to tell the members apart, while landing among the best
 // few still separates a member that searches the right region from one that
-// does not. Measured on the development spaces (20 seeds): crediting new
-// bests only, or a continuous credit (the result's quantile among all
-// results, cubed), or a window of 100 or 500, or a discounted UCB bandit,
-// came within noise of this choice.
+// does not. Measured with the earlier members (genetic, anneal, surrogate,
+// random) on the development spaces: crediting new bests only, a continuous
+// credit (the result's quantile among all results, cubed), a window of 100
+// or 500, or a discounted UCB bandit came within noise of this choice.
 //
 // The first kSpaceFillingStart proposals are a space-filling start
 // (covering_unseen()); every member learns from them, none is credited. A
