@@ -5,7 +5,7 @@
 //
 //   kopt_synthetic_spaces DIR SPACE...
 //
-// SPACE: synthetic:FAMILY-SEED (conv, pnpoly, dedisp, random); "development"
+// SPACE: synthetic:FAMILY-SEED (conv, pnpoly, dedisp, random, gemm); "development"
 // or "holdout" (the synthetic sets); "sgemm-synthetic" (the unit tests'
 // synthetic SGEMM space). Writes DIR/<label>.json. Exit codes: 0; 2 bad usage.
 #include <cstdio>

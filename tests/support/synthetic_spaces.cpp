@@ -376,9 +376,60 @@ RecordedSpace random_space(uint64_t seed) {
   return s;
 }
 
+// --- gemm ---------------------------------------------------------------------------
+
+RecordedSpace gemm_space(uint64_t seed) {
+  Draw d(seed * 6700417 + 5);
+  const Gpu g = draw_gpu(d);
+  const double m = double(d.pick({1024, 2048, 4096, 8192})), n = double(d.pick({1024, 3072, 4096, 8192})),
+               k = double(d.pick({512, 2048, 4096}));
+  const double knee = d.uniform(0.15, 0.35), latency = d.uniform(0.3, 0.6), swizzle_gain = d.uniform(0.0, 0.15);
+  const double vec_gain = d.uniform(0.05, 0.3), regs_per_acc = d.uniform(0.9, 1.3);
+  RecordedSpace s;
+  s.params = {{"block_m", {16, 32, 64, 128, 256}}, {"block_n", {16, 32, 64, 128, 256}},
+              {"block_k", {8, 16, 32, 64}},         {"warp_m", {16, 32, 64}},
+              {"warp_n", {16, 32, 64}},             {"stages", {1, 2, 3, 4}},
+              {"vector", {1, 2, 4}},                {"swizzle", {0, 1}}};
+  for_each_config(s.params, [&](const Config& c) {
+    const int64_t bm = c.at("block_m"), bn = c.at("block_n"), bk = c.at("block_k"), wm = c.at("warp_m"),
+                  wn = c.at("warp_n"), stages = c.at("stages"), vec = c.at("vector"), swz = c.at("swizzle");
+    if (wm > bm || wn > bn) return;  // a restriction: a warp's tile within the block's
+    const int64_t threads = bm / wm * (bn / wn) * 32;
+    if (threads > 1024) return;
+    const std::string key = config_key(c);
+    const int64_t smem = stages * (bm + bn) * bk * 4;
+    const int64_t regs = static_cast<int64_t>(40 + regs_per_acc * double(wm * wn) / 32.0 + 4 * double(vec) + 8 * swz);
+    const double compile_ms = 800 + 0.4 * double(wm * wn) + 60 * double(stages);
+    Outcome o;
+    if (smem > g.smem_per_block) o = failed("CompilationFailedConfig");
+    else if (regs > 255 || resident_blocks(g, threads, regs, smem) == 0) o = failed("RuntimeFailedConfig");
+    else {
+      const int64_t bps = resident_blocks(g, threads, regs, smem);
+      const double occupancy = double(bps * threads) / double(g.threads_per_sm);
+      // Operand reuse: a block loads (bm + bn) x bk for bm x bn x bk FMAs; a
+      // warp's registers reuse (wm + wn) loads for wm x wn FMAs.
+      const double e_block = 1.0 / (1.0 + 24.0 * double(bm + bn) / double(bm * bn));
+      const double e_warp = 1.0 / (1.0 + 6.0 * double(wm + wn) / double(wm * wn));
+      const double e_k = bk >= 16 ? 1.0 : 0.85;
+      const double e_pipe = 1.0 - latency / double(stages + (stages > 1 ? 1 : 0)) * (bk >= 32 ? 0.8 : 1.0);
+      const double e_vec = 1.0 + vec_gain * std::log2(double(vec)) * (bk % (4 * vec) ? 0.2 : 1.0);
+      const double e_swz = 1.0 + (swz ? (bm * bn >= 128 * 64 ? swizzle_gain : -swizzle_gain) : 0.0);
+      const double e = e_block * e_warp * e_k * e_pipe * e_vec * e_swz * occupancy_efficiency(occupancy, knee);
+      const double blocks = std::ceil(m / double(bm)) * std::ceil(n / double(bn));
+      const double per_wave = g.sms * double(bps);
+      const double waves = std::ceil(blocks / per_wave), full = blocks / per_wave;
+      const double t = 2.0 * m * n * k / (g.sms * g.flops_per_sm * 4.0 * e) * (waves / full);
+      const double t_memory = (m * k + k * n + m * n) * 4.0 / g.bytes_per_s;
+      o = ok(1e3 * std::max(t, t_memory) * std::exp(0.006 * normal(hash_of(key, seed))) + 0.005);
+    }
+    s.entries.push_back({c, with_cost(o, compile_ms, key, seed)});
+  });
+  return s;
+}
+
 }  // namespace
 
-std::vector<std::string> synthetic_families() { return {"conv", "pnpoly", "dedisp", "random"}; }
+std::vector<std::string> synthetic_families() { return {"conv", "pnpoly", "dedisp", "random", "gemm"}; }
 
 RecordedSpace synthetic_space(const std::string& family, uint64_t seed) {
   RecordedSpace s;
@@ -386,7 +437,8 @@ RecordedSpace synthetic_space(const std::string& family, uint64_t seed) {
   else if (family == "pnpoly") s = pnpoly_space(seed);
   else if (family == "dedisp") s = dedisp_space(seed);
   else if (family == "random") s = random_space(seed);
-  else throw UsageError("kopt.replay.120", "unknown synthetic family '" + family + "' (conv, pnpoly, dedisp, random)");
+  else if (family == "gemm") s = gemm_space(seed);
+  else throw UsageError("kopt.replay.120", "unknown synthetic family '" + family + "' (conv, pnpoly, dedisp, random, gemm)");
   s.label = family + "-" + std::to_string(seed);
   s.source = "synthetic: a model of a " + family + " landscape (tests/support/synthetic_spaces.cpp), seed " +
              std::to_string(seed) + "; not a measurement";
@@ -398,12 +450,13 @@ RecordedSpace synthetic_space(const std::string& family, uint64_t seed) {
 std::vector<std::pair<std::string, uint64_t>> development_spaces() {
   return {{"conv", 1},   {"conv", 2},   {"conv", 3},   {"conv", 4},   {"pnpoly", 1}, {"pnpoly", 2},
           {"pnpoly", 3}, {"dedisp", 1}, {"random", 1}, {"random", 2}, {"random", 3}, {"random", 4},
-          {"random", 5}, {"random", 6}};
+          {"random", 5}, {"random", 6}, {"gemm", 1},   {"gemm", 2},   {"gemm", 3}};
 }
 
 std::vector<std::pair<std::string, uint64_t>> holdout_spaces() {
   return {{"conv", 11},   {"conv", 12},   {"conv", 13},   {"pnpoly", 11}, {"pnpoly", 12},
-          {"dedisp", 11}, {"random", 11}, {"random", 12}, {"random", 13}, {"random", 14}};
+          {"dedisp", 11}, {"random", 11}, {"random", 12}, {"random", 13}, {"random", 14},
+          {"gemm", 11},   {"gemm", 12},   {"gemm", 13}};
 }
 
 }  // namespace kopt::test

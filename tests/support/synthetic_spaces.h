@@ -26,6 +26,13 @@
 //             and categorical main effects, pairwise interactions, a resource
 //             limit whose edge holds the optimum, jagged values, scattered
 //             failures, sometimes a plateau.
+//   "gemm"    a tiled matrix product (block, warp and k tiles, pipeline
+//             stages, vector width, a swizzle switch; about 12,000
+//             configurations): operand reuse grows with the tiles until the
+//             shared memory, registers or occupancy run out, so the few best
+//             configurations (1-10 within 5%) sit beside ones that fail
+//             (a quarter to a half of the space), with wave quantisation and
+//             a switch that helps large tiles and hurts small ones.
 //
 // Every entry has an evaluation cost (compile time plus 32 timed runs, as
 // Kernel Tuner records), so the spaces are timed. `kopt_synthetic_spaces`

@@ -16,6 +16,7 @@ constexpr Entry kStrategies[] = {
     {"exhaustive", detail::make_exhaustive}, {"random", detail::make_random},
     {"anneal", detail::make_anneal},         {"genetic", detail::make_genetic},
     {"surrogate", detail::make_surrogate},   {"portfolio", detail::make_portfolio},
+    {"forest", detail::make_forest},         {"local", detail::make_local},
 };
 
 /// Spaces up to this many valid configurations are searched exhaustively.

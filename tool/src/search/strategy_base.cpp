@@ -145,4 +145,19 @@ std::vector<Point> StrategyBase::unseen_neighbours(const Point& p) const {
   return out;
 }
 
+std::vector<Point> StrategyBase::unseen_diagonal_neighbours(const Point& p) const {
+  std::vector<Point> out;
+  for (size_t a = 0; a < dims(); ++a)
+    for (size_t b = a + 1; b < dims(); ++b)
+      for (int32_t sa : {-1, 1})
+        for (int32_t sb : {-1, 1}) {
+          Point q = p;
+          q[a] += sa;
+          q[b] += sb;
+          if (q[a] < 0 || q[a] >= extent(a) || q[b] < 0 || q[b] >= extent(b) || seen(q) || !valid(q)) continue;
+          out.push_back(std::move(q));
+        }
+  return out;
+}
+
 }  // namespace kopt::search::detail

@@ -116,6 +116,11 @@ class StrategyBase : public Strategy {
   std::optional<Point> covering_unseen();
   /// Valid unseen points one step away from `p` along one parameter.
   std::vector<Point> unseen_neighbours(const Point& p) const;
+  /// Valid unseen points one step away from `p` along each of two parameters
+  /// (the diagonal moves: one parameter up and another down trades one
+  /// resource for another at a resource limit, where every single step fails
+  /// or is slower).
+  std::vector<Point> unseen_diagonal_neighbours(const Point& p) const;
   /// A fair coin flip.
   bool coin() { return (rng_() >> 63) != 0; }
   /// A random element of `v` (non-empty).
@@ -144,5 +149,7 @@ std::unique_ptr<Strategy> make_anneal();
 std::unique_ptr<Strategy> make_genetic();
 std::unique_ptr<Strategy> make_surrogate();
 std::unique_ptr<Strategy> make_portfolio();
+std::unique_ptr<Strategy> make_local();
+std::unique_ptr<Strategy> make_forest();
 
 }  // namespace kopt::search::detail
