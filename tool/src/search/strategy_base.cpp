@@ -132,6 +132,26 @@ std::optional<Point> StrategyBase::covering_unseen() {
   return random_unseen();
 }
 
+std::optional<Point> StrategyBase::spread_unseen(size_t candidates) {
+  std::optional<Point> best;
+  size_t best_distance = 0;
+  for (size_t i = 0; i < candidates; ++i) {
+    std::optional<Point> p = random_unseen();
+    if (!p) return best;
+    size_t distance = p->size() + 1;  // farther than any point: nothing seen yet
+    for (const Point& q : seen_) {
+      size_t differ = 0;
+      for (size_t d = 0; d < q.size(); ++d) differ += q[d] != (*p)[d];
+      distance = std::min(distance, differ);
+    }
+    if (!best || distance > best_distance) {
+      best = std::move(p);
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
 std::vector<Point> StrategyBase::unseen_neighbours(const Point& p) const {
   std::vector<Point> out;
   for (size_t d = 0; d < dims(); ++d) {

@@ -44,10 +44,10 @@ inline constexpr uint64_t kPoolCartesianLimit = uint64_t{1} << 18;
 /// random_unseen() gives up.
 inline constexpr uint64_t kPoolEnumerationLimit = 2'000'000;
 
-/// The length of the space-filling start of the model-guided strategies: the
-/// surrogate proposes from StrategyBase::covering_unseen() until it has this
-/// many results, the portfolio for its first this many proposals; then their
-/// model or bandit chooses.
+/// The length of the start of the model-guided strategies: the surrogate
+/// proposes from StrategyBase::covering_unseen() until it has this many
+/// results, the portfolio from StrategyBase::spread_unseen() for its first
+/// this many proposals; then their model or bandit chooses.
 inline constexpr size_t kSpaceFillingStart = 8;
 
 /// Implements the Strategy interface on points. Subclasses implement
@@ -114,6 +114,17 @@ class StrategyBase : public Strategy {
   /// 700 of the valid space, or infeasible) is skipped from then on.
   /// random_unseen() when every value is covered.
   std::optional<Point> covering_unseen();
+  /// A spread start point (the portfolio's start): of `candidates` draws of
+  /// random_unseen(), the one farthest from every point seen so far (its
+  /// smallest Hamming distance to them, the number of parameters whose
+  /// values differ; ties: the earlier draw). Each proposal stays a random
+  /// valid configuration, but the first few rarely repeat each other's
+  /// values, as a Latin hypercube's do (M. D. McKay, R. J. Beckman and W. J.
+  /// Conover, Technometrics 21(2), 1979: stratified inputs lower the
+  /// variance of what a few samples find); counting differing values rather
+  /// than index distances favours no extreme value. nullopt when
+  /// random_unseen() finds nothing.
+  std::optional<Point> spread_unseen(size_t candidates);
   /// Valid unseen points one step away from `p` along one parameter.
   std::vector<Point> unseen_neighbours(const Point& p) const;
   /// Valid unseen points one step away from `p` along each of two parameters
