@@ -38,6 +38,11 @@ std::string fmt(double v, int precision = 4);
 /// The NVRTC compile threads for --compile-threads N (0: hardware threads - 1, at least 1).
 unsigned compile_threads(int requested);
 
+/// The `q` quantile (0..1) of `v` by nearest rank: the value at index
+/// floor(q n) of the sorted values (q = 0.5: the upper median); NaN when `v`
+/// is empty.
+double quantile(std::vector<double> v, double q);
+
 /// The compile-ahead depth: how many candidates to keep proposed and queued
 /// for compiling ahead of the GPU, so that a candidate's compile is done when
 /// a worker is free for it, and no more. A candidate queued now starts after

@@ -25,10 +25,6 @@ double median_ms(const Attempt& a, const std::string& name) {
   return model::case_median_ms(a, name).value_or(INFINITY);
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? NAN : v[v.size() / 2];
-}
 
 /// Case names sorted and joined: a set of cases as a map key.
 std::string cases_key(std::vector<std::string> names) {
@@ -309,14 +305,14 @@ void Driver::retime_finalists(FinalistTable& t, int rounds, Finalists& f) {
   double best_median = INFINITY;
   f.winner = nullptr;  // only a candidate that passed its re-checks can win
   for (size_t i = 0; i < n; ++i) {
-    const double median = median_of(g[i]);
+    const double median = quantile(g[i], 0.5);
     store::RetimeEntry e;
     e.index = t.ranked[i]->index;
     e.label = t.ranked[i]->label;
     e.geomeans_ms = g[i];
     if (!g[i].empty() && std::isfinite(median)) e.median_ms = median;
     for (const auto& [name, v] : per_case[i]) {
-      t.case_ms[i][name] = median_of(v);
+      t.case_ms[i][name] = quantile(v, 0.5);
       if (std::isfinite(t.case_ms[i][name])) e.cases_median_ms[name] = t.case_ms[i][name];
       else e.cases_median_ms[name] = std::nullopt;
     }

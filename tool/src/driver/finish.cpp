@@ -27,23 +27,18 @@ std::vector<std::string> launch_lines(const spec::Candidate& c, const spec::Spec
 }  // namespace
 
 store::TunerStats PipelineStats::record() const {
-  std::vector<double> sorted = compile_ms;
-  std::sort(sorted.begin(), sorted.end());
   store::TunerStats t;
   t.candidates_per_minute = search_minutes > 0 ? evaluated / search_minutes : 0.0;
   t.gpu_measured_fraction = search_minutes > 0 ? gpu_measured_ms / (search_minutes * 60000.0) : 0.0;
-  t.compile_ms_median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+  t.compile_ms_median = compile_ms.empty() ? 0.0 : quantile(compile_ms, 0.5);
   t.compile_cache_hit_rate = compiles ? static_cast<double>(cache_hits) / compiles : 0.0;
   t.compile_threads = threads;
   // Compiles finished before the GPU loop asked for them, and the time it
   // waited for the others: the overlap of compilation with evaluation.
   t.compiles_ready_when_needed = compiles_ready;
   t.withdrawn_before_evaluation = withdrawn;
-  if (!ahead.empty()) {
-    std::vector<double> a = ahead;
-    std::sort(a.begin(), a.end());
-    t.compile_ahead = store::TunerStats::Ahead{a[a.size() / 2], a.back(), !fixed_ahead};
-  }
+  if (!ahead.empty())
+    t.compile_ahead = store::TunerStats::Ahead{quantile(ahead, 0.5), quantile(ahead, 1.0), !fixed_ahead};
   t.compile_wait_ms = compile_wait_ms;
   // Worker wall time checking and in the timed loops, summed.
   t.worker_check_ms = check_ms;

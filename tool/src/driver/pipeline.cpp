@@ -84,14 +84,18 @@ class Progress {
   bool quiet_, tty_;
 };
 
-/// The `q` quantile (0..1) of the last `n` values of `v` (nearest rank).
+/// The `q` quantile of the last `n` values of `v`.
 double recent_quantile(const std::vector<double>& v, size_t n, double q) {
-  std::vector<double> tail(v.end() - static_cast<std::ptrdiff_t>(std::min(n, v.size())), v.end());
-  std::sort(tail.begin(), tail.end());
-  return tail[std::min(tail.size() - 1, static_cast<size_t>(q * static_cast<double>(tail.size())))];
+  return quantile(std::vector<double>(v.end() - static_cast<std::ptrdiff_t>(std::min(n, v.size())), v.end()), q);
 }
 
 }  // namespace
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
 
 size_t compile_ahead_depth(const std::vector<double>& compile_ms, const std::vector<double>& eval_ms, size_t workers,
                            size_t most) {
