@@ -152,14 +152,19 @@ std::optional<Point> StrategyBase::spread_unseen(size_t candidates) {
   return best;
 }
 
+bool StrategyBase::unseen_valid(const Point& p) const {
+  for (size_t d = 0; d < p.size(); ++d)
+    if (p[d] < 0 || p[d] >= extent(d)) return false;
+  return !seen(p) && valid(p);
+}
+
 std::vector<Point> StrategyBase::unseen_neighbours(const Point& p) const {
   std::vector<Point> out;
   for (size_t d = 0; d < dims(); ++d) {
     for (int32_t step : {-1, 1}) {
       Point q = p;
       q[d] += step;
-      if (q[d] < 0 || q[d] >= extent(d) || seen(q) || !valid(q)) continue;
-      out.push_back(std::move(q));
+      if (unseen_valid(q)) out.push_back(std::move(q));
     }
   }
   return out;
@@ -174,8 +179,7 @@ std::vector<Point> StrategyBase::unseen_diagonal_neighbours(const Point& p) cons
           Point q = p;
           q[a] += sa;
           q[b] += sb;
-          if (q[a] < 0 || q[a] >= extent(a) || q[b] < 0 || q[b] >= extent(b) || seen(q) || !valid(q)) continue;
-          out.push_back(std::move(q));
+          if (unseen_valid(q)) out.push_back(std::move(q));
         }
   return out;
 }

@@ -92,6 +92,9 @@ class StrategyBase : public Strategy {
   /// Number of distinct points proposed or observed so far.
   size_t seen_count() const { return seen_.size(); }
   bool valid(const Point& p) const { return space_->valid_point(p); }
+  /// Whether `p` may be proposed: every index within its parameter's values,
+  /// not seen yet, and valid.
+  bool unseen_valid(const Point& p) const;
   Config to_config(const Point& p) const { return space_->to_config(p); }
   /// nullopt when `c` is not a point of the space (unknown name or value).
   std::optional<Point> to_point(const Config& c) const;

@@ -57,7 +57,6 @@ constexpr double kForestEpsilon = 0.1;
 constexpr double kKappa = 0.5;
 constexpr size_t kForestCandidates = 200;
 constexpr size_t kForestIncumbents = 3;
-constexpr bool kForestDiag = true;
 constexpr size_t kMutants = 30;
 constexpr double kMaxFailure = 0.5;
 
@@ -261,7 +260,7 @@ class Forest final : public StrategyBase {
     const std::vector<Point> inc = incumbents();
     for (const Point& q : inc) {
       for (const Point& n : unseen_neighbours(q)) add(n);
-      if (kForestDiag) for (const Point& n : unseen_diagonal_neighbours(q)) add(n);
+      for (const Point& n : unseen_diagonal_neighbours(q)) add(n);
     }
     for (size_t i = 0; i < kMutants && !inc.empty(); ++i) {
       Point q = inc[uniform_index(rng(), inc.size())];
@@ -269,7 +268,7 @@ class Forest final : public StrategyBase {
         const size_t d = uniform_index(rng(), dims());
         q[d] = int32_t(uniform_index(rng(), size_t(extent(d))));
       }
-      if (!seen(q) && valid(q)) add(q);
+      if (unseen_valid(q)) add(q);
     }
     for (size_t i = 0; i < kForestCandidates; ++i) {
       std::optional<Point> p = random_unseen();

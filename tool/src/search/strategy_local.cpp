@@ -42,7 +42,7 @@ class Local final : public StrategyBase {
       if (!step_.empty())
         if (std::optional<Point> q = moved(b, step_)) return q;
       for (const Point& q : model_steps(b))
-        if (usable(q)) return q;
+        if (unseen_valid(q)) return q;
     }
     for (const auto& [v, p] : best_) {
       std::vector<Point> n = unseen_neighbours(p);
@@ -65,16 +65,10 @@ class Local final : public StrategyBase {
   }
 
  private:
-  bool usable(const Point& q) const {
-    for (size_t d = 0; d < q.size(); ++d)
-      if (q[d] < 0 || q[d] >= extent(d)) return false;
-    return !seen(q) && valid(q);
-  }
-
   std::optional<Point> moved(const Point& b, const std::vector<int32_t>& step) const {
     Point q = b;
     for (size_t d = 0; d < q.size(); ++d) q[d] += step[d];
-    if (q == b || !usable(q)) return std::nullopt;
+    if (q == b || !unseen_valid(q)) return std::nullopt;
     return q;
   }
 
