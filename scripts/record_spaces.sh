@@ -3,7 +3,7 @@
 # for each workload, `kopt optimize --strategy random` over its whole space (random
 # order without repeats: a sweep cut short is an unbiased sample of the space),
 # quick timing (3 warm-up + 15 timed launches unless --timing says, one checking trial), no shape
-# classes, no re-timing; then the run folder as T4 results, a record that
+# classes, no screening, no re-timing; then the run folder as T4 results, a record that
 # `kopt replay` and scripts/compare_kernel_tuner.py read.
 #
 # Resumable: every call continues each workload's run (kopt optimize --resume)
@@ -98,8 +98,9 @@ for w in "${WORKLOADS[@]}"; do
   [ -f "$dir/make_inputs.py" ] && [ ! -d "$dir/inputs" ] && python3 "$dir/make_inputs.py" >/dev/null
   results="$WORK/$name"
   run="$(ls -d "$results"/run-* 2>/dev/null | head -1)"
+  # --screen-factor 0: every configuration timed in full (a screened one would record its probe).
   common=(--strategy random --seed 1 --budget "evals=$TARGET,minutes=$MINUTES" --shape-classes off
-          --retime-rounds 0 --no-specialize --quiet)
+          --screen-factor 0 --retime-rounds 0 --no-specialize --quiet)
   common+=(--cache-dir "${CACHE_DIR:-$WORK/kcache}")
   # Testing: extra kopt optimize arguments (the CTest runs it over the fake worker).
   [ -n "${KOPT_RECORD_ARGS:-}" ] && read -r -a extra <<<"$KOPT_RECORD_ARGS" && common+=("${extra[@]}")

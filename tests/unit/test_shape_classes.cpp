@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -336,6 +337,61 @@ TEST(ShapeClassesE2E, ScreeningStopsTimingFarSlowerCasesAfterOneProbe) {
   for (const auto& c : s["shape_classes"]) counted += c["screened_cases"].get<int64_t>();
   EXPECT_GT(counted, 0) << s["shape_classes"].dump(1);
   EXPECT_EQ(s["screen_factor"], 1.2);
+}
+
+// Without shape classes the search screens too: each candidate's limit on a
+// case is the factor times the fastest unscreened median of a candidate
+// recorded there before it started (the driver sends a candidate before it records the one
+// before, so the limit may lag one result behind, never lead).
+TEST(ShapeClassesE2E, APlainSearchScreensAgainstTheFastestMedianRecordedBefore) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize(d, "--shape-classes off --screen-factor 1.2 --budget evals=16"), err), 0)
+      << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  const json h = read_json(r / "history.json");
+  std::map<std::string, std::vector<double>> medians;  // per case, candidates' unscreened ok medians
+  int screened = 0, limited = 0;
+  for (const auto& a : h["attempts"]) {
+    const bool candidate = a["kind"] == "candidate";
+    for (const auto& c : a["cases"]) {
+      if (c["role"] != "performance" || !c.contains("latency")) continue;
+      const std::string name = c["name"].get<std::string>();
+      if (candidate && c.contains("screen_ms")) {
+        ++limited;
+        const double limit = c["screen_ms"].get<double>();
+        const auto& before = medians[name];
+        ASSERT_FALSE(before.empty()) << "a limit before any median on " << name << ": " << a["label"];
+        const double fastest = *std::min_element(before.begin(), before.end());
+        EXPECT_GE(limit, 1.2 * fastest - 1e-9) << a["label"] << " " << name;
+        EXPECT_TRUE(std::any_of(before.begin(), before.end(),
+                                [&](double m) { return std::abs(1.2 * m - limit) < 1e-9; }))
+            << a["label"] << " " << name << ": " << limit << " is not 1.2 x a recorded median";
+        if (c.value("screened", false)) {
+          ++screened;
+          EXPECT_EQ(c["latency"]["samples"], 1) << "the probe alone: " << c.dump();
+          EXPECT_GT(c["latency"]["median_ms"].get<double>(), limit) << c.dump();
+        }
+      }
+      if (candidate && a["verdict"] == "ok" && !c.value("screened", false))
+        medians[name].push_back(c["latency"]["median_ms"].get<double>());
+    }
+  }
+  EXPECT_GT(limited, 0);
+  EXPECT_GT(screened, 0);
+  const json s = read_json(r / "summary.json");
+  EXPECT_EQ(s["screen_factor"], 1.2);
+  EXPECT_EQ(s["screened_cases"], screened);
+  EXPECT_FALSE(s.contains("shape_classes"));
+
+  // Off: no limits at all.
+  TempDir off;
+  ASSERT_EQ(run(optimize(off, "--shape-classes off --screen-factor 0 --budget evals=8"), err), 0)
+      << kopt::fs::read_file(err);
+  const json h0 = read_json(off.path() / "results" / "run-001" / "history.json");
+  for (const auto& a : h0["attempts"])
+    for (const auto& c : a["cases"]) EXPECT_FALSE(c.contains("screen_ms")) << a["label"] << ": " << c.dump();
+  EXPECT_FALSE(read_json(off.path() / "results" / "run-001" / "summary.json").contains("screened_cases"));
 }
 
 /// The transpose template's folder copied into `d`, its spec without the

@@ -155,7 +155,10 @@ propose::ProposerPtr make_search(const OptimizeOptions& o, const spec::Spec& s, 
   }
   const int classes = o.shape_classes < 0 ? model::auto_shape_classes(points.size()) : o.shape_classes;
   if (!o.resume.empty()) check_resumed_grouping(o, points, size_names, classes);
-  if (classes <= 1 || points.size() < 2) return std::make_unique<propose::SearchProposer>(std::move(so));
+  if (classes <= 1 || points.size() < 2) {
+    so.screen_factor = o.screen_factor;  // a class search screens in its own proposer
+    return std::make_unique<propose::SearchProposer>(std::move(so));
+  }
   propose::ClassSearchOptions co;
   co.search = std::move(so);
   co.classes = model::group_shape_classes(points, size_names, classes);

@@ -1,5 +1,6 @@
 #include "propose/search_proposer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 
@@ -94,7 +95,28 @@ void SearchProposer::observe_recorded(const model::Attempt& a) {
         break;
       }
   }
+  learn_latencies(a);
   strategy_->observe({a.params, a.result.verdict == model::Verdict::ok, a.result.geomean_ms.value_or(0)});
+}
+
+void SearchProposer::learn_latencies(const model::Attempt& a) {
+  if (o_.screen_factor <= 0 || a.result.verdict != model::Verdict::ok) return;
+  for (const auto& cr : a.result.cases) {
+    if (cr.role != "performance" || !cr.latency) continue;
+    if (cr.screened) {
+      ++screened_cases_;
+      continue;
+    }
+    if (!(cr.latency->median_ms > 0)) continue;
+    auto [it, fresh] = best_case_ms_.emplace(cr.name, cr.latency->median_ms);
+    if (!fresh) it->second = std::min(it->second, cr.latency->median_ms);
+  }
+}
+
+bool SearchProposer::before_start(spec::Candidate& cand) {
+  if (o_.screen_factor <= 0) return true;
+  for (const auto& [name, ms] : best_case_ms_) cand.screen_ms[name] = ms * o_.screen_factor;
+  return true;
 }
 
 std::optional<Proposal> SearchProposer::offer(const search::Config& cfg) {
@@ -143,6 +165,7 @@ void SearchProposer::observe(const spec::Candidate& c, const model::Attempt& a) 
     outcomes_[it->second].attempt = a.index;
     pending_.erase(it);
   }
+  learn_latencies(a);
   const bool ok = a.result.verdict == model::Verdict::ok || a.result.verdict == model::Verdict::compiled;
   // Scores rank ok results; a compile-only run has none, so all tie.
   strategy_->observe({cfg, ok, a.result.geomean_ms.value_or(1.0)});
@@ -168,6 +191,10 @@ nlohmann::json SearchProposer::summary() const {
                        {"entries", o_.seeds.size()},
                        {"tried_first", accepted_.size()},
                        {"not_used", std::move(groups)}};
+  }
+  if (o_.screen_factor > 0) {
+    j["screen_factor"] = o_.screen_factor;
+    j["screened_cases"] = screened_cases_;
   }
   return j;
 }

@@ -62,6 +62,12 @@ struct SearchProposerOptions {
   /// checked them and a resumed run's records were observed (those are not
   /// tried again, nor counted as tried first); null: silent.
   std::function<void(const std::string&)> note;
+  /// Screening (`kopt optimize --screen-factor`, docs/search.md "Screening"):
+  /// before a candidate starts, each performance case gets a limit of this
+  /// times the fastest median recorded there so far (unscreened ok results);
+  /// a probe launch over it ends the case's timing (spec::Candidate::screen_ms).
+  /// 0: off (the default; a shape-class search screens in its own proposer).
+  double screen_factor = 0;
 };
 
 class SearchProposer final : public Proposer {
@@ -83,7 +89,12 @@ class SearchProposer final : public Proposer {
   Proposal propose() override;
   void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
-  /// {"strategy", "valid_configurations"} (null: too many to count), and
+  /// Sets the candidate's screening limits from the fastest medians so far
+  /// (with SearchProposerOptions::screen_factor > 0); never withdraws one.
+  bool before_start(spec::Candidate& candidate) override;
+  /// {"strategy", "valid_configurations"} (null: too many to count), with
+  /// screening "screen_factor" and "screened_cases" (cases whose timing the
+  /// probe ended, this session and recorded ones), and
   /// with seeds "warm_start": {"from", "about", "entries", "tried_first", "not_used":
   /// {group: {"count", "first": {"at", "reason"}}}}.
   nlohmann::json summary() const override;
@@ -141,6 +152,11 @@ class SearchProposer final : public Proposer {
   };
   std::map<std::string, Group> not_used_;
   std::vector<std::string> seed_report_;
+  /// Screening: per performance case, the fastest unscreened ok median; and
+  /// the cases screened so far.
+  void learn_latencies(const model::Attempt& attempt);
+  std::map<std::string, double> best_case_ms_;
+  int64_t screened_cases_ = 0;
 };
 
 }  // namespace kopt::propose
