@@ -135,8 +135,8 @@ void OptimizeCommand::add_search(CLI::App& sub) {
       ->check(check::shape_classes())
       ->capture_default_str();
   screen_factor_opt_ = sub.add_option("--screen-factor", o_.screen_factor,
-                 "With shape classes: a case whose probe launch is slower than this times the best known there "
-                 "(a candidate's median, or 4x the cuBLAS baseline's when lower) is not timed further (0: off)")
+                 "A case whose probe launch is slower than this times the best known there (a candidate's "
+                 "median; with shape classes also 4x the cuBLAS baseline's when lower) is not timed further (0: off)")
       ->check(check::screen_factor())
       ->capture_default_str();
   sub.add_option("--compile-threads", o_.compile_threads,
