@@ -34,7 +34,8 @@
 #   workload per call, resumed by the next call
 #   until each holds SPACES_TARGET (default 1200) configurations; SPACES_WORKLOADS (default: the six
 #   of the script); SPACES_TIMING (W,I: a new record's warm-up and timed launches, record_spaces.sh's
-#   --timing); the T4 records come back in $OUT/spaces
+#   --timing); SPACES_PERF_ONLY=1: a new record's spec keeps only the performance cases
+#   (--performance-cases-only); the T4 records come back in $OUT/spaces
 #   CAPTURE_BUDGET (env): optimize_sgemm's budget in the capture stage (default evals=16,minutes=1.5)
 #   EXAMPLE_ARGS (env): extra -D options of the example stage's configure, e.g. "-DKOPT_EXAMPLE_BUDGET=evals=60"
 #     (the example tunes on templates/sgemm/application_shapes.json with evals=1000,minutes=5 by default)
@@ -148,7 +149,7 @@ if [[ " $STAGES " == *" spaces "* ]]; then
   # The run folders stay in build-gpu/spaces between calls; the records come back in $OUT/spaces.
   bash scripts/record_spaces.sh --kopt "$K" --work "$BUILD/spaces" --out "$OUT/spaces" \
        --minutes "$SPACES_MINUTES" --target "$SPACES_TARGET" ${SPACES_TIMING:+--timing "$SPACES_TIMING"} \
-       $SPACES_WORKLOADS \
+       ${SPACES_PERF_ONLY:+--performance-cases-only} $SPACES_WORKLOADS \
        2>&1 | tee "$LOGS/spaces.log"
 fi
 

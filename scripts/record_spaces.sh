@@ -22,6 +22,10 @@
 #   --minutes per workload and call (default 4)
 #   --timing  W,I: warm-up and timed launches of a new record (default 3,15; fewer for
 #             kernels of many milliseconds, e.g. 1,5)
+#   --performance-cases-only  the record's spec keeps only the performance cases (each configuration
+#             is still checked on them): half the compiles of a spec whose case sizes are
+#             compile-time defines with one correctness case (the convolution), at the price of
+#             recording as correct a configuration that fails only on an odd size
 #   --target  evaluations a record should hold (default 1200; the whole space if smaller)
 #   --cache-dir the NVRTC cache (default WORK/kcache, the records' own: a configuration compiled
 #             before, in another cache, would record no compile time in its cost)
@@ -38,6 +42,7 @@ MINUTES=4
 TIMING=3,15
 TARGET=1200
 CACHE_DIR=""
+PERF_ONLY=0
 WORKLOADS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,8 +52,9 @@ while [ $# -gt 0 ]; do
     --minutes) MINUTES="$2"; shift 2 ;;
     --timing) TIMING="$2"; shift 2 ;;
     --target) TARGET="$2"; shift 2 ;;
+    --performance-cases-only) PERF_ONLY=1; shift ;;
     --cache-dir) CACHE_DIR="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     -*) echo "record_spaces: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
   esac
@@ -69,10 +75,11 @@ spec_of() {  # a workload name or path -> its spec file
 # The record's spec: a copy in the work folder (its files' paths made absolute) with quick
 # timing (--timing), one checking trial, no baseline and no seeds (the sample stays uniform).
 quick_spec() {
-  python3 - "$1" "$2" "$TIMING" <<'PY'
+  python3 - "$1" "$2" "$TIMING" "$PERF_ONLY" <<'PY'
 import json, os, sys
 spec, copy = sys.argv[1], sys.argv[2]
 warmup, iterations = (int(x) for x in sys.argv[3].split(","))
+perf_only = sys.argv[4] == "1"
 folder = os.path.dirname(os.path.abspath(spec))
 def absolute(v):
     if isinstance(v, dict):
@@ -84,6 +91,8 @@ s["timing"] = dict(s.get("timing", {}), warmup=warmup, iterations=iterations)
 s["checks"] = dict(s.get("checks", {}), trials=1, repeats=1)
 s.pop("baseline", None)
 s.get("tuning", {}).pop("seeds", None)
+if perf_only:
+    s["cases"] = [c for c in s["cases"] if c.get("role") == "performance"]
 json.dump(s, open(copy, "w"), indent=1)
 PY
 }
