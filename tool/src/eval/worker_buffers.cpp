@@ -79,6 +79,11 @@ void Worker::poison_shared() {
 /// are kept for the next candidates while they fit in an eighth of the
 /// device's memory (fresh mappings otherwise); either way every byte,
 /// canaries included, is poisoned again before use, as a fresh set is.
+/// When a candidate's buffer sizes differ from the kept set's (a count that
+/// depends on a tuning parameter, such as the reduction's partial sums),
+/// only the buffers whose size changed are mapped anew: the others (the
+/// reduction's 3.2 GB input) keep their mappings, poisoned again like the
+/// new ones.
 BufferSet* Worker::acquire(const CaseSpec& c, int slot, std::unique_ptr<BufferSet>& owner) {
   const std::string k = c.name + "#slot" + std::to_string(slot);
   auto it = pool_.find(k);
@@ -91,12 +96,20 @@ BufferSet* Worker::acquire(const CaseSpec& c, int slot, std::unique_ptr<BufferSe
       }
     return &set;
   }
+  std::map<size_t, std::unique_ptr<GuardedBuffer>> reuse;
   if (it != pool_.end()) {
     sync_harness("releasing buffers");
     pool_bytes_ -= it->second->bytes;
-    pool_.erase(it);
+    BufferSet& old = *it->second;
+    for (size_t i = 0; i < c.args.size() && i < old.buffers.size(); ++i) {
+      const ArgSpec& a = c.args[i];
+      if (a.is_buffer && old.buffers[i] && i < old.arg_names.size() && old.arg_names[i] == a.name &&
+          old.buffers[i]->bytes() == static_cast<size_t>(a.count) * spec::dtype_size(a.dtype))
+        reuse[i] = std::move(old.buffers[i]);
+    }
+    pool_.erase(it);  // the rest is unmapped before the new mappings are made
   }
-  auto set = allocate(c);
+  auto set = allocate(c, std::move(reuse));
   if (pool_bytes_ + set->bytes <= pool_limit_bytes_) {
     pool_bytes_ += set->bytes;
     BufferSet* p = set.get();
@@ -116,16 +129,23 @@ std::string Worker::signature_of(const CaseSpec& c) {
 }
 
 /// Allocates the candidate's guarded buffers for a case.
-std::unique_ptr<BufferSet> Worker::allocate(const CaseSpec& c) {
+std::unique_ptr<BufferSet> Worker::allocate(const CaseSpec& c,
+                                            std::map<size_t, std::unique_ptr<GuardedBuffer>> reuse) {
   auto set = std::make_unique<BufferSet>();
   set->args_signature = signature_of(c);
-  for (const auto& a : c.args) {
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const ArgSpec& a = c.args[i];
+    set->arg_names.push_back(a.name);
     if (!a.is_buffer) {
       set->buffers.emplace_back();
       continue;
     }
     const size_t bytes = static_cast<size_t>(a.count) * spec::dtype_size(a.dtype);
-    set->buffers.push_back(std::make_unique<GuardedBuffer>(bytes, device_ordinal_, granularity_));
+    auto kept = reuse.find(i);
+    if (kept != reuse.end() && kept->second && kept->second->bytes() == bytes)
+      set->buffers.push_back(std::move(kept->second));
+    else
+      set->buffers.push_back(std::make_unique<GuardedBuffer>(bytes, device_ordinal_, granularity_));
     set->bytes += bytes;
     if (a.role == spec::Role::inout) {
       set->pristine.emplace_back(bytes);

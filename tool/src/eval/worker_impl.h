@@ -174,6 +174,7 @@ struct BufferSet {
   std::vector<std::unique_ptr<GuardedBuffer>> buffers;  // null for scalars
   std::vector<DeviceMemory> pristine;                   // inout: copy of the input contents
   std::string args_signature;                           // buffer names and sizes it was made for
+  std::vector<std::string> arg_names;                   // by argument index, scalars included
   size_t bytes = 0;                                     // device memory held
 };
 
@@ -251,7 +252,10 @@ class Worker {
   void poison_shared();
   BufferSet* acquire(const CaseSpec& c, int slot, std::unique_ptr<BufferSet>& owner);
   static std::string signature_of(const CaseSpec& c);
-  std::unique_ptr<BufferSet> allocate(const CaseSpec& c);
+  /// `reuse`: buffers by argument index, taken from the set the case had
+  /// before (same name and byte size), used instead of new mappings.
+  std::unique_ptr<BufferSet> allocate(const CaseSpec& c,
+                                      std::map<size_t, std::unique_ptr<GuardedBuffer>> reuse = {});
   std::vector<CUdeviceptr> pointers(const BufferSet& s);
   void upload(const CaseSpec& c, BufferSet& s, const HostInputs& in);
   void prepare(const CaseSpec& c, BufferSet& s, bool reset_canaries = true);
