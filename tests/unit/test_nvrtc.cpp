@@ -271,8 +271,9 @@ TEST(Nvrtc, WorkerBuiltinKernelsCompile) {
     auto res = c.compile(r);
     ASSERT_TRUE(res.ok) << arch << ": " << res.log;
     const std::string image(res.cubin.begin(), res.cubin.end());
-    for (const char* fn : {"kopt_poison_shared", "kopt_gemm_sumsq", "kopt_screen_f32", "kopt_gemm_error_stats",
-                           "kopt_first_diff_u32", "kopt_first_diff_u8"})
+    for (const char* fn : {"kopt_poison_shared", "kopt_gemm_sumsq", "kopt_screen_f32", "kopt_screen_f64",
+                           "kopt_screen_i8", "kopt_screen_u8", "kopt_screen_i32", "kopt_screen_u32", "kopt_screen_i64",
+                           "kopt_screen_u64", "kopt_gemm_error_stats", "kopt_first_diff_u32", "kopt_first_diff_u8"})
       EXPECT_NE(image.find(fn), std::string::npos) << arch << ": " << fn << " missing from the cubin";
   }
 }

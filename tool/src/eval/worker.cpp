@@ -154,7 +154,12 @@ void Worker::ensure_context() {
                 "kopt_poison_shared");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&sumsq_fn_, builtin_module_, "kopt_gemm_sumsq"),
                 "kopt_gemm_sumsq");
-  KOPT_CU_CHECK(drv.cuModuleGetFunction(&screen_fn_, builtin_module_, "kopt_screen_f32"), "kopt_screen_f32");
+  for (const auto& [dtype, name] : std::vector<std::pair<spec::DType, const char*>>{
+           {spec::DType::f32, "kopt_screen_f32"}, {spec::DType::f64, "kopt_screen_f64"},
+           {spec::DType::i8, "kopt_screen_i8"},   {spec::DType::u8, "kopt_screen_u8"},
+           {spec::DType::i32, "kopt_screen_i32"}, {spec::DType::u32, "kopt_screen_u32"},
+           {spec::DType::i64, "kopt_screen_i64"}, {spec::DType::u64, "kopt_screen_u64"}})
+    KOPT_CU_CHECK(drv.cuModuleGetFunction(&screen_fns_[dtype], builtin_module_, name), name);
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&error_stats_fn_, builtin_module_, "kopt_gemm_error_stats"),
                 "kopt_gemm_error_stats");
   KOPT_CU_CHECK(drv.cuModuleGetFunction(&diff32_fn_, builtin_module_, "kopt_first_diff_u32"),

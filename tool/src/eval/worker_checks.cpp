@@ -88,13 +88,15 @@ int64_t Worker::difference_at(const PendingDiff& p) const {
   return static_cast<int64_t>((p.words ? got * 4 : got) / p.elem);
 }
 
-/// Queues the on-GPU screen of a float32 output (kopt_screen_f32) and
-/// returns its slot; nullopt when the screen does not apply (other dtypes,
-/// a rel_l2 tolerance, or KOPT_HOST_COMPARE=1 in the environment): the host
-/// comparator then decides.
-std::optional<size_t> Worker::enqueue_screen(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
-                                             const spec::Tolerance& tol, size_t* used) {
-  if (host_compare_only_ || a.dtype != spec::DType::f32) return std::nullopt;
+/// Queues the on-GPU screen of an output (kopt_screen_<dtype>); nullopt when
+/// the screen does not apply (the half types, partial sums, a rel_l2 bound
+/// over 10^9 elements or more, or KOPT_HOST_COMPARE=1 in the environment): the
+/// host comparator then decides.
+std::optional<Worker::PendingScreen> Worker::enqueue_screen(CUdeviceptr out, const ReferenceData& ref,
+                                                            const ArgSpec& a, const spec::Tolerance& tol,
+                                                            size_t* used) {
+  const auto fn = screen_fns_.find(a.dtype);
+  if (host_compare_only_ || fn == screen_fns_.end()) return std::nullopt;
   CUdeviceptr allowed = 0;
   double atol = tol.atol, rtol = tol.rtol;
   if (tol.kind == spec::Tolerance::Kind::gemm) {
@@ -104,8 +106,6 @@ std::optional<size_t> Worker::enqueue_screen(CUdeviceptr out, const ReferenceDat
     // Element-wise, sum_allowed_error is atol + rtol * |ref| with these two.
     atol = sum_allowed_error(tol, a.dtype, 0.0);
     rtol = sum_allowed_error(tol, a.dtype, 1.0) - atol;
-  } else if (tol.rel_l2) {
-    return std::nullopt;
   }
   // Sizes as the host path would check them; any mismatch goes to the host,
   // which reports it.
@@ -113,21 +113,42 @@ std::optional<size_t> Worker::enqueue_screen(CUdeviceptr out, const ReferenceDat
   if (ref.device_outputs.at(a.name).bytes() != want_bytes) return std::nullopt;
   if (allowed && ref.device_allowed.at(a.name).bytes() != static_cast<size_t>(a.count) * sizeof(double))
     return std::nullopt;
-  const size_t slot = next_slot(used);
+  // compare_allclose's second test; past 10^9 elements the margin of screen_outcome may not cover
+  // the sums' rounding: the host then decides.
+  const bool l2_test = tol.rel_l2 && tol.kind == spec::Tolerance::Kind::allclose;
+  if (l2_test && a.count >= 1'000'000'000) return std::nullopt;
+  PendingScreen p;
+  p.slot = next_slot(used);
+  CUdeviceptr l2 = 0;
+  if (l2_test) {
+    p.l2_slot = next_slot(used);
+    p.rel_l2 = *tol.rel_l2;
+    l2 = slot_ptr(*p.l2_slot);
+  }
   CUdeviceptr want = ref.device_outputs.at(a.name).get();
-  CUdeviceptr stats = slot_ptr(slot);
+  CUdeviceptr stats = slot_ptr(p.slot);
   long long n = a.count;
-  void* args[] = {&out, &want, &allowed, &atol, &rtol, &n, &stats};
+  void* args[] = {&out, &want, &allowed, &atol, &rtol, &n, &stats, &l2};
   const auto blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, info_.sm_count * 8LL));
-  KOPT_CU_CHECK(driver_->cuLaunchKernel(screen_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr),
+  KOPT_CU_CHECK(driver_->cuLaunchKernel(fn->second, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr),
                 "output screen");
-  return slot;
+  return p;
 }
-/// The screen's outcome when every element passed; nullopt when one failed
-/// (the host comparator then finds and words the failure).
-std::optional<CompareOutcome> Worker::screen_outcome(size_t slot) const {
-  const unsigned long long* got = check_host_ + slot * kSlotWords;
+/// The screen's outcome when every element passed (and, with rel_l2, the
+/// relative L2 error is below the bound by a margin of 1e-6 of it, more than
+/// the rounding of either side's sums of nonnegative terms can move it for
+/// fewer than 10^9 elements); nullopt otherwise: the host comparator then
+/// decides, and words a failure.
+std::optional<CompareOutcome> Worker::screen_outcome(const PendingScreen& p) const {
+  const unsigned long long* got = check_host_ + p.slot * kSlotWords;
   if (got[0] != 0) return std::nullopt;
+  if (p.l2_slot) {
+    double num = 0, den = 0;
+    std::memcpy(&num, &check_host_[*p.l2_slot * kSlotWords], sizeof(double));
+    std::memcpy(&den, &check_host_[*p.l2_slot * kSlotWords + 1], sizeof(double));
+    const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    if (!(rel <= p.rel_l2 * (1 - 1e-6))) return std::nullopt;
+  }
   CompareOutcome o;
   std::memcpy(&o.max_abs_error, &got[1], sizeof(double));
   std::memcpy(&o.max_ratio, &got[2], sizeof(double));
@@ -189,7 +210,7 @@ void Worker::collect(const EvalRequest& rq, const CaseSpec& c, BufferSet& s, con
   struct BufferChecks {
     std::vector<PendingDiff> canaries;
     std::optional<PendingDiff> input;        // inputs: unchanged?
-    std::optional<size_t> screen;            // outputs and inouts: on-GPU screen slot
+    std::optional<PendingScreen> screen;     // outputs and inouts: the on-GPU screen
     std::optional<PendingDiff> determinism;  // equal to run 1's output?
     std::optional<size_t> error_stats;       // GEMM tolerance: accuracy statistics slot
   };

@@ -270,7 +270,8 @@ class Worker {
   //
   // Every check of a launch is queued on the stream behind it as a small
   // kernel writing into its own slot of check_dev_ (4 x u64, initialised to
-  // {0, 0, 0, ~0}: kopt_screen_f32's layout; a buffer comparison's first
+  // {0, 0, 0, ~0}: the output screen's layout (kopt_screen_<dtype>; its rel_l2
+  // sums take a second slot); a buffer comparison's first
   // differing index lands in word 3). One asynchronous copy brings all slots
   // to pinned host memory, and one wait covers the launch and its checks.
   // (A synchronous round trip per check, a dozen per launch, cost an SGEMM
@@ -288,14 +289,23 @@ class Worker {
   /// Slots a collect() of case `c` may use: canaries (2), an input comparison
   /// or an output screen, a determinism comparison and error statistics per
   /// buffer.
-  static size_t check_slots_for(const CaseSpec& c) { return c.args.size() * 5 + 1; }
+  /// Per argument at most: two canaries, an input comparison or a screen
+  /// with its rel_l2 sums, error statistics and a determinism comparison.
+  static size_t check_slots_for(const CaseSpec& c) { return c.args.size() * 6 + 1; }
   size_t next_slot(size_t* used);
   CUdeviceptr slot_ptr(size_t slot) const;
   PendingDiff enqueue_difference(CUdeviceptr a, CUdeviceptr b, size_t bytes, size_t elem, size_t* used);
   int64_t difference_at(const PendingDiff& p) const;
-  std::optional<size_t> enqueue_screen(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
-                                       const spec::Tolerance& tol, size_t* used);
-  std::optional<CompareOutcome> screen_outcome(size_t slot) const;
+  /// An on-GPU screen in flight: its stats slot and, with a rel_l2
+  /// tolerance, the slot of the two sums and the bound.
+  struct PendingScreen {
+    size_t slot = 0;
+    std::optional<size_t> l2_slot;
+    double rel_l2 = 0;
+  };
+  std::optional<PendingScreen> enqueue_screen(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
+                                              const spec::Tolerance& tol, size_t* used);
+  std::optional<CompareOutcome> screen_outcome(const PendingScreen& p) const;
   std::optional<size_t> enqueue_error_stats(CUdeviceptr out, const ReferenceData& ref, const ArgSpec& a,
                                             size_t* used);
   void read_error_stats(size_t slot, CaseResult& cr) const;
@@ -357,7 +367,8 @@ class Worker {
   std::unique_ptr<Cublas> cublas_;
   std::map<std::string, HostInputs> inputs_;
   std::map<std::string, ReferenceData> references_;
-  CUfunction screen_fn_ = nullptr, diff32_fn_ = nullptr, diff8_fn_ = nullptr;
+  CUfunction diff32_fn_ = nullptr, diff8_fn_ = nullptr;
+  std::map<spec::DType, CUfunction> screen_fns_;  // kopt_screen_<dtype>; none for the half types
   CUfunction error_stats_fn_ = nullptr;
   std::unique_ptr<DeviceMemory> check_dev_;    // check slots (reserve_check_slots)
   unsigned long long* check_host_ = nullptr;   // their pinned host mirror

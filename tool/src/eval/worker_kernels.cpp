@@ -46,20 +46,27 @@ extern "C" __global__ void kopt_gemm_sumsq(const float* A, const float* B, doubl
   if (row < M && col < N) S[(long long)row * N + col] = acc;
 }
 
-// Screens a float32 output against the reference on the GPU with the rules of
-// the host comparator (validate.cpp, compare_impl), in double precision with
-// explicitly rounded operations (no FMA contraction), so that it accepts
-// exactly what the host accepts. The host comparator still runs whenever this
-// reports a failure (for the message) or cannot apply (other dtypes, rel_l2).
+// Screens an output against the reference on the GPU with the rules of the
+// host comparator (validate.cpp, compare_impl and compare_allclose), in double
+// precision with explicitly rounded operations (no FMA contraction), so that
+// it accepts exactly what the host accepts; each element is converted to
+// double as the host converts it (exactly for every type but 64-bit integers
+// beyond 2^53, rounded to nearest there as on the host). The host comparator
+// still runs whenever this reports a failure (for the message) or cannot apply
+// (half types). One instance per element type: kopt_screen_<dtype>.
 // stats: [0] failing elements, [1] max |out - ref| over finite pairs and
 // [2] max |out - ref| / allowed (double bits; both are >= 0, so unsigned
 // integer order is double order), [3] first failing index (~0 when none).
 // allowed == nullptr: the allclose bound atol + rtol * |ref|.
+// l2 != nullptr (a rel_l2 tolerance): l2[0] += (out - ref)^2 and l2[1] +=
+// ref^2 over the elements whose reference is finite, as doubles (atomicAdd:
+// the last bits depend on the order in which the blocks finish, so the host
+// accepts the ratio only with a margin, Worker::screen_outcome).
 __device__ __forceinline__ double kopt_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
-extern "C" __global__ void kopt_screen_f32(const float* out, const float* ref, const double* allowed,
-                                           double atol, double rtol, long long n,
-                                           unsigned long long* stats) {
-  double max_err = 0.0, max_ratio = 0.0;
+template <typename T>
+__device__ __forceinline__ void kopt_screen(const T* out, const T* ref, const double* allowed, double atol,
+                                            double rtol, long long n, unsigned long long* stats, double* l2) {
+  double max_err = 0.0, max_ratio = 0.0, num = 0.0, den = 0.0;
   unsigned long long fails = 0, first = ~0ull;
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -72,12 +79,17 @@ extern "C" __global__ void kopt_screen_f32(const float* out, const float* ref, c
     } else if (!isfinite(x)) {
       bad = true;
     } else {
-      const double err = fabs(__dadd_rn(x, -r));
+      const double d = __dadd_rn(x, -r);
+      const double err = fabs(d);
       const double lim = allowed ? allowed[i] : __dadd_rn(atol, __dmul_rn(rtol, fabs(r)));
       const double ratio = lim > 0.0 ? __ddiv_rn(err, lim) : (err > 0.0 ? kopt_inf() : 0.0);
       max_err = fmax(max_err, err);
       max_ratio = fmax(max_ratio, ratio);
       bad = err > lim;
+      if (l2) {
+        num = __dadd_rn(num, __dmul_rn(d, d));
+        den = __dadd_rn(den, __dmul_rn(r, r));
+      }
     }
     if (bad) {
       ++fails;
@@ -87,6 +99,8 @@ extern "C" __global__ void kopt_screen_f32(const float* out, const float* ref, c
   for (int o = 16; o > 0; o >>= 1) {
     max_err = fmax(max_err, __shfl_xor_sync(0xffffffffu, max_err, o));
     max_ratio = fmax(max_ratio, __shfl_xor_sync(0xffffffffu, max_ratio, o));
+    num = __dadd_rn(num, __shfl_xor_sync(0xffffffffu, num, o));
+    den = __dadd_rn(den, __shfl_xor_sync(0xffffffffu, den, o));
     fails += __shfl_xor_sync(0xffffffffu, fails, o);
     const unsigned long long f = __shfl_xor_sync(0xffffffffu, first, o);
     first = f < first ? f : first;
@@ -98,8 +112,26 @@ extern "C" __global__ void kopt_screen_f32(const float* out, const float* ref, c
     }
     atomicMax(&stats[1], (unsigned long long)__double_as_longlong(max_err));
     atomicMax(&stats[2], (unsigned long long)__double_as_longlong(max_ratio));
+    if (l2) {
+      atomicAdd(&l2[0], num);
+      atomicAdd(&l2[1], den);
+    }
   }
 }
+#define KOPT_SCREEN(name, T)                                                                          \
+  extern "C" __global__ void kopt_screen_##name(const T* out, const T* ref, const double* allowed,    \
+                                                double atol, double rtol, long long n,                \
+                                                unsigned long long* stats, double* l2) {              \
+    kopt_screen(out, ref, allowed, atol, rtol, n, stats, l2);                                         \
+  }
+KOPT_SCREEN(f32, float)
+KOPT_SCREEN(f64, double)
+KOPT_SCREEN(i8, signed char)
+KOPT_SCREEN(u8, unsigned char)
+KOPT_SCREEN(i32, int)
+KOPT_SCREEN(u32, unsigned int)
+KOPT_SCREEN(i64, long long)
+KOPT_SCREEN(u64, unsigned long long)
 
 // Accuracy of a float32 output with a GEMM tolerance (CaseResult::rel_error_max and
 // rel_error_rms): e = |out - ref| / sqrt(sumsq) over the elements where sumsq > 0 and both values
