@@ -391,7 +391,62 @@ TEST(ShapeClassesE2E, APlainSearchScreensAgainstTheFastestMedianRecordedBefore) 
   const json h0 = read_json(off.path() / "results" / "run-001" / "history.json");
   for (const auto& a : h0["attempts"])
     for (const auto& c : a["cases"]) EXPECT_FALSE(c.contains("screen_ms")) << a["label"] << ": " << c.dump();
-  EXPECT_FALSE(read_json(off.path() / "results" / "run-001" / "summary.json").contains("screened_cases"));
+  const json s0 = read_json(off.path() / "results" / "run-001" / "summary.json");
+  EXPECT_EQ(s0["screen_factor"], 0.0);
+  EXPECT_EQ(s0["screened_cases"], 0);
+}
+
+// A plain run started with --screen-factor 0 keeps it when resumed without
+// the option (the summary records the factor, 0 included).
+TEST(ShapeClassesE2E, AResumedPlainRunKeepsScreeningOff) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize(d, "--shape-classes off --screen-factor 0 --budget evals=6"), err), 0)
+      << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  EXPECT_EQ(read_json(r / "summary.json")["screen_factor"], 0.0);
+  const size_t before = read_json(r / "history.json")["attempts"].size();
+  const std::string resume = std::string(KOPT_CLI) + " optimize --resume " + r.string() +
+                             " --arch sm_90 --budget evals=14 --cache-dir " + (d.path() / "cache").string() +
+                             " --worker-command " + KOPT_FAKE_WORKER;
+  ASSERT_EQ(run(resume, err), 0) << kopt::fs::read_file(err);
+  const json h = read_json(r / "history.json");
+  ASSERT_GT(h["attempts"].size(), before);
+  for (size_t i = before; i < h["attempts"].size(); ++i)
+    for (const auto& c : h["attempts"][i]["cases"])
+      EXPECT_FALSE(c.contains("screen_ms")) << h["attempts"][i]["label"] << ": " << c.dump();
+  EXPECT_EQ(read_json(r / "summary.json")["screen_factor"], 0.0);
+}
+
+// A search's best whose latency on a case is one probe launch (screened
+// there) is re-timed in full before it is reported, even with --top 1 and
+// --retime-rounds 0, which re-time nothing otherwise.
+TEST(ShapeClassesE2E, AScreenedBestIsRetimedBeforeItIsReported) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  const std::string cmd = std::string(KOPT_CLI) + " optimize --spec " + kSpec +
+                          " --arch sm_90 --top 1 --retime-rounds 0 --shape-classes off --screen-factor 1"
+                          " --budget evals=24 --results-dir " + (d.path() / "results").string() +
+                          " --cache-dir " + (d.path() / "cache").string() + " --worker-command " + KOPT_FAKE_WORKER;
+  ASSERT_EQ(run(cmd, err), 0) << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  const json h = read_json(r / "history.json");
+  const json* best = nullptr;  // the search's best: the fastest ok candidate by its own geomean
+  for (const auto& a : h["attempts"])
+    if (a["kind"] == "candidate" && a["verdict"] == "ok" &&
+        (!best || a["geomean_ms"].get<double>() < (*best)["geomean_ms"].get<double>()))
+      best = &a;
+  ASSERT_NE(best, nullptr);
+  bool screened = false;
+  for (const auto& c : (*best)["cases"]) screened = screened || c.value("screened", false);
+  ASSERT_TRUE(screened) << "the fake latencies no longer make the best a screened one: " << (*best)["label"];
+  const json s = read_json(r / "summary.json");
+  ASSERT_TRUE(s.contains("retime")) << "the screened best was reported without re-timing: " << s.dump(1);
+  bool retimed = false;
+  for (const auto& e : s["retime"]) retimed = retimed || e["label"] == (*best)["label"];
+  EXPECT_TRUE(retimed) << s["retime"].dump(1);
+  EXPECT_NE(kopt::fs::read_file(err).find("re-timed once although --retime-rounds is 0"), std::string::npos)
+      << kopt::fs::read_file(err);
 }
 
 /// The transpose template's folder copied into `d`, its spec without the

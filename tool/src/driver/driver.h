@@ -76,10 +76,10 @@ struct OptimizeOptions {
   /// classes, each searched in turn with its share of the budget
   /// (propose/class_search.h); -1 auto (model::auto_shape_classes), 0 off.
   int shape_classes = -1;
-  /// --screen-factor X: with shape classes, a case whose probe launch is
-  /// slower than X times the best median known there (a candidate's, or 4x
-  /// the cuBLAS baseline's when lower: ClassSearchOptions) is not timed
-  /// further (0: off).
+  /// --screen-factor X: a case whose probe launch is slower than X times the
+  /// best candidate median known there (with shape classes also 4x the
+  /// cuBLAS baseline's when lower: ClassSearchOptions) is not timed further
+  /// (0: off).
   double screen_factor = 2.0;
   int compile_threads = 0;               // 0: hardware threads - 1 (at least 1)
   /// --compile-ahead N: candidates proposed and queued for compiling ahead of

@@ -50,6 +50,12 @@ std::string finalist_key(const Attempt& a) {
   return k + search::config_key(a.params);
 }
 
+/// Whether a performance case of `a` was screened (timed by its probe alone).
+bool has_screened_case(const Attempt& a) {
+  return std::any_of(a.result.cases.begin(), a.result.cases.end(),
+                     [](const model::CaseResult& c) { return c.screened; });
+}
+
 /// The top `top` ok candidates and initial kernels by geomean, in each group
 /// of attempts timed on the same performance cases (so per shape class), then
 /// (with specialisation) each performance case's fastest, so that the
@@ -215,12 +221,31 @@ Finalists Driver::choose_finalists() {
   const std::string all_cases = cases_key(t.perf_cases);  // the key of an attempt timed on every performance case
   for (const auto* a : t.ranked) t.classed = t.classed || timed_cases_key(*a) != all_cases;
   // Shape classes need the re-timing: without it no finalist is checked on
-  // the other classes' cases. --retime-rounds 0 means one round there.
-  const int rounds = t.classed ? std::max(o_.retime_rounds, 1) : o_.retime_rounds;
+  // the other classes' cases. --retime-rounds 0 means one round there. So does
+  // a search's best with a screened case (its latency there one probe launch):
+  // it is re-timed in full before it is reported.
+  const bool probe_best = f.winner && has_screened_case(*f.winner);
+  const bool must_retime = t.classed || probe_best;
+  const int rounds = must_retime ? std::max(o_.retime_rounds, 1) : o_.retime_rounds;
   if (t.classed && o_.retime_rounds == 0 && !o_.quiet)
     std::cerr << "kopt: shape classes: the finalists are re-timed once on every performance case although "
                  "--retime-rounds is 0 (the search timed each on its class's cases alone)\n";
-  if ((n > 1 || t.classed) && rounds > 0 && !util::interrupted()) retime_finalists(t, rounds, f);
+  else if (probe_best && o_.retime_rounds == 0 && !o_.quiet)
+    std::cerr << "kopt: the search's best was screened on a case (timed by one probe launch there): the finalists "
+                 "are re-timed once although --retime-rounds is 0\n";
+  if ((n > 1 || must_retime) && rounds > 0 && !util::interrupted()) retime_finalists(t, rounds, f);
+  if (!t.classed && f.winner && has_screened_case(*f.winner)) {
+    // Not re-timed (an interrupted re-timing): a winner measured in full, if any.
+    std::set<std::string> retimed;
+    for (const store::RetimeEntry& e : f.retime)
+      if (!e.failed_recheck && e.median_ms) retimed.insert(e.label);
+    if (!retimed.count(f.winner->label))
+      for (const Attempt* a : t.ranked)
+        if (!has_screened_case(*a)) {
+          f.winner = a;
+          break;
+        }
+  }
   if (t.classed) {
     // A finalist timed on its class's cases alone, and not re-timed (no
     // re-timing, or an interrupted one), was never checked on the others:

@@ -172,10 +172,13 @@ double unit_roundoff(spec::DType dtype) {
   }
 }
 
-double sum_allowed_error(const spec::Tolerance& tol, spec::DType dtype, double ref) {
+double sum_relative_bound(const spec::Tolerance& tol, spec::DType dtype) {
   const double terms = static_cast<double>(std::max<int64_t>(tol.terms_value, 1));
-  return tol.atol + (tol.rtol + tol.factor * std::sqrt(terms) * unit_roundoff(dtype)) * std::fabs(ref) +
-         smallest_normal(dtype);
+  return tol.rtol + tol.factor * std::sqrt(terms) * unit_roundoff(dtype);
+}
+
+double sum_allowed_error(const spec::Tolerance& tol, spec::DType dtype, double ref) {
+  return tol.atol + sum_relative_bound(tol, dtype) * std::fabs(ref) + smallest_normal(dtype);
 }
 
 namespace {

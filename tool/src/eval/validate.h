@@ -64,6 +64,10 @@ double unit_roundoff(spec::DType dtype);
 /// which is exact when the terms have one sign; for terms of both signs the
 /// spec gives atol. The smallest normal number tolerates flush-to-zero.
 double sum_allowed_error(const spec::Tolerance& tol, spec::DType dtype, double ref);
+/// The factor of |ref| in sum_allowed_error, rtol + factor sqrt(terms) u,
+/// computed as sum_allowed_error computes it (the on-GPU screen rebuilds the
+/// bound's first two terms from it bit for bit).
+double sum_relative_bound(const spec::Tolerance& tol, spec::DType dtype);
 
 /// Sum tolerance: the output (`count` elements) holds count / P totals (P =
 /// tol.partials_value), each as P consecutive partial sums; the partials of

@@ -103,9 +103,11 @@ std::optional<Worker::PendingScreen> Worker::enqueue_screen(CUdeviceptr out, con
     allowed = ref.device_allowed.at(a.name).get();
   } else if (tol.kind == spec::Tolerance::Kind::sum) {
     if (tol.partials_value != 1) return std::nullopt;  // partial sums: the host adds them up
-    // Element-wise, sum_allowed_error is atol + rtol * |ref| with these two.
-    atol = sum_allowed_error(tol, a.dtype, 0.0);
-    rtol = sum_allowed_error(tol, a.dtype, 1.0) - atol;
+    // sum_allowed_error is (atol + C |ref|) + the smallest normal: the screen
+    // computes the first sum with the same operations and leaves out the last
+    // term, a bound never above the host's (a rounded addition of a
+    // nonnegative term cannot decrease), so it accepts nothing the host rejects.
+    rtol = sum_relative_bound(tol, a.dtype);
   }
   // Sizes as the host path would check them; any mismatch goes to the host,
   // which reports it.

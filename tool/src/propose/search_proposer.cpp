@@ -100,7 +100,7 @@ void SearchProposer::observe_recorded(const model::Attempt& a) {
 }
 
 void SearchProposer::learn_latencies(const model::Attempt& a) {
-  if (o_.screen_factor <= 0 || a.result.verdict != model::Verdict::ok) return;
+  if (o_.screen_factor.value_or(0) <= 0 || a.result.verdict != model::Verdict::ok) return;
   for (const auto& cr : a.result.cases) {
     if (cr.role != "performance" || !cr.latency) continue;
     if (cr.screened) {
@@ -114,8 +114,8 @@ void SearchProposer::learn_latencies(const model::Attempt& a) {
 }
 
 bool SearchProposer::before_start(spec::Candidate& cand) {
-  if (o_.screen_factor <= 0) return true;
-  for (const auto& [name, ms] : best_case_ms_) cand.screen_ms[name] = ms * o_.screen_factor;
+  if (o_.screen_factor.value_or(0) <= 0) return true;
+  for (const auto& [name, ms] : best_case_ms_) cand.screen_ms[name] = ms * *o_.screen_factor;
   return true;
 }
 
@@ -192,8 +192,8 @@ nlohmann::json SearchProposer::summary() const {
                        {"tried_first", accepted_.size()},
                        {"not_used", std::move(groups)}};
   }
-  if (o_.screen_factor > 0) {
-    j["screen_factor"] = o_.screen_factor;
+  if (o_.screen_factor) {
+    j["screen_factor"] = *o_.screen_factor;
     j["screened_cases"] = screened_cases_;
   }
   return j;

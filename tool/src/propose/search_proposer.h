@@ -66,8 +66,10 @@ struct SearchProposerOptions {
   /// before a candidate starts, each performance case gets a limit of this
   /// times the fastest median recorded there so far (unscreened ok results);
   /// a probe launch over it ends the case's timing (spec::Candidate::screen_ms).
-  /// 0: off (the default; a shape-class search screens in its own proposer).
-  double screen_factor = 0;
+  /// 0: off. nullopt (the default): no screening and nothing said of it in
+  /// the summary (a shape-class search screens in its own proposer); set,
+  /// 0 included, it is recorded, so that a resumed run keeps it.
+  std::optional<double> screen_factor;
 };
 
 class SearchProposer final : public Proposer {
@@ -90,11 +92,11 @@ class SearchProposer final : public Proposer {
   void observe(const spec::Candidate& candidate, const model::Attempt& attempt) override;
   std::optional<spec::Candidate> candidate_for(const model::Attempt& attempt) const override;
   /// Sets the candidate's screening limits from the fastest medians so far
-  /// (with SearchProposerOptions::screen_factor > 0); never withdraws one.
+  /// (with a SearchProposerOptions::screen_factor above 0); never withdraws one.
   bool before_start(spec::Candidate& candidate) override;
-  /// {"strategy", "valid_configurations"} (null: too many to count), with
-  /// screening "screen_factor" and "screened_cases" (cases whose timing the
-  /// probe ended, this session and recorded ones), and
+  /// {"strategy", "valid_configurations"} (null: too many to count), with a
+  /// screen factor set "screen_factor" and "screened_cases" (cases whose
+  /// timing the probe ended, this session and recorded ones), and
   /// with seeds "warm_start": {"from", "about", "entries", "tried_first", "not_used":
   /// {group: {"count", "first": {"at", "reason"}}}}.
   nlohmann::json summary() const override;

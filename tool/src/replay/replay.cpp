@@ -178,6 +178,7 @@ score::Trace Replay::run(const std::string& strategy, uint64_t seed, const model
   o.quiet = true;
   o.retime_rounds = 1;
   o.specialize = false;
+  o.screen_factor = 0;  // a record holds one timing per configuration: nothing to screen
   o.shape_classes = 0;
   o.compile_threads = compile_threads;
   // The most a real run proposes ahead (twice its compile threads): a record
