@@ -129,6 +129,19 @@ TEST(InteropExport, SeveralPerformanceCasesGiveTheGeomeanAndNoRuntimeSeries) {
   EXPECT_TRUE(r.at("times").at("runtimes").empty());
 }
 
+TEST(InteropExport, CountsTheCandidatesScreenedOnACase) {
+  TempDir d;
+  Attempt screened = attempt("candidate", {{"A", 2}}, Verdict::ok, {{"x", 3.0}});
+  for (auto& c : screened.result.cases)
+    if (c.role == "performance") c.screened = true;
+  const fsys::path run =
+      make_run(d, {attempt("candidate", {{"A", 1}}, Verdict::ok, {{"x", 1.0}}), screened,
+                   attempt("candidate", {{"A", 3}}, Verdict::wrong_result, {{"x", 1.0}})});
+  const kopt::store::T4Export x = kopt::store::export_t4(run);
+  EXPECT_EQ(x.exported, 3);
+  EXPECT_EQ(x.screened, 1);
+}
+
 TEST(InteropExport, NotARunFolderIsNamed) {
   TempDir d;
   try {

@@ -45,6 +45,10 @@ class ExportCommand final : public Command {
         left += (left.empty() ? "" : ", ") + std::to_string(x.compiled_only) + " compiled only (never run)";
       if (!left.empty()) std::cerr << "; left out: " << left;
       std::cerr << "\n";
+      if (x.screened > 0)
+        std::cerr << "kopt: " << x.screened << " of them were screened on a case (kopt optimize --screen-factor): "
+                  << "their time there is one probe launch, not a median; a run made with --screen-factor 0 times "
+                     "every configuration in full\n";
     }
     return kOk;
   }

@@ -53,6 +53,7 @@ struct T4Export {
   int exported = 0;            // attempts written (kind "candidate")
   int not_configurations = 0;  // reference, initial kernel, cuBLAS baseline: no point of the space
   int compiled_only = 0;       // verdict "compiled": never run (compile-only run without a GPU)
+  int screened = 0;            // exported with a screened case: its time there is one probe launch
 };
 
 /// The candidates of the run folder `run_dir` as T4 results, in evaluation
