@@ -85,8 +85,8 @@ const ReferenceData& Worker::reference_for(const EvalRequest& rq, Kernel* ref_ke
     } else {
       // From the trial's device-resident copy (inputs_for): a case whose
       // output count depends on a tuning parameter runs the reference again
-      // for each new count, and a copy from host memory of a large input
-      // (the reduction's 3.2 GB) took most of a second each time.
+      // for each new count, which copied a large input (the reduction's
+      // 3.2 GB) from pageable host memory each time.
       KOPT_CU_CHECK(drv.cuMemcpyDtoDAsync(ptrs[i], in.device.at(a.name).get(), bytes, stream_), "reference input");
     }
   }
