@@ -5,7 +5,8 @@
 // candidate.label, so one worker can be told different things per request:
 //   "ok"                   progress, then a result with verdict ok, latency 1 ms
 //   "ok:<ms>"              same, with latency <ms> (e.g. "ok:2.5")
-//   (a case with screen_ms below its latency is reported screened, one sample)
+//   (a case with screen_ms below its latency is reported screened, one sample;
+//   else one with screen_median_ms below it, kScreenLaunches samples)
 //   anything not below     same as "ok" (handy for tests of higher layers)
 //   "wrong_result"         a result with verdict wrong_result (worker stays healthy)
 //   "hang"                 sleeps forever without a word
@@ -115,10 +116,17 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
       const double t =
           per_case ? 0.5 + static_cast<double>(std::hash<std::string>{}(r.candidate.label + "#" + c.name) % 1000) / 1000.0
                    : ms;
-      // Screening (CaseSpec::screen_ms): the probe alone when it is over the limit.
-      cr.screened = c.screen_ms && t > *c.screen_ms;
+      // Screening (CaseSpec::screen_ms): the probe alone when it is over the limit;
+      // the second stage (screen_median_ms): the first kScreenLaunches launches.
+      const bool probe_over = c.screen_ms && t > *c.screen_ms;
+      const bool median_over = !probe_over && c.screen_median_ms && t > *c.screen_median_ms;
+      cr.screened = probe_over || median_over;
       cr.screen_ms = c.screen_ms;
-      cr.latency = kopt::model::latency_stats(cr.screened ? std::vector<double>{t} : std::vector<double>{t, t, t});
+      cr.screen_median_ms = c.screen_median_ms;
+      cr.latency = kopt::model::latency_stats(
+          probe_over    ? std::vector<double>{t}
+          : median_over ? std::vector<double>(static_cast<size_t>(kopt::eval::kScreenLaunches), t)
+                        : std::vector<double>{t, t, t});
       cr.blocks_per_sm = 2;  // as cuOccupancyMaxActiveBlocksPerMultiprocessor would say
       medians.push_back(t);
       weights.push_back(c.weight);

@@ -160,6 +160,9 @@ Result full_result() {
   b.latency = latency_stats({0.1, 0.2, 0.30000000000000004, 0.7});
   b.rel_error_max = 3.0e-7 / 7.0;  // 17 digits again
   b.rel_error_rms = 5.9604644775390625e-08;
+  b.screened = true;
+  b.screen_ms = 0.8;
+  b.screen_median_ms = 0.5 / 3.0;
   r.cases = {a, b};
   r.geomean_ms = 0.123456789012345678;
   r.reference_geomean_ms = 1e-310;  // subnormal
@@ -191,6 +194,9 @@ void expect_same(const Result& x, const Result& y) {
     EXPECT_EQ(a.worst_output, b.worst_output);
     EXPECT_EQ(a.rel_error_max, b.rel_error_max);
     EXPECT_EQ(a.rel_error_rms, b.rel_error_rms);
+    EXPECT_EQ(a.screened, b.screened);
+    EXPECT_EQ(a.screen_ms, b.screen_ms);
+    EXPECT_EQ(a.screen_median_ms, b.screen_median_ms);
     ASSERT_EQ(a.latency.has_value(), b.latency.has_value());
     if (a.latency) {
       EXPECT_EQ(a.latency->median_ms, b.latency->median_ms);
@@ -328,6 +334,8 @@ EvalRequest full_request() {
   c.args = {a, s, v};
   c.launch = {{3, 4, 5}, {32, 8, 1}, 49152};
   c.reference_launch = LaunchDims{{1, 2, 65535}, {256, 1, 1}, 0};
+  c.screen_ms = 2.5;
+  c.screen_median_ms = 1.5625;
   kopt::spec::Tolerance t1;
   t1.kind = kopt::spec::Tolerance::Kind::gemm;
   t1.factor = 8;
@@ -413,6 +421,9 @@ TEST(ProtocolJson, EvalRequestRoundTripsExactly) {
   EXPECT_EQ(c.tolerance.at("W").rel_l2, 1e-4);
   EXPECT_EQ(c.tolerance.at("W").atol, 1e-7);
   EXPECT_EQ(c.golden_npy.at("Z"), "/data/odd_Z.npy");
+  EXPECT_EQ(c.screen_ms, 2.5);
+  EXPECT_EQ(c.screen_median_ms, 1.5625);
+  EXPECT_FALSE(back.cases[1].screen_median_ms.has_value());
   EXPECT_FALSE(back.cases[1].reference_launch.has_value());
   EXPECT_TRUE(back.cases[1].sizes.empty());
 }
@@ -465,6 +476,8 @@ TEST(ProtocolJson, MalformedRequestsNameTheField) {
                        "$.timing.warmup"));
   EXPECT_TRUE(contains(with([](json& j) { j["cases"] = json::object(); }), "$.cases"));
   EXPECT_TRUE(contains(with([](json& j) { j.erase("time"); }), "$.time"));
+  EXPECT_TRUE(contains(with([](json& j) { j["cases"][0]["screen_median_ms"] = 0; }), "$.cases[0].screen_median_ms"));
+  EXPECT_TRUE(contains(with([](json& j) { j["cases"][0]["screen_median_ms"] = "1"; }), "$.cases[0].screen_median_ms"));
   protocol_error_of([] { EvalRequest::from_json(json()); });
   protocol_error_of([] { EvalRequest::from_json(json::array({1, 2})); });
   protocol_error_of([] { EvalRequest::from_json(json("garbage")); });

@@ -396,6 +396,51 @@ TEST(ShapeClassesE2E, APlainSearchScreensAgainstTheFastestMedianRecordedBefore) 
   EXPECT_EQ(s0["screened_cases"], 0);
 }
 
+// Screening's second stage: a case whose median over the first
+// kScreenLaunches timed launches is more than min(factor, 1.25) times the
+// fastest candidate median recorded before is not timed further either; its
+// latency is those launches. With the default factor 2 and fake latencies in
+// [0.5, 1.5) ms, both stages stop cases.
+TEST(ShapeClassesE2E, TheSecondStageStopsCasesAfterTenLaunches) {
+  TempDir d;
+  const fsys::path err = d.path() / "err";
+  ASSERT_EQ(run(optimize(d, "--shape-classes off --budget evals=24"), err), 0) << kopt::fs::read_file(err);
+  const fsys::path r = d.path() / "results" / "run-001";
+  const json h = read_json(r / "history.json");
+  int probe_stops = 0, median_stops = 0, full = 0;
+  for (const auto& a : h["attempts"]) {
+    if (a["kind"] != "candidate") continue;
+    for (const auto& c : a["cases"]) {
+      if (c["role"] != "performance" || !c.contains("latency")) continue;
+      const double t = c["latency"]["median_ms"].get<double>();
+      const int samples = c["latency"]["samples"].get<int>();
+      if (!c.contains("screen_ms")) {
+        EXPECT_FALSE(c.value("screened", false)) << c.dump();
+        continue;
+      }
+      ASSERT_TRUE(c.contains("screen_median_ms")) << a["label"] << ": " << c.dump();
+      const double probe = c["screen_ms"].get<double>(), second = c["screen_median_ms"].get<double>();
+      EXPECT_NEAR(second, probe * 1.25 / 2.0, 1e-9) << "both limits from the same fastest median: " << c.dump();
+      if (t > probe) {
+        EXPECT_TRUE(c.value("screened", false)) << c.dump();
+        EXPECT_EQ(samples, 1) << c.dump();
+        ++probe_stops;
+      } else if (t > second) {
+        EXPECT_TRUE(c.value("screened", false)) << c.dump();
+        EXPECT_EQ(samples, 10) << "the first kScreenLaunches launches: " << c.dump();
+        ++median_stops;
+      } else {
+        EXPECT_FALSE(c.value("screened", false)) << c.dump();
+        ++full;
+      }
+    }
+  }
+  EXPECT_GT(probe_stops + median_stops, 0);
+  EXPECT_GT(median_stops, 0) << "no case between 1.25x and 2x the fastest: the fake latencies changed";
+  EXPECT_GT(full, 0);
+  EXPECT_EQ(read_json(r / "summary.json")["screened_cases"], probe_stops + median_stops);
+}
+
 // A plain run started with --screen-factor 0 keeps it when resumed without
 // the option (the summary records the factor, 0 included).
 TEST(ShapeClassesE2E, AResumedPlainRunKeepsScreeningOff) {

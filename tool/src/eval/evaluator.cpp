@@ -355,6 +355,9 @@ EvalRequest Evaluator::build_request(const Candidate& cand, const cuda::CompileR
     cs.role = c.role;
     if (auto it = cand.screen_ms.find(c.name); it != cand.screen_ms.end() && c.role == spec::CaseRole::performance)
       cs.screen_ms = it->second;
+    if (auto it = cand.screen_median_ms.find(c.name);
+        it != cand.screen_median_ms.end() && c.role == spec::CaseRole::performance)
+      cs.screen_median_ms = it->second;
     cs.sizes = c.sizes;
     cs.weight = c.weight;
     const spec::Bindings b = spec::bindings_for(c, cand.params);

@@ -243,6 +243,7 @@ json case_to_json(const CaseSpec& c) {
   if (c.kernel) j["kernel"] = kernel_to_json(*c.kernel);
   if (c.reference_kernel) j["reference_kernel"] = kernel_to_json(*c.reference_kernel);
   if (c.screen_ms) j["screen_ms"] = *c.screen_ms;
+  if (c.screen_median_ms) j["screen_median_ms"] = *c.screen_median_ms;
   if (c.weight != 1) j["weight"] = c.weight;
   return j;
 }
@@ -276,6 +277,11 @@ CaseSpec case_from_json(const json& j, const std::string& path) {
     c.screen_ms = get_double(*it, path + ".screen_ms");
     if (!(*c.screen_ms > 0) || !std::isfinite(*c.screen_ms))
       fail(path + ".screen_ms", "expected a positive number of milliseconds");
+  }
+  if (auto it = j.find("screen_median_ms"); it != j.end() && !it->is_null()) {
+    c.screen_median_ms = get_double(*it, path + ".screen_median_ms");
+    if (!(*c.screen_median_ms > 0) || !std::isfinite(*c.screen_median_ms))
+      fail(path + ".screen_median_ms", "expected a positive number of milliseconds");
   }
   if (auto it = j.find("weight"); it != j.end()) {
     c.weight = dbl(j, "weight", path);

@@ -51,6 +51,10 @@
 
 namespace kopt::eval {
 
+/// Screening's second stage (CaseSpec::screen_median_ms): the timed launches
+/// whose median is compared with the limit before the rest are timed.
+constexpr int kScreenLaunches = 10;
+
 // The result types are plain data (model/result.h); eval's code names them unqualified.
 using model::CaseResult;
 using model::geomean;
@@ -112,6 +116,11 @@ struct CaseSpec {
   /// with events) comes first, and when it takes longer than this (ms) the
   /// case is not timed further (CaseResult::screened).
   std::optional<double> screen_ms;
+  /// Performance cases: when set, the median of the first kScreenLaunches
+  /// timed launches (after the warm-up) taking longer than this (ms) ends the
+  /// case's timing there (CaseResult::screened, with those launches as its
+  /// latency).
+  std::optional<double> screen_median_ms;
   double weight = 1;  // spec::Case::weight: its share of the result's geomean (performance cases)
 };
 

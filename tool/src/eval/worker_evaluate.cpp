@@ -193,7 +193,7 @@ void Worker::ensure_events(size_t n) {
 /// restoring inouts happen before the start event). Returns milliseconds.
 std::vector<double> Worker::time_launches(const EvalRequest& rq, Kernel& k, const CaseSpec& c, const LaunchDims& d,
                                           const std::vector<CUdeviceptr>& ptrs, BufferSet* guarded, int warmup,
-                                          int iterations) {
+                                          int iterations, bool reset_canaries) {
   const int total = warmup + iterations;
   ensure_events(2 * static_cast<size_t>(total));
   if (rq.timing.flush_l2 && !flush_) flush_ = std::make_unique<DeviceMemory>(static_cast<size_t>(info_.l2_bytes) * 2);
@@ -209,7 +209,7 @@ std::vector<double> Worker::time_launches(const EvalRequest& rq, Kernel& k, cons
     if (*w != CUDA_SUCCESS) throw failure_from(*w, "case " + c.name + " (timing)");
     progress(rq.id, c.name, "time");
   };
-  if (guarded)
+  if (guarded && reset_canaries)
     for (const auto& b : guarded->buffers)
       if (b) b->reset_canaries(stream_);
   int awaited = -1;  // index of the last launch known to have finished
@@ -327,19 +327,31 @@ void Worker::evaluate(const EvalRequest& rq) {
     fill_constants(cand, c, in, true);  // read-only to the kernel: once for every timed launch
     // Screening: one probe launch first; slower than the limit, and the
     // case is not timed further (its probe is its latency, marked screened).
+    // Second stage: the warm-up and the first kScreenLaunches timed launches;
+    // their median over its limit, and those launches are its latency.
     std::vector<double> samples;
     bool screened = false;
     if (c.screen_ms) {
       samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, 0, 1);
       screened = samples.front() > *c.screen_ms;
     }
-    if (!screened) samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup,
-                                           rq.timing.iterations);
+    if (!screened && c.screen_median_ms && rq.timing.iterations > kScreenLaunches) {
+      samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup, kScreenLaunches);
+      screened = latency_stats(samples).median_ms > *c.screen_median_ms;
+      if (!screened) {
+        const std::vector<double> rest = time_launches(rq, cand, c, c.launch, pointers(set), &set, 0,
+                                                       rq.timing.iterations - kScreenLaunches, false);
+        samples.insert(samples.end(), rest.begin(), rest.end());
+      }
+    } else if (!screened) {
+      samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup, rq.timing.iterations);
+    }
     // The timed launches' output (the last one) must still be right.
     collect(rq, c, set, in, rd, "after timing");
     CaseResult& cr = current_case_result(c);
     cr.screened = screened;
     cr.screen_ms = c.screen_ms;
+    cr.screen_median_ms = c.screen_median_ms;
     cr.latency = latency_stats(samples);
     cr.latency->raw_ms = samples;
     {

@@ -344,9 +344,12 @@ class Worker {
   CaseResult& current_case_result(const CaseSpec& c);
   void ensure_events(size_t n);
   /// `warmup` unmeasured then `iterations` measured launches (ms each).
+  /// `reset_canaries` false: a continuation of a series timed just before
+  /// (screening's second stage), whose canaries must still show an overrun
+  /// of any launch of the series.
   std::vector<double> time_launches(const EvalRequest& rq, Kernel& k, const CaseSpec& c, const LaunchDims& d,
                                     const std::vector<CUdeviceptr>& ptrs, BufferSet* guarded, int warmup,
-                                    int iterations);
+                                    int iterations, bool reset_canaries = true);
   bool handle_evaluate(const nlohmann::json& j);
   void evaluate(const EvalRequest& rq);
 

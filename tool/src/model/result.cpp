@@ -234,6 +234,7 @@ json Result::to_json() const {
     if (c.reference_latency) jc["reference_latency"] = latency_to_json(*c.reference_latency);
     if (c.screened) jc["screened"] = true;
     if (c.screen_ms) jc["screen_ms"] = from_double(*c.screen_ms);
+    if (c.screen_median_ms) jc["screen_median_ms"] = from_double(*c.screen_median_ms);
     if (c.blocks_per_sm) jc["blocks_per_sm"] = *c.blocks_per_sm;
     if (c.rel_error_max) jc["rel_error_max"] = from_double(*c.rel_error_max);
     if (c.rel_error_rms) jc["rel_error_rms"] = from_double(*c.rel_error_rms);
@@ -279,6 +280,8 @@ Result Result::from_json(const json& j) {
       read_opt(jc, "worst_output", p, &c.worst_output, get_string);
       read_opt(jc, "screened", p, &c.screened, get_bool);
       if (auto sm = jc.find("screen_ms"); sm != jc.end() && !sm->is_null()) c.screen_ms = get_double(*sm, p + ".screen_ms");
+      if (auto sm = jc.find("screen_median_ms"); sm != jc.end() && !sm->is_null())
+        c.screen_median_ms = get_double(*sm, p + ".screen_median_ms");
       if (auto bs = jc.find("blocks_per_sm"); bs != jc.end() && !bs->is_null())
         c.blocks_per_sm = get_int32(*bs, p + ".blocks_per_sm");
       for (const auto& [key, out] : {std::pair{"rel_error_max", &c.rel_error_max}, std::pair{"rel_error_rms", &c.rel_error_rms}})

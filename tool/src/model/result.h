@@ -77,12 +77,14 @@ struct CaseResult {
   std::optional<LatencyStats> latency;  // performance cases that were timed
   std::optional<LatencyStats> reference_latency;  // when the request asked to time the reference
   /// Screened out: the case's probe launch was slower than the limit the
-  /// request set (CaseSpec::screen_ms), so it was not timed further;
-  /// `latency` then holds the probe alone (samples = 1), a measured time that
-  /// says "at least this slow" (docs/search.md, "Screening").
+  /// request set (CaseSpec::screen_ms), or the median of its first
+  /// eval::kScreenLaunches timed launches slower than the second limit
+  /// (CaseSpec::screen_median_ms), so it was not timed further; `latency`
+  /// then holds those launches alone (samples = 1 or kScreenLaunches)
+  /// (docs/search.md, "Screening").
   bool screened = false;
-  /// The screening limit the case was timed under (ms), when one was set.
-  std::optional<double> screen_ms;
+  /// The screening limits the case was timed under (ms), when set.
+  std::optional<double> screen_ms, screen_median_ms;
   /// Occupancy of the timed launch: thread blocks of this kernel that fit on one SM at once with
   /// the case's block size and dynamic shared memory
   /// (cuOccupancyMaxActiveBlocksPerMultiprocessor). Timed cases only; the dispatch model's

@@ -237,7 +237,11 @@ bool ClassSearchProposer::before_start(spec::Candidate& cand) {
     read_baseline();
     for (const auto& name : cand.performance_cases) {
       std::optional<double> known;
-      if (auto it = best_case_ms_.find(name); it != best_case_ms_.end()) known = it->second;
+      if (auto it = best_case_ms_.find(name); it != best_case_ms_.end()) {
+        known = it->second;
+        // The second stage: against candidates' medians only (not the baseline's bound).
+        cand.screen_median_ms[name] = it->second * std::min(o_.screen_factor, kScreenMedianFactor);
+      }
       if (auto it = baseline_bound_ms_.find(name); it != baseline_bound_ms_.end())
         known = known ? std::min(*known, it->second) : it->second;
       if (known) cand.screen_ms[name] = *known * o_.screen_factor;

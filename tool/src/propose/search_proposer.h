@@ -65,7 +65,9 @@ struct SearchProposerOptions {
   /// Screening (`kopt optimize --screen-factor`, docs/search.md "Screening"):
   /// before a candidate starts, each performance case gets a limit of this
   /// times the fastest median recorded there so far (unscreened ok results);
-  /// a probe launch over it ends the case's timing (spec::Candidate::screen_ms).
+  /// a probe launch over it ends the case's timing (spec::Candidate::screen_ms),
+  /// and so does a median of the first eval::kScreenLaunches timed launches
+  /// over min(this, kScreenMedianFactor) times that median (screen_median_ms).
   /// 0: off. nullopt (the default): no screening and nothing said of it in
   /// the summary (a shape-class search screens in its own proposer); set,
   /// 0 included, it is recorded, so that a resumed run keeps it.
@@ -96,7 +98,7 @@ class SearchProposer final : public Proposer {
   bool before_start(spec::Candidate& candidate) override;
   /// {"strategy", "valid_configurations"} (null: too many to count), with a
   /// screen factor set "screen_factor" and "screened_cases" (cases whose
-  /// timing the probe ended, this session and recorded ones), and
+  /// timing screening ended, this session and recorded ones), and
   /// with seeds "warm_start": {"from", "about", "entries", "tried_first", "not_used":
   /// {group: {"count", "first": {"at", "reason"}}}}.
   nlohmann::json summary() const override;

@@ -27,6 +27,10 @@ struct Candidate {
   /// Screening: performance case -> a limit (ms). The case's probe launch
   /// slower than it ends the case's timing there (model::CaseResult::screened).
   std::map<std::string, double> screen_ms;
+  /// Screening's second stage: performance case -> a limit (ms) for the
+  /// median of the first eval::kScreenLaunches timed launches; over it, the
+  /// case's timing ends there.
+  std::map<std::string, double> screen_median_ms;
 };
 
 }  // namespace kopt::spec
