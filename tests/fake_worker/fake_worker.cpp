@@ -32,6 +32,8 @@
 // KOPT_FAKE_UUID).
 // KOPT_FAKE_EVAL_LOG=FILE: each evaluation appends "<begin_ns> <end_ns>\n"
 // (CLOCK_REALTIME) to FILE, so that tests can check measuring windows.
+// KOPT_FAKE_REQUEST_LOG=FILE: each evaluate request is appended to FILE as one
+// JSON line, so that tests can check what the driver asked for.
 // KOPT_FAKE_BASELINE_MS=MS: the cuBLAS baseline's latency on every case (else 1 ms).
 // KOPT_FAKE_DEVICE_COUNT=N: the hello says the machine has N devices (else it
 // says nothing of the count, as a worker that cannot count them).
@@ -119,7 +121,8 @@ Result ok_result(const EvalRequest& r, double ms, bool per_case = false) {
       // Screening (CaseSpec::screen_ms): the probe alone when it is over the limit;
       // the second stage (screen_median_ms): the first kScreenLaunches launches.
       const bool probe_over = c.screen_ms && t > *c.screen_ms;
-      const bool median_over = !probe_over && c.screen_median_ms && t > *c.screen_median_ms;
+      const bool median_over = !probe_over && c.screen_median_ms && r.timing.iterations > kopt::eval::kScreenLaunches &&
+                               t > *c.screen_median_ms;
       cr.screened = probe_over || median_over;
       cr.screen_ms = c.screen_ms;
       cr.screen_median_ms = c.screen_median_ms;
@@ -173,6 +176,13 @@ void evaluate(const json& req, size_t line_size) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(d)));
   if (const char* log = std::getenv("KOPT_FAKE_EVAL_LOG")) {
     const std::string line = std::to_string(begin) + " " + std::to_string(now_ns()) + "\n";
+    if (FILE* f = std::fopen(log, "a")) {
+      std::fputs(line.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  if (const char* log = std::getenv("KOPT_FAKE_REQUEST_LOG")) {
+    const std::string line = req.dump() + "\n";
     if (FILE* f = std::fopen(log, "a")) {
       std::fputs(line.c_str(), f);
       std::fclose(f);

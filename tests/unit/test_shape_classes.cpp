@@ -397,8 +397,8 @@ TEST(ShapeClassesE2E, APlainSearchScreensAgainstTheFastestMedianRecordedBefore) 
 }
 
 // Screening's second stage: a case whose median over the first
-// kScreenLaunches timed launches is more than min(factor, 1.25) times the
-// fastest candidate median recorded before is not timed further either; its
+// kScreenLaunches timed launches is more than 1.25 times the fastest
+// candidate median recorded before is not timed further either; its
 // latency is those launches. With the default factor 2 and fake latencies in
 // [0.5, 1.5) ms, both stages stop cases.
 TEST(ShapeClassesE2E, TheSecondStageStopsCasesAfterTenLaunches) {
@@ -439,6 +439,37 @@ TEST(ShapeClassesE2E, TheSecondStageStopsCasesAfterTenLaunches) {
   EXPECT_GT(median_stops, 0) << "no case between 1.25x and 2x the fastest: the fake latencies changed";
   EXPECT_GT(full, 0);
   EXPECT_EQ(read_json(r / "summary.json")["screened_cases"], probe_stops + median_stops);
+}
+
+// The finalists' re-timing is not screened in a run without classes, nor has
+// a second stage in any run: the re-timing requests (a finalist's label again,
+// after the search) carry no limit from the search.
+TEST(ShapeClassesE2E, TheFinalistsAreRetimedWithoutTheSearchsLimits) {
+  for (const char* classes : {"off", "2"}) {
+    SCOPED_TRACE(std::string("--shape-classes ") + classes);
+    TempDir d;
+    const fsys::path err = d.path() / "err", log = d.path() / "requests.jsonl";
+    const std::string cmd = "KOPT_FAKE_REQUEST_LOG=" + log.string() + " " +
+                            optimize(d, std::string("--shape-classes ") + classes + " --budget evals=16");
+    ASSERT_EQ(run(cmd, err), 0) << kopt::fs::read_file(err);
+    std::ifstream in(log);
+    std::set<std::string> seen;
+    int retimed = 0, limited_in_search = 0;
+    for (std::string line; std::getline(in, line);) {
+      const json rq = json::parse(line);
+      const std::string label = rq["candidate"]["label"].get<std::string>();
+      const bool again = !seen.insert(label).second;
+      for (const auto& c : rq["cases"]) {
+        if (!again && c.contains("screen_median_ms")) ++limited_in_search;
+        if (!again) continue;
+        EXPECT_FALSE(c.contains("screen_median_ms")) << label << ": " << c.dump();
+        if (std::string(classes) == "off") EXPECT_FALSE(c.contains("screen_ms")) << label << ": " << c.dump();
+      }
+      if (again) ++retimed;
+    }
+    EXPECT_GT(retimed, 0) << "no re-timing request in the log";
+    EXPECT_GT(limited_in_search, 0) << "the search set no second-stage limit";
+  }
 }
 
 // A plain run started with --screen-factor 0 keeps it when resumed without

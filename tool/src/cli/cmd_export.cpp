@@ -47,7 +47,7 @@ class ExportCommand final : public Command {
       std::cerr << "\n";
       if (x.screened > 0)
         std::cerr << "kopt: " << x.screened << " of them were screened on a case (kopt optimize --screen-factor): "
-                  << "their time there is one probe launch, not a median; a run made with --screen-factor 0 times "
+                  << "their time there is their probe launch or first 10 launches, not 100; a run made with --screen-factor 0 times "
                      "every configuration in full\n";
     }
     return kOk;

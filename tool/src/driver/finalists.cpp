@@ -222,7 +222,7 @@ Finalists Driver::choose_finalists() {
   for (const auto* a : t.ranked) t.classed = t.classed || timed_cases_key(*a) != all_cases;
   // Shape classes need the re-timing: without it no finalist is checked on
   // the other classes' cases. --retime-rounds 0 means one round there. So does
-  // a search's best with a screened case (its latency there one probe launch):
+  // a search's best with a screened case (its latency there its probe or first 10 launches):
   // it is re-timed in full before it is reported.
   const bool probe_best = f.winner && has_screened_case(*f.winner);
   const bool must_retime = t.classed || probe_best;
@@ -231,8 +231,8 @@ Finalists Driver::choose_finalists() {
     std::cerr << "kopt: shape classes: the finalists are re-timed once on every performance case although "
                  "--retime-rounds is 0 (the search timed each on its class's cases alone)\n";
   else if (probe_best && o_.retime_rounds == 0 && !o_.quiet)
-    std::cerr << "kopt: the search's best was screened on a case (timed by one probe launch there): the finalists "
-                 "are re-timed once although --retime-rounds is 0\n";
+    std::cerr << "kopt: the search's best was screened on a case (timed by its probe launch or its first 10 launches "
+                 "there): the finalists are re-timed once although --retime-rounds is 0\n";
   if ((n > 1 || must_retime) && rounds > 0 && !util::interrupted()) retime_finalists(t, rounds, f);
   if (!t.classed && f.winner && has_screened_case(*f.winner)) {
     // Not re-timed (an interrupted re-timing): a winner measured in full, if any.
@@ -300,6 +300,7 @@ void Driver::retime_finalists(FinalistTable& t, int rounds, Finalists& f) {
       spec::Candidate c = candidate_of(*t.ranked[i]);
       c.performance_cases.clear();
       c.screen_ms = screen;
+      c.screen_median_ms.clear();  // the search's limits: the re-timing has no second stage
       model::Result r;
       try {
         r = runner_->evaluate(c, false);

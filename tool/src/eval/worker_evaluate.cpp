@@ -329,14 +329,17 @@ void Worker::evaluate(const EvalRequest& rq) {
     // case is not timed further (its probe is its latency, marked screened).
     // Second stage: the warm-up and the first kScreenLaunches timed launches;
     // their median over its limit, and those launches are its latency.
+    // The canaries are reset before the case's first series only, so that they
+    // show an overrun of any of its launches, the probe's included.
     std::vector<double> samples;
     bool screened = false;
+    const bool fresh = !c.screen_ms;
     if (c.screen_ms) {
       samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, 0, 1);
       screened = samples.front() > *c.screen_ms;
     }
     if (!screened && c.screen_median_ms && rq.timing.iterations > kScreenLaunches) {
-      samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup, kScreenLaunches);
+      samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup, kScreenLaunches, fresh);
       screened = latency_stats(samples).median_ms > *c.screen_median_ms;
       if (!screened) {
         const std::vector<double> rest = time_launches(rq, cand, c, c.launch, pointers(set), &set, 0,
@@ -344,7 +347,8 @@ void Worker::evaluate(const EvalRequest& rq) {
         samples.insert(samples.end(), rest.begin(), rest.end());
       }
     } else if (!screened) {
-      samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup, rq.timing.iterations);
+      samples = time_launches(rq, cand, c, c.launch, pointers(set), &set, rq.timing.warmup, rq.timing.iterations,
+                              fresh);
     }
     // The timed launches' output (the last one) must still be right.
     collect(rq, c, set, in, rd, "after timing");

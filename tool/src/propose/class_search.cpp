@@ -240,7 +240,7 @@ bool ClassSearchProposer::before_start(spec::Candidate& cand) {
       if (auto it = best_case_ms_.find(name); it != best_case_ms_.end()) {
         known = it->second;
         // The second stage: against candidates' medians only (not the baseline's bound).
-        cand.screen_median_ms[name] = it->second * std::min(o_.screen_factor, kScreenMedianFactor);
+        cand.screen_median_ms[name] = it->second * kScreenMedianFactor;
       }
       if (auto it = baseline_bound_ms_.find(name); it != baseline_bound_ms_.end())
         known = known ? std::min(*known, it->second) : it->second;

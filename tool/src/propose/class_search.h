@@ -34,7 +34,7 @@ struct ClassSearchOptions {
   /// A case's probe slower than this factor times the best median known on
   /// that case is screened (>= 1; 0: no screening); so is one whose first
   /// eval::kScreenLaunches timed launches have a median over
-  /// min(this, kScreenMedianFactor) times a candidate's best median there.
+  /// kScreenMedianFactor times a candidate's best median there.
   double screen_factor = 2.0;
   /// The baseline's (cuBLAS's) median on a case times this factor stands in
   /// for the best median known there while it is lower, also before any

@@ -42,8 +42,8 @@ namespace kopt::propose {
 
 /// Screening's second stage (spec::Candidate::screen_median_ms): a case whose
 /// median over its first eval::kScreenLaunches timed launches is more than
-/// this times the fastest candidate median known there (or more than the
-/// screen factor, when that is lower) is not timed further. A candidate that
+/// this times the fastest candidate median known there is not timed further
+/// (whatever the screen factor: below this, the probe's limit is the tighter). A candidate that
 /// much slower on a case cannot be the fastest there, nor a shape-specialised
 /// variant (which must beat the best by --specialize-threshold, 3% by
 /// default); the median of ten launches is steadier than the one probe launch

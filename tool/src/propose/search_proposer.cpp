@@ -117,7 +117,7 @@ bool SearchProposer::before_start(spec::Candidate& cand) {
   if (o_.screen_factor.value_or(0) <= 0) return true;
   for (const auto& [name, ms] : best_case_ms_) {
     cand.screen_ms[name] = ms * *o_.screen_factor;
-    cand.screen_median_ms[name] = ms * std::min(*o_.screen_factor, kScreenMedianFactor);
+    cand.screen_median_ms[name] = ms * kScreenMedianFactor;
   }
   return true;
 }

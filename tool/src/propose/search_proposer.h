@@ -67,7 +67,7 @@ struct SearchProposerOptions {
   /// times the fastest median recorded there so far (unscreened ok results);
   /// a probe launch over it ends the case's timing (spec::Candidate::screen_ms),
   /// and so does a median of the first eval::kScreenLaunches timed launches
-  /// over min(this, kScreenMedianFactor) times that median (screen_median_ms).
+  /// over kScreenMedianFactor times that median (screen_median_ms).
   /// 0: off. nullopt (the default): no screening and nothing said of it in
   /// the summary (a shape-class search screens in its own proposer); set,
   /// 0 included, it is recorded, so that a resumed run keeps it.
