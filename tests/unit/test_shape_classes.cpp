@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/attempt.h"
 #include "model/shape_classes.h"
 #include "store/fingerprint.h"
 #include "spec/spec.h"
@@ -314,6 +315,33 @@ TEST(ShapeClassesE2E, ResumeWithAnotherGroupingIsRefused) {
   const std::string same = std::string(KOPT_CLI) + " optimize --resume " + r.string() +
                            " --arch sm_90 --shape-classes 2 --budget evals=6 --worker-command " + KOPT_FAKE_WORKER;
   EXPECT_EQ(run(same, err), 0) << kopt::fs::read_file(err);
+}
+
+// The fastest medians screening's limits come from: unscreened performance
+// cases with a finite positive median lower the record; screened ones are
+// counted and left out.
+TEST(Screening, FoldFastestMediansKeepsTheLowestUnscreenedMedianPerCase) {
+  auto perf = [](const std::string& name, double ms, bool screened) {
+    kopt::model::CaseResult c;
+    c.name = name;
+    c.role = "performance";
+    c.latency = kopt::model::latency_stats({ms});
+    c.screened = screened;
+    return c;
+  };
+  kopt::model::Attempt a;
+  kopt::model::CaseResult small;
+  small.name = "small";
+  small.role = "correctness";
+  a.result.cases = {small, perf("x", 2.0, false), perf("y", 0.5, true), perf("z", 0.0, false), perf("w", 3.0, false)};
+  std::map<std::string, double> fastest = {{"x", 1.5}, {"w", 4.0}};
+  EXPECT_EQ(kopt::model::fold_fastest_medians(a, fastest), 1);
+  EXPECT_EQ(fastest, (std::map<std::string, double>{{"x", 1.5}, {"w", 3.0}}));
+  EXPECT_TRUE(kopt::model::has_screened_case(a));
+  a.result.cases[2].screened = false;
+  EXPECT_FALSE(kopt::model::has_screened_case(a));
+  EXPECT_EQ(kopt::model::fold_fastest_medians(a, fastest), 0);
+  EXPECT_EQ(fastest.at("y"), 0.5);
 }
 
 TEST(ShapeClassesE2E, ScreeningStopsTimingFarSlowerCasesAfterOneProbe) {

@@ -50,12 +50,6 @@ std::string finalist_key(const Attempt& a) {
   return k + search::config_key(a.params);
 }
 
-/// Whether a performance case of `a` was screened (timed by its probe alone).
-bool has_screened_case(const Attempt& a) {
-  return std::any_of(a.result.cases.begin(), a.result.cases.end(),
-                     [](const model::CaseResult& c) { return c.screened; });
-}
-
 /// The top `top` ok candidates and initial kernels by geomean, in each group
 /// of attempts timed on the same performance cases (so per shape class), then
 /// (with specialisation) each performance case's fastest, so that the
@@ -224,7 +218,7 @@ Finalists Driver::choose_finalists() {
   // the other classes' cases. --retime-rounds 0 means one round there. So does
   // a search's best with a screened case (its latency there its probe or first 10 launches):
   // it is re-timed in full before it is reported.
-  const bool probe_best = f.winner && has_screened_case(*f.winner);
+  const bool probe_best = f.winner && model::has_screened_case(*f.winner);
   const bool must_retime = t.classed || probe_best;
   const int rounds = must_retime ? std::max(o_.retime_rounds, 1) : o_.retime_rounds;
   if (t.classed && o_.retime_rounds == 0 && !o_.quiet)
@@ -234,14 +228,14 @@ Finalists Driver::choose_finalists() {
     std::cerr << "kopt: the search's best was screened on a case (timed by its probe launch or its first 10 launches "
                  "there): the finalists are re-timed once although --retime-rounds is 0\n";
   if ((n > 1 || must_retime) && rounds > 0 && !util::interrupted()) retime_finalists(t, rounds, f);
-  if (!t.classed && f.winner && has_screened_case(*f.winner)) {
+  if (!t.classed && f.winner && model::has_screened_case(*f.winner)) {
     // Not re-timed (an interrupted re-timing): a winner measured in full, if any.
     std::set<std::string> retimed;
     for (const store::RetimeEntry& e : f.retime)
       if (!e.failed_recheck && e.median_ms) retimed.insert(e.label);
     if (!retimed.count(f.winner->label))
       for (const Attempt* a : t.ranked)
-        if (!has_screened_case(*a)) {
+        if (!model::has_screened_case(*a)) {
           f.winner = a;
           break;
         }

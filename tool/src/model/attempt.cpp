@@ -85,6 +85,25 @@ std::vector<std::string> timed_performance_cases(const Attempt& a) {
   return names;
 }
 
+bool has_screened_case(const Attempt& a) {
+  return std::any_of(a.result.cases.begin(), a.result.cases.end(), [](const CaseResult& c) { return c.screened; });
+}
+
+int64_t fold_fastest_medians(const Attempt& a, std::map<std::string, double>& fastest) {
+  int64_t screened = 0;
+  for (const CaseResult& c : a.result.cases) {
+    if (c.screened) {
+      ++screened;
+      continue;
+    }
+    if (c.role != "performance" || !c.latency || !std::isfinite(c.latency->median_ms) || !(c.latency->median_ms > 0))
+      continue;
+    auto [it, fresh] = fastest.emplace(c.name, c.latency->median_ms);
+    if (!fresh) it->second = std::min(it->second, c.latency->median_ms);
+  }
+  return screened;
+}
+
 json latency_json(const LatencyStats& s) {
   return json{{"median_ms", jio::from_double(s.median_ms)}, {"mean_ms", jio::from_double(s.mean_ms)},
               {"min_ms", jio::from_double(s.min_ms)},       {"max_ms", jio::from_double(s.max_ms)},

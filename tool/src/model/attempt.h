@@ -78,6 +78,16 @@ std::optional<double> case_median_ms(const Attempt& a, const std::string& case_n
 /// cases alone (propose/class_search.h); the initial kernel on all.
 std::vector<std::string> timed_performance_cases(const Attempt& a);
 
+/// Whether screening stopped the timing of one of `a`'s cases (its latency
+/// there is its probe launch or its first launches; docs/search.md, "Screening").
+bool has_screened_case(const Attempt& a);
+
+/// Screening's record of the fastest medians: lowers fastest[case] to each of
+/// `a`'s unscreened performance-case medians (finite and positive) and returns
+/// how many of its cases were screened. The caller decides which attempts
+/// count (ok candidates).
+int64_t fold_fastest_medians(const Attempt& a, std::map<std::string, double>& fastest);
+
 /// Result::to_json, optionally without the compile log and the raw samples:
 /// history.json (rewritten at every attempt) takes the short form, each
 /// candidate's result.json the full one.

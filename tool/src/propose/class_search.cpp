@@ -67,12 +67,7 @@ void ClassSearchProposer::learn(ClassState& c, const model::Attempt& a) {
     ++c.since_improvement;
     return;
   }
-  for (const auto& cr : a.result.cases) {
-    if (cr.screened) ++c.screened;
-    if (cr.role != "performance" || !cr.latency || cr.screened) continue;
-    auto [it, fresh] = best_case_ms_.emplace(cr.name, cr.latency->median_ms);
-    if (!fresh) it->second = std::min(it->second, cr.latency->median_ms);
-  }
+  c.screened += model::fold_fastest_medians(a, best_case_ms_);
   if (!c.best_ms || *a.result.geomean_ms < *c.best_ms) {
     c.best_ms = *a.result.geomean_ms;
     c.best_label = a.label;

@@ -1,6 +1,5 @@
 #include "propose/search_proposer.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 
@@ -101,16 +100,7 @@ void SearchProposer::observe_recorded(const model::Attempt& a) {
 
 void SearchProposer::learn_latencies(const model::Attempt& a) {
   if (o_.screen_factor.value_or(0) <= 0 || a.result.verdict != model::Verdict::ok) return;
-  for (const auto& cr : a.result.cases) {
-    if (cr.role != "performance" || !cr.latency) continue;
-    if (cr.screened) {
-      ++screened_cases_;
-      continue;
-    }
-    if (!(cr.latency->median_ms > 0)) continue;
-    auto [it, fresh] = best_case_ms_.emplace(cr.name, cr.latency->median_ms);
-    if (!fresh) it->second = std::min(it->second, cr.latency->median_ms);
-  }
+  screened_cases_ += model::fold_fastest_medians(a, best_case_ms_);
 }
 
 bool SearchProposer::before_start(spec::Candidate& cand) {

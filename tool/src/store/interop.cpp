@@ -370,8 +370,7 @@ T4Export export_t4(const stdfs::path& run_dir) {
     }
     results.push_back(t4_result(a, run_dir));
     ++x.exported;
-    if (std::any_of(a.result.cases.begin(), a.result.cases.end(), [](const model::CaseResult& c) { return c.screened; }))
-      ++x.screened;
+    if (model::has_screened_case(a)) ++x.screened;
   }
   x.doc = {{"schema_version", kT4SchemaVersion}, {"results", std::move(results)}};
   return x;
