@@ -821,8 +821,8 @@ TEST(Tf32WgmmaWarpSpecialized, TheProtocolModelCatchesAMissingWaitOrAWrongParity
 
 TEST(Tf32WgmmaWarpSpecialized, EmulatedPassesTheSpecTolerance) {
   // The consumers' sums are the WS 0 kernel's; the emulation copies and splits with the producer's
-  // 128 threads, the copy of raw tile t + AHEAD and the split of t + 1 before tile t is read (the
-  // latest the protocol lets them come).
+  // 128 threads, the copy of raw tile t + AHEAD and the split of t + 1 before tile t is read (as
+  // early as the protocol lets them come: a stage or buffer shared by mistake spoils the result).
   check_emulated<BigWs, 2>(1, 1, 1);
   check_emulated<BigWs, 2>(127, 129, 65);
   check_emulated<BigWs5, 2>(3, 2, 2000);
