@@ -267,7 +267,7 @@ struct Layout {
   static constexpr int kSmemBytes = kMainBytes > kRedBytes ? kMainBytes : kRedBytes;  // + 1024 of slack
   // Raw tiles in flight ahead of the one the tensor cores read: with AREG the raw stage of tile t
   // is read (A's fragments) while tile t is multiplied, so one stage fewer is ahead.
-  // WS: STAGES - 1 (see Warp specialization).
+  // WS: STAGES - 1 (sgemm_tf32_wgmma_ws.cuh, The pipeline).
   static constexpr int kAhead = kWs ? kStages - 1 : kStages - kAReg;
   // Per thread and k-tile: 16-byte chunks of A and of B, for the copies and for the split alike
   // (with AREG the block splits B only).
@@ -520,20 +520,11 @@ struct Ctx : BlockCtx {
   unsigned sbase;       // the same, as a shared-memory address
 };
 
-// The loops of the copies and the split: unrolled, except in the WS producer, whose 40 registers
-// would not hold an unrolled loop's values.
-#undef TF32WG_COPY_UNROLL
-#if WS
-#define TF32WG_COPY_UNROLL _Pragma("unroll 4")
-#else
-#define TF32WG_COPY_UNROLL _Pragma("unroll")
-#endif
-
 // Issues the copies of raw k-tile t (k from t * BK) into raw stage `stage`.
 __device__ __forceinline__ void load_raw(const Ctx& c, int t, int stage) {
   const int k0 = t * BK, tid = opaque(c.tid);
   const unsigned a_base = c.sbase + L::raw_a(stage), b_base = c.sbase + L::raw_b(stage);
-  TF32WG_COPY_UNROLL
+#pragma unroll
   for (int l = 0; l < L::kItemsA; ++l) {
     int r, ch;
     L::copy_a(tid, l, r, ch);
@@ -541,7 +532,7 @@ __device__ __forceinline__ void load_raw(const Ctx& c, int t, int stage) {
     const float* row = c.A + static_cast<size_t>(gr < c.M ? gr : 0) * static_cast<size_t>(c.K);
     copy4(a_base + L::raw_a_chunk(r, ch), row, gr < c.M, k0 + 4 * ch, c.K, c.kvec, c.A);
   }
-  TF32WG_COPY_UNROLL
+#pragma unroll
   for (int l = 0; l < L::kItemsB; ++l) {
     int k, n;
     L::copy_b(tid, l, k, n);
@@ -557,7 +548,7 @@ __device__ __forceinline__ void load_raw(const Ctx& c, int t, int stage) {
 template <int kFirst, int kLast>
 __device__ __forceinline__ void split_items(const Ctx& c, int stage, int buf) {
   const int tid = opaque(c.tid);
-  TF32WG_COPY_UNROLL
+#pragma unroll
   for (int i = kFirst; i < kLast; ++i) {
     float x[4];
     int row, ch, hi_off, lo_off;
@@ -898,5 +889,4 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
 
 #undef TF32WG_CLUSTER_DIMS
 #undef TF32WG_MAINLOOP
-#undef TF32WG_COPY_UNROLL
 #endif  // __CUDACC__ || __CUDACC_RTC__, TF32WG_NO_WGMMA

@@ -75,10 +75,7 @@ struct WsPipe {
   // warpgroups, CUTLASS's 40 / 232 split). One consumer warpgroup (256 threads) has 255 without it.
   static constexpr int kLaunchRegs = 65536 / L::kBlockThreads / 8 * 8 > 255 ? 255 : 65536 / L::kBlockThreads / 8 * 8;
   static constexpr bool kSetMaxNReg = L::kWarpSpecialized != 0 && L::kThreads >= 256;
-#ifndef TF32WG_PRODREGS
-#define TF32WG_PRODREGS 40
-#endif
-  static constexpr int kProducerRegs = TF32WG_PRODREGS;
+  static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerFree = (kLaunchRegs * L::kBlockThreads - 128 * kProducerRegs) / L::kThreads / 8 * 8;
   static constexpr int kConsumerRegs = kConsumerFree > 256 ? 256 : kConsumerFree;
 };
