@@ -30,7 +30,9 @@
 #               cuBLAS FP32 (WG_ITERS launches, default 20); a warp-specialized variant (WS 1) also
 #               against the bits of its WS 0 twin (the same sums: twin_same_bits=yes expected); with
 #               WG_VARIANTS=13,23,24 (numbers, commas) only those variants are compiled and run
-#               (about 10 s of build and 10 s of run per variant); then `kopt evaluate` of the spec's seeds
+#               (about 10 s of build and 10 s of run per variant); WG_NVCC_FLAGS adds nvcc options
+#               (-DTF32WG_WAIT_TRAP=100000000: a WS variant's hung mbarrier wait prints which and
+#               traps; for diagnosis, the timings are not the kernel's); then `kopt evaluate` of the spec's seeds
 #               (scripts/tf32_configs.py --wgmma: NVRTC for sm_90a through the file's kopt:options
 #               line, the harness's verdicts; WG_EVALUATE=0 skips it). wgmma/summary.txt: a table of
 #               each correct variant's ratio to cuBLAS FP32 per timed shape (flagship and others),
@@ -116,7 +118,8 @@ if has wgmma; then
     for v in ${WG_VARIANTS//,/ }; do select+=("-DTW_SELECT_$v=1"); done
   fi
   (
-    nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Xptxas -v "${select[@]}" -o "$WG/tf32_wgmma_check" \
+    # shellcheck disable=SC2086  # WG_NVCC_FLAGS: words, e.g. -DTF32WG_WAIT_TRAP=100000000 (a WS hang traps and says where)
+    nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Xptxas -v "${select[@]}" ${WG_NVCC_FLAGS:-} -o "$WG/tf32_wgmma_check" \
       bench/tf32_wgmma_check.cu -lcublas \
       >"$WG/build.log" 2>&1
   ) &

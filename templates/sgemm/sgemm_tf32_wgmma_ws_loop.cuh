@@ -15,7 +15,11 @@ __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
 }
-// Returns once the phase of the given parity has completed (acquire at CTA scope).
+// Returns once the phase of the given parity has completed (acquire at CTA scope). A diagnostic
+// build (-DTF32WG_WAIT_TRAP=<tries>, e.g. 100000000) prints the waiting block, thread, barrier and
+// parity after that many failed tries and traps, so that a hang shows which wait it is (for
+// diagnosis only: the printf call makes ptxas serialize the wgmma and spill).
+#ifndef TF32WG_WAIT_TRAP
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   asm volatile(
       "{\n.reg .pred done;\nTF32WG_WAIT:\n"
@@ -24,6 +28,27 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
       "r"(parity)
       : "memory");
 }
+#else
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  for (long long tries = 0;; ++tries) {
+    unsigned done;
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (tries == static_cast<long long>(TF32WG_WAIT_TRAP)) {
+      // The base is 1024-aligned: the barrier's number from its address alone.
+      const int id = static_cast<int>(((bar - static_cast<unsigned>(P::kBarBase)) & 1023u) / 8u);
+      printf("tf32wg: block (%d, %d) thread %d: no phase of parity %u on mbarrier %d (full 0..%d, op_empty, raw_empty)\n",
+             static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(threadIdx.x), parity, id,
+             P::kBufs - 1);
+      __trap();
+    }
+  }
+}
+#endif
 // The producer warpgroup's own barrier (named barrier 1, its 128 threads).
 __device__ __forceinline__ void producer_sync() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
 template <int kRegs>
