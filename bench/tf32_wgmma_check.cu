@@ -67,7 +67,8 @@ using Kernel = void (*)(const float*, const float*, float*, int, int, int);
 struct Variant {
   int number;
   const char* label;
-  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk, defer;
+  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk, defer, ws;
+  int twin;  // WS 1: the WS 0 variant of the same tiles, chains and sums (bit-for-bit the same C), or -1
   Kernel kernel;
 };
 std::vector<Variant>& variants() {
@@ -75,126 +76,159 @@ std::vector<Variant>& variants() {
   return v;
 }
 struct Params {
-  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk, defer;
+  int wgm, wgn, wn, bk, stages, kstep, layout, swz, minb, dbuf, areg, splitk, defer, ws, twin;
 };
 struct VariantRegistration {
   VariantRegistration(int number, const char* label, Params p, Kernel k) {
     variants().push_back({number, label, p.wgm, p.wgn, p.wn, p.bk, p.stages, p.kstep, p.layout, p.swz, p.minb, p.dbuf,
-                          p.areg, p.splitk, p.defer, k});
+                          p.areg, p.splitk, p.defer, p.ws, p.twin, k});
   }
 };
+const Variant* find_variant(int number) {
+  for (const Variant& v : variants())
+    if (v.number == number) return &v;
+  return nullptr;
+}
 
 // The variants, each a configuration of the spec's space (tf32_wgmma_variant.inc includes the
 // kernel with it): TW_CFG's fields are WGM, WGN, WN, BK, STAGES, KSTEP, LAYOUT, SWZ, MINB, DBUF,
-// AREG, SPLITK, DEFER. 0-10: the first H100 run's set (docs/performance.md); 11-: A from registers,
-// split-K, the last chain of a k-tile waited for in the next.
+// AREG, SPLITK, DEFER, WS, and the twin (see Variant). 0-10: the first H100 run's set
+// (docs/performance.md); 11-22: A from registers, split-K, the last chain of a k-tile waited for
+// in the next; 23-: warp-specialized (WS 1: a producer warpgroup, mbarriers, setmaxnreg). Built
+// with -DTW_SELECT -DTW_SELECT_<n>=1 ..., only the variants named so are compiled and listed.
 #define TW_V 0
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x128 k32 swz128 kstep1"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 1
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x128 k32 swz128 kstep2"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 2
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 0, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 0, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x128 k32 interleaved"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 3
-#define TW_CFG(f) f(1, 2, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(1, 2, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "64x256 k16 swz64 4st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 4
-#define TW_CFG(f) f(2, 1, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(2, 1, 128, 16, 4, 1, 1, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x128 k16 swz64 4st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 5
-#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x64 k32"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 6
-#define TW_CFG(f) f(1, 1, 64, 32, 3, 1, 1, 1, 2, 0, 0, 1, 0)
+#define TW_CFG(f) f(1, 1, 64, 32, 3, 1, 1, 1, 2, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "64x64 k32 2/SM"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 7
-#define TW_CFG(f) f(2, 2, 64, 32, 2, 1, 1, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(2, 2, 64, 32, 2, 1, 1, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x128 4 wg n64 2st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 8
-#define TW_CFG(f) f(2, 1, 96, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0)
+#define TW_CFG(f) f(2, 1, 96, 32, 3, 1, 1, 8, 1, 0, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x96 k32"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 9
-#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1, 0)
+#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1, 0, 0, -1)
 #define TW_LABEL "128x64 k32 dbuf"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 10
-#define TW_CFG(f) f(1, 2, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1, 0)
+#define TW_CFG(f) f(1, 2, 64, 32, 3, 1, 1, 8, 1, 1, 0, 1, 0, 0, -1)
 #define TW_LABEL "64x128 k32 dbuf"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 11
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 1, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 1, 0, 0, -1)
 #define TW_LABEL "128x128 kstep2 areg"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 12
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 1, 1, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 1, 1, 0, 0, -1)
 #define TW_LABEL "128x128 kstep1 areg"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 13
-#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1, 0, 0, -1)
 #define TW_LABEL "128x128 kstep2 areg 4st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 14
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 2, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 2, 0, 0, -1)
 #define TW_LABEL "128x128 kstep2 splitk2"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 15
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 2, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 2, 0, 0, -1)
 #define TW_LABEL "128x128 kstep2 areg splitk2"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 16
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 4, 0)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 4, 0, 0, -1)
 #define TW_LABEL "128x128 kstep2 areg splitk4"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 17
-#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 2, 0, 1, 1, 0)
+#define TW_CFG(f) f(2, 1, 64, 32, 3, 1, 1, 8, 2, 0, 1, 1, 0, 0, -1)
 #define TW_LABEL "128x64 areg 2/SM"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 18
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 1, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 1, 1, 0, -1)
 #define TW_LABEL "128x128 kstep2 areg defer"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 19
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 1, 1, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 1, 1, 8, 1, 0, 1, 1, 1, 0, -1)
 #define TW_LABEL "128x128 kstep1 areg defer"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 20
-#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1, 1, 0, -1)
 #define TW_LABEL "128x128 kstep2 areg defer 4st"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 21
-#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 2, 1)
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 1, 2, 1, 0, -1)
 #define TW_LABEL "128x128 kstep2 areg defer splitk2"
 #include "tf32_wgmma_variant.inc"
 #define TW_V 22
-#define TW_CFG(f) f(1, 1, 64, 32, 3, 1, 1, 1, 2, 0, 1, 4, 0)
+#define TW_CFG(f) f(1, 1, 64, 32, 3, 1, 1, 1, 2, 0, 1, 4, 0, 0, -1)
 #define TW_LABEL "64x64 areg splitk4 2/SM"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 23
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 1, 0, 1, 13)
+#define TW_LABEL "ws 128x128 kstep2 areg 4st"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 24
+#define TW_CFG(f) f(2, 1, 128, 32, 5, 2, 1, 8, 1, 0, 1, 1, 0, 1, 13)
+#define TW_LABEL "ws 128x128 kstep2 areg 5st"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 25
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 1, 1, 8, 1, 0, 1, 1, 0, 1, 12)
+#define TW_LABEL "ws 128x128 kstep1 areg 4st"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 26
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 2, 0, 1, 15)
+#define TW_LABEL "ws 128x128 kstep2 areg splitk2"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 27
+#define TW_CFG(f) f(2, 1, 128, 32, 4, 2, 1, 8, 1, 0, 1, 4, 0, 1, 16)
+#define TW_LABEL "ws 128x128 kstep2 areg splitk4"
+#include "tf32_wgmma_variant.inc"
+#define TW_V 28
+#define TW_CFG(f) f(2, 1, 128, 32, 3, 2, 1, 8, 1, 0, 0, 1, 0, 1, 1)
+#define TW_LABEL "ws 128x128 kstep2 A smem 3st"
 #include "tf32_wgmma_variant.inc"
 
 dim3 grid_of(const Variant& v, int M, int N) {
   return dim3(static_cast<unsigned>((N + v.wn * v.wgn - 1) / (v.wn * v.wgn) * v.splitk),
               static_cast<unsigned>((M + 64 * v.wgm - 1) / (64 * v.wgm)), 1);
 }
-// The spec's shared_bytes (templates/sgemm/sgemm_tf32_wgmma.json).
+// The spec's shared_bytes (templates/sgemm/sgemm_tf32_wgmma.json), and WS's 128 bytes of mbarriers
+// (sgemm_tf32_wgmma_ws.cuh).
 size_t smem_of(const Variant& v) {
   const int bm = 64 * v.wgm, bn = v.wn * v.wgn;
   const size_t main =
       static_cast<size_t>(((2 + v.defer) * 2 * ((1 - v.areg) * bm + bn) + v.stages * (bm + bn)) * v.bk * 4);
   const size_t red = v.splitk > 1 ? static_cast<size_t>(bm * (bn + 8) * 4) : 0;
-  return std::max(main, red) + 1024;
+  return std::max(main, red) + 1024 + 128 * static_cast<size_t>(v.ws);
 }
+int threads_of(const Variant& v) { return 128 * (v.wgm * v.wgn + v.ws); }  // WS: the producer warpgroup
 void launch(const Variant& v, const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t s) {
-  v.kernel<<<grid_of(v, M, N), dim3(128 * v.wgm * v.wgn), smem_of(v), s>>>(A, B, C, M, N, K);
+  v.kernel<<<grid_of(v, M, N), dim3(threads_of(v)), smem_of(v), s>>>(A, B, C, M, N, K);
 }
 
 // ---- inputs, checks -----------------------------------------------------------------------------
@@ -319,6 +353,31 @@ void fill_matrix(float* p, int rows, int cols, Fill f, unsigned seed, int K) {
   CUDA_CHECK(cudaGetLastError());
 }
 
+// The twin of a WS variant on the case's inputs (b.A, b.B) into b.Cb: how many of the M x N outputs
+// differ from b.C in their bits (NaN patterns included).
+__global__ void count_differing(const unsigned* __restrict__ x, const unsigned* __restrict__ y, long long n,
+                                unsigned long long* out) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    if (x[i] != y[i]) atomicAdd(out, 1ull);
+}
+long long differing_words(const Variant& twin, Buffers& b, int M, int N, int K) {
+  const long long n = static_cast<long long>(M) * N;
+  CUDA_CHECK(cudaMemset(b.Cb, 0xFF, static_cast<size_t>(n) * 4));
+  launch(twin, b.A, b.B, b.Cb, M, N, K, nullptr);
+  CUDA_CHECK(cudaGetLastError());
+  unsigned long long* count = nullptr;
+  CUDA_CHECK(cudaMalloc(&count, sizeof *count));
+  CUDA_CHECK(cudaMemset(count, 0, sizeof *count));
+  count_differing<<<1024, 256>>>(reinterpret_cast<const unsigned*>(b.C), reinterpret_cast<const unsigned*>(b.Cb), n,
+                                 count);
+  CUDA_CHECK(cudaGetLastError());
+  unsigned long long d = 0;
+  CUDA_CHECK(cudaMemcpy(&d, count, sizeof d, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaFree(count));
+  return static_cast<long long>(d);
+}
+
 // ---- the probe ---------------------------------------------------------------------------------------
 
 // One block: exact integers must come out exact; if not, the one-hot decode of which B element each
@@ -419,21 +478,21 @@ int main(int argc, char** argv) {
     else if (a == "--iters" && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
     else return usage();
   }
-  const int count = static_cast<int>(variants().size());
-  for (int v = 0; v < count; ++v)
-    if (variants()[v].number != v) {
-      std::printf("variant %d is registered as number %d\n", v, variants()[v].number);
-      return 2;
-    }
+  for (size_t i = 0; i < variants().size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (variants()[i].number == variants()[j].number) {
+        std::printf("variant %d is registered twice\n", variants()[i].number);
+        return 2;
+      }
   if (list) {
     for (const Variant& x : variants())
       std::printf("%d %s WGM=%d,WGN=%d,WN=%d,BK=%d,STAGES=%d,KSTEP=%d,LAYOUT=%d,SWZ=%d,MINB=%d,DBUF=%d,AREG=%d,SPLITK=%d,"
-                  "DEFER=%d\n",
+                  "DEFER=%d,WS=%d\n",
                   x.number, x.label, x.wgm, x.wgn, x.wn, x.bk, x.stages, x.kstep, x.layout, x.swz, x.minb, x.dbuf,
-                  x.areg, x.splitk, x.defer);
+                  x.areg, x.splitk, x.defer, x.ws);
     return 0;
   }
-  if (g_variant < 0 || g_variant >= count) return usage();
+  if (find_variant(g_variant) == nullptr) return usage();
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device\n");
@@ -445,21 +504,26 @@ int main(int argc, char** argv) {
     std::printf("%s is sm_%d%d: the wgmma kernel needs sm_90a\n", prop.name, prop.major, prop.minor);
     return 77;
   }
-  const Variant& v = variants()[g_variant];
-  CUDA_CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_of(v))));
+  const Variant& v = *find_variant(g_variant);
+  // WS: its twin (the same sums without warp specialization), when built, must give the same bits.
+  const Variant* twin = v.twin >= 0 ? find_variant(v.twin) : nullptr;
+  for (const Variant* x : {&v, twin})
+    if (x) CUDA_CHECK(cudaFuncSetAttribute(x->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_of(*x))));
   cudaFuncAttributes fa;
   CUDA_CHECK(cudaFuncGetAttributes(&fa, v.kernel));
   int per_sm = -1;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, 128 * v.wgm * v.wgn, smem_of(v)) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, threads_of(v), smem_of(v)) != cudaSuccess) {
     per_sm = -1;
     cudaGetLastError();
   }
   std::printf("variant v%d: %s (WGM=%d WGN=%d WN=%d BK=%d STAGES=%d KSTEP=%d LAYOUT=%d SWZ=%d MINB=%d DBUF=%d AREG=%d "
-              "SPLITK=%d DEFER=%d) on %s\n",
+              "SPLITK=%d DEFER=%d WS=%d) on %s\n",
               g_variant, v.label, v.wgm, v.wgn, v.wn, v.bk, v.stages, v.kstep, v.layout, v.swz, v.minb, v.dbuf, v.areg,
-              v.splitk, v.defer, prop.name);
-  std::printf("  %d registers, %zu bytes local (spills), %zu bytes dynamic shared memory, %d block(s) per SM\n",
-              fa.numRegs, static_cast<size_t>(fa.localSizeBytes), smem_of(v), per_sm);
+              v.splitk, v.defer, v.ws, prop.name);
+  std::printf("  %d registers, %zu bytes local (spills), %zu bytes dynamic shared memory, %d threads, %d block(s) per SM\n",
+              fa.numRegs, static_cast<size_t>(fa.localSizeBytes), smem_of(v), threads_of(v), per_sm);
+  if (v.twin >= 0)
+    std::printf("  twin: v%d %s\n", v.twin, twin ? "(its C must be the same bits on every case)" : "not built: no bit comparison");
 
   Buffers b;
   const bool exact = probe(v, b);
@@ -475,7 +539,7 @@ int main(int argc, char** argv) {
   std::printf("  %-16s %-13s %8s %9s %10s %10s %10s %10s %7s %7s %9s %8s %8s %7s\n", "case MxNxK", "inputs", "verdict",
               "err/tol", "max e", "rms e", "cB max e", "cB rms e", "max/cB", "rms/cB", "ms", "TFLOP/s", "cB TF/s",
               "x cB");
-  int failures = 0;
+  int failures = 0, twin_diff_cases = 0, twin_cases = 0;
   double worst_max = 0, worst_rms = 0, log_sum = 0;
   int timed = 0;
   std::string worst_case, shapes;
@@ -507,6 +571,15 @@ int main(int argc, char** argv) {
     std::memcpy(&worst_ratio, &t[2], sizeof worst_ratio);
     const bench_precision::ErrorStats e = oracle.of(b.C), eb = oracle.of(b.Cb);
     const bool ok = t[0] == 0;
+    if (twin) {  // after the checks, which read Cb (cuBLAS): the twin's C goes there
+      const long long diff = differing_words(*twin, b, c.M, c.N, c.K);
+      ++twin_cases;
+      if (diff != 0) {
+        ++twin_diff_cases;
+        std::printf("  %dx%dx%d: %lld of %lld outputs differ from twin v%d's bits\n", c.M, c.N, c.K, diff,
+                    static_cast<long long>(c.M) * c.N, twin->number);
+      }
+    }
     char shape[48];
     std::snprintf(shape, sizeof shape, "%dx%dx%d", c.M, c.N, c.K);
     const char* inputs = c.fill == Fill::wide_exponent ? "wide-exponent" : c.fill == Fill::split_tie ? "split-tie" : "uniform";
@@ -542,12 +615,18 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   const double geomean = timed ? std::exp(log_sum / timed) : NAN;
+  char twin_text[64] = "-";
+  if (twin)
+    std::snprintf(twin_text, sizeof twin_text, "%s(v%d,%d/%d_cases_differ)", twin_diff_cases ? "NO" : "yes", twin->number,
+                  twin_diff_cases, twin_cases);
   const bool contract = worst_max <= 2.0 && worst_rms <= 2.0;
   std::printf("SUMMARY v%d correct=%s probe=%s flagship_geomean_x_cublas=%.3f worst_max_ratio=%.2f (%s) "
-              "worst_rms_ratio=%.2f contract=%s regs=%d spill_bytes=%zu smem=%zu per_sm=%d x_cublas=%s label=\"%s\"\n",
+              "worst_rms_ratio=%.2f contract=%s regs=%d spill_bytes=%zu smem=%zu per_sm=%d twin_same_bits=%s x_cublas=%s "
+              "label=\"%s\"\n",
               g_variant, failures == 0 ? "yes" : "NO", exact ? "exact" : "WRONG", geomean, worst_max,
               worst_case.c_str(), worst_rms, contract ? "met" : "BROKEN", fa.numRegs,
-              static_cast<size_t>(fa.localSizeBytes), smem_of(v), per_sm, shapes.empty() ? "-" : shapes.c_str(), v.label);
+              static_cast<size_t>(fa.localSizeBytes), smem_of(v), per_sm, twin_text, shapes.empty() ? "-" : shapes.c_str(),
+              v.label);
   CUBLAS_CHECK(cublasDestroy(h));
-  return failures == 0 && exact && contract ? 0 : 1;
+  return failures == 0 && exact && contract && twin_diff_cases == 0 ? 0 : 1;
 }

@@ -18,16 +18,21 @@
 #               every candidate's (CaseResult rel_error_max / rel_error_rms); prints, per case,
 #               cuBLAS's and the worst accepted candidate's, and their ratio (contract: <= 2)
 #     wgmma     the sm_90a kernel (templates/sgemm/sgemm_tf32_wgmma.cu; not in the default: run
-#               `bash scripts/check_tf32.sh wgmma`, about 5-6 minutes for 23 variants; about 4 with
-#               WG_EVALUATE=0, which also skips building kopt): bench/tf32_wgmma_check.cu built with
-#               nvcc for sm_90a (registers,
-#               spills, HGMMA count in the SASS), then each of its
+#               `bash scripts/check_tf32.sh wgmma`, about 5-6 minutes for the first 23 variants, about
+#               4 with WG_EVALUATE=0, which also skips building kopt; of the 29 now, choose with
+#               WG_VARIANTS below or raise WG_DEADLINE): bench/tf32_wgmma_check.cu built with nvcc
+#               for sm_90a (registers, spills, HGMMA count in the SASS), then each of its
 #               variants in a process of its own under a timeout (WG_TIMEOUT, default 90 s; the
 #               variants left when WG_DEADLINE, default 330 s, has passed are reported skipped): an
 #               exact-integer probe (with a one-hot decode of what each output read when it is
 #               wrong), every element of every case against an FP64 oracle with the harness's
 #               tolerance, max and RMS error beside cuBLAS FP32's, speed on the flagship shapes beside
-#               cuBLAS FP32 (WG_ITERS launches, default 20); then `kopt evaluate` of the spec's seeds
+#               cuBLAS FP32 (WG_ITERS launches, default 20); a warp-specialized variant (WS 1) also
+#               against the bits of its WS 0 twin (the same sums: twin_same_bits=yes expected); with
+#               WG_VARIANTS=13,23,24 (numbers, commas) only those variants are compiled and run
+#               (about 10 s of build and 10 s of run per variant); WG_NVCC_FLAGS adds nvcc options
+#               (-DTF32WG_WAIT_TRAP=100000000: a WS variant's hung mbarrier wait prints which and
+#               traps; for diagnosis, the timings are not the kernel's); then `kopt evaluate` of the spec's seeds
 #               (scripts/tf32_configs.py --wgmma: NVRTC for sm_90a through the file's kopt:options
 #               line, the harness's verdicts; WG_EVALUATE=0 skips it). wgmma/summary.txt: a table of
 #               each correct variant's ratio to cuBLAS FP32 per timed shape (flagship and others),
@@ -106,8 +111,15 @@ WG="$T_OUT/wgmma"
 WG_BUILD=
 if has wgmma; then
   mkdir -p "$WG"
+  select=()
+  if [[ -n ${WG_VARIANTS:-} ]]; then
+    [[ $WG_VARIANTS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "check_tf32.sh: WG_VARIANTS='$WG_VARIANTS': numbers and commas" >&2; exit 2; }
+    select=(-DTW_SELECT)
+    for v in ${WG_VARIANTS//,/ }; do select+=("-DTW_SELECT_$v=1"); done
+  fi
   (
-    nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o "$WG/tf32_wgmma_check" \
+    # shellcheck disable=SC2086  # WG_NVCC_FLAGS: words, e.g. -DTF32WG_WAIT_TRAP=100000000 (a WS hang traps and says where)
+    nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Xptxas -v "${select[@]}" ${WG_NVCC_FLAGS:-} -o "$WG/tf32_wgmma_check" \
       bench/tf32_wgmma_check.cu -lcublas \
       >"$WG/build.log" 2>&1
   ) &
@@ -178,7 +190,8 @@ for line in open(sys.argv[1]):
             shape, ratio = item.split(":")
             d["x"][shape] = float(ratio)
     rows.append(d)
-good = [r for r in rows if r.get("correct") == "yes" and r.get("probe") == "exact"]
+good = [r for r in rows if r.get("correct") == "yes" and r.get("probe") == "exact"
+        and not r.get("twin_same_bits", "-").startswith("NO")]
 bad = [r for r in rows if r not in good]
 def g(r):
     try:
@@ -215,6 +228,10 @@ if good:
               "; worst: %s %.3f" % min(others, key=lambda o: o[1]))
     met = [r for r in good if r.get("contract") == "met"]
     print("  contract met by %d of %d correct variants" % (len(met), len(good)))
+twins = [r for r in rows if r.get("twin_same_bits", "-") != "-"]
+if twins:
+    print("  warp-specialized variants, C against the twin's bits: " +
+          ", ".join("%s %s" % (r["v"], r["twin_same_bits"]) for r in twins))
 PY
 }
 

@@ -91,10 +91,20 @@
 //               every thread waited for before the last barrier (with two it would be tile t - 1's,
 //               whose deferred chain another warpgroup may still be running). The sums are the
 //               same, in the same order. Needs DBUF 0.
-// Threads per block: 128 * WGM * WGN. Grid: x = ceil_div(N, BN) * SPLITK, y = ceil_div(M, BM).
+//   WS          0: every warpgroup copies, splits and multiplies, one block barrier per k-tile (the
+//               Pipeline below). 1: warp-specialized (sgemm_tf32_wgmma_ws.cuh): one more warpgroup,
+//               the producer, copies and splits (B, and A with AREG 0) through mbarrier-handed
+//               stages and buffers, and the WGM x WGN consumers only multiply and add, with the
+//               producer's registers (setmaxnreg); no block barrier in the k loop. Same tiles,
+//               chains, sums and order: the same result bit for bit as WS 0. STAGES raw stages, two
+//               operand buffers, STAGES - 1 raw tiles ahead. Needs DBUF 0, DEFER 0. Not in the spec
+//               (sgemm_tf32_wgmma.json) nor in the launch lines above until measured: its launch has
+//               128 more threads and 128 more bytes (bench/tf32_wgmma_check.cu runs it).
+// Threads per block: 128 * (WGM * WGN + WS). Grid: x = ceil_div(N, BN) * SPLITK, y = ceil_div(M, BM).
 //
 // ==== Shared memory (dynamic; bytes = ((2 + DEFER) 2 ((1 - AREG) BM + BN) + STAGES (BM + BN)) * BK * 4
-// ==== + 1024, or BM * (BN + 8) * 4 + 1024 for the split-K partial tile where that is more) ==========
+// ==== + 1024, or BM * (BN + 8) * 4 + 1024 for the split-K partial tile where that is more; + 128 with
+// ==== WS for its mbarriers, after both) ==========
 //
 // The base is rounded up to 1024 bytes (the slack is the + 1024): the swizzle is a function of the
 // shared-memory address bits, so every operand tile must start at a multiple of its pattern (1024
@@ -202,6 +212,9 @@
 #ifndef DEFER
 #define DEFER 0
 #endif
+#ifndef WS
+#define WS 0
+#endif
 
 // A device pass for a target without wgmma: NVRTC stops with an error; nvcc compiles a kernel that
 // traps (nvcc -arch=sm_90a also writes compute_90 PTX, in a pass where the sm_90a features are off;
@@ -224,7 +237,7 @@ namespace tf32wg {
 // the loop counters; the kernel and the CPU tests use these functions and nothing else. Offsets are
 // in bytes from the (1024-aligned) shared-memory base unless said otherwise.
 template <int kWGM, int kWGN, int kWN, int kBK, int kStages, int kLayout, int kSwz, int kAReg = 0, int kSplitK = 1,
-          int kDefer = 0>
+          int kDefer = 0, int kWs = 0>
 struct Layout {
   static constexpr int kBM = 64 * kWGM, kBN = kWN * kWGN;
   static constexpr int kOpN = kWN, kTileK = kBK;     // one wgmma's N (rows of its B operand); BK
@@ -233,7 +246,11 @@ struct Layout {
   static constexpr int kSplits = kSplitK;            // cluster ranks per output tile (see SPLITK)
   static constexpr int kOpBufs = 2 + kDefer;         // operand buffers (see DEFER)
   static constexpr bool kDeferLast = kDefer != 0;    // the last chain of a k-tile waited for in the next
-  static constexpr int kThreads = 128 * kWGM * kWGN;
+  static constexpr int kThreads = 128 * kWGM * kWGN;  // the warpgroups that multiply (see WS)
+  static constexpr int kWarpSpecialized = kWs;
+  // WS: a producer warpgroup after the kThreads that multiply copies and splits; else they do.
+  static constexpr int kCopyThreads = kWs ? 128 : kThreads;
+  static constexpr int kBlockThreads = kThreads + 128 * kWs;
   static constexpr int kRowBytes = 4 * kBK;          // one row of an operand tile: a k-tile
   static constexpr int kChunks = kBK / 4;            // 16-byte chunks per row
   static constexpr int kSwzMask = kBK == 32 ? 7 : 3;  // Swizzle<3,4,3> (128 B) or <2,4,3> (64 B)
@@ -250,10 +267,11 @@ struct Layout {
   static constexpr int kSmemBytes = kMainBytes > kRedBytes ? kMainBytes : kRedBytes;  // + 1024 of slack
   // Raw tiles in flight ahead of the one the tensor cores read: with AREG the raw stage of tile t
   // is read (A's fragments) while tile t is multiplied, so one stage fewer is ahead.
-  static constexpr int kAhead = kStages - kAReg;
+  // WS: STAGES - 1 (sgemm_tf32_wgmma_ws.cuh, The pipeline).
+  static constexpr int kAhead = kWs ? kStages - 1 : kStages - kAReg;
   // Per thread and k-tile: 16-byte chunks of A and of B, for the copies and for the split alike
   // (with AREG the block splits B only).
-  static constexpr int kItemsA = kBM * kChunks / kThreads, kItemsB = kBN * kChunks / kThreads;
+  static constexpr int kItemsA = kBM * kChunks / kCopyThreads, kItemsB = kBN * kChunks / kCopyThreads;
   static constexpr int kSplitItemsA = kAReg ? 0 : kItemsA;
 
   static SGEMM_TF32_HD int op_ahi(int buf) { return buf * kOpBuf; }
@@ -276,22 +294,22 @@ struct Layout {
   // Copies, chunk l of this thread: A row r = f / kChunks, chunk c = f % kChunks (a row's chunks on
   // consecutive threads); B row k = f / (kBN / 4), columns n .. n+3, n = 4 (f % (kBN / 4)).
   static SGEMM_TF32_HD void copy_a(int tid, int l, int& r, int& c) {
-    const int f = tid + l * kThreads;
+    const int f = tid + l * kCopyThreads;
     r = f / kChunks;
     c = f % kChunks;
   }
-  static SGEMM_TF32_HD void copy_b(int tid, int l, int& k, int& n) { tile_chunk<kThreads, kBN / 4>(tid, l, k, n); }
+  static SGEMM_TF32_HD void copy_b(int tid, int l, int& k, int& n) { tile_chunk<kCopyThreads, kBN / 4>(tid, l, k, n); }
   // Split, item i of this thread: A chunk (row r = f % kBM, chunk c = f / kBM), consecutive threads
   // on consecutive rows (conflict-free 16-byte reads of the swizzled raw rows and 16-byte writes in
   // either layout); B chunk (row n = f % kBN of the transposed tile, chunk c: raw rows 4c .. 4c+3,
   // column n: a warp reads 32 consecutive floats of a raw row per load).
   static SGEMM_TF32_HD void split_a(int tid, int i, int& r, int& c) {
-    const int f = tid + i * kThreads;
+    const int f = tid + i * kCopyThreads;
     r = f % kBM;
     c = f / kBM;
   }
   static SGEMM_TF32_HD void split_b(int tid, int i, int& n, int& c) {
-    const int f = tid + i * kThreads;
+    const int f = tid + i * kCopyThreads;
     n = f % kBN;
     c = f / kBN;
   }
@@ -348,6 +366,8 @@ struct Layout {
   }
 };
 
+#include "sgemm_tf32_wgmma_ws.cuh"
+
 }  // namespace tf32wg
 
 #if (defined(__CUDACC__) || defined(__CUDACC_RTC__)) && TF32WG_NO_WGMMA
@@ -368,7 +388,7 @@ extern "C" __global__ void sgemm_tf32_wgmma(const float*, const float*, float*, 
 
 namespace tf32wg {
 
-using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ, AREG, SPLITK, DEFER>;
+using L = Layout<WGM, WGN, WN, BK, STAGES, LAYOUT, SWZ, AREG, SPLITK, DEFER, WS>;
 constexpr int kAcc = WN / 2;                 // accumulator registers per thread
 constexpr int kChains = BK / (8 * KSTEP);    // tensor-core chains per k-tile
 constexpr int kItems = L::kSplitItemsA + L::kItemsB;  // split items per thread and k-tile
@@ -389,11 +409,14 @@ static_assert(SPLITK == 1 || SPLITK == 2 || SPLITK == 4 || SPLITK == 8,
               "SPLITK 1, 2, 4 or 8 (a portable thread block cluster holds at most 8 blocks)");
 static_assert(L::kBM % SPLITK == 0 && L::kBN % 4 == 0, "each cluster rank reduces BM / SPLITK rows");
 static_assert((DEFER == 0 || DEFER == 1) && (DEFER == 0 || DBUF == 0), "DEFER 0 or 1, and DEFER needs DBUF 0");
-static_assert((L::kBM * L::kChunks) % L::kThreads == 0 && (L::kBN * L::kChunks) % L::kThreads == 0 &&
+static_assert((L::kBM * L::kChunks) % L::kCopyThreads == 0 && (L::kBN * L::kChunks) % L::kCopyThreads == 0 &&
                   L::kItemsB >= 1 && L::kItemsA >= 1,
               "the chunks of A and B divide among the threads");
-static_assert((BK * L::kBN / 4) % L::kThreads == 0, "B's copy chunks divide among the threads");
-static_assert(L::kSmemBytes + 1024 <= 232448, "shared memory: at most 227 KB per block");
+static_assert((BK * L::kBN / 4) % L::kCopyThreads == 0, "B's copy chunks divide among the threads");
+static_assert(WS == 0 || (WS == 1 && DBUF == 0 && DEFER == 0 && MINB == 1),
+              "WS 0 or 1; WS 1 needs DBUF 0, DEFER 0 and MINB 1 (its consumers take the producer's registers)");
+static_assert(L::kSmemBytes + 1024 + WS * WsPipe<L>::kBarBytes <= 232448, "shared memory: at most 227 KB per block");
+static_assert(WS == 0 || 8 * WsPipe<L>::kBarriers <= WsPipe<L>::kBarBytes, "WS: the mbarriers fit their bytes");
 
 #include "sgemm_async.cuh"
 #include "sgemm_tf32_common.cuh"
@@ -781,9 +804,13 @@ __device__ __forceinline__ void mainloop(const Ctx& c, int t0, int t1, int wm, i
   fold(acc, part);
 }
 
+#if WS
+#include "sgemm_tf32_wgmma_ws_loop.cuh"
+#endif
+
 }  // namespace tf32wg
 
-extern "C" __global__ void __launch_bounds__(tf32wg::L::kThreads, MINB) TF32WG_CLUSTER_DIMS
+extern "C" __global__ void __launch_bounds__(tf32wg::L::kBlockThreads, MINB) TF32WG_CLUSTER_DIMS
 sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,
                  int K) {
   using namespace tf32wg;
@@ -810,13 +837,24 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
   const int warp = (c.tid % 128) / 32, lane = c.tid % 32;
 
   const int KT = K / BK + (K % BK != 0);
+#if WS
+  ws_init(c);
+  if (c.tid >= L::kThreads) {  // the producer warpgroup: copies and splits (with SPLITK, its share of the sum)
+    ws_producer_role(c, C, KT);
+    return;
+  }
+  if constexpr (WsPipe<L>::kSetMaxNReg) regs_inc<WsPipe<L>::kConsumerRegs>();
+#define TF32WG_MAINLOOP ws_consumer
+#else
+#define TF32WG_MAINLOOP mainloop
+#endif
   float acc[kAcc];
   zero(acc);
 #if SPLITK > 1
   const unsigned rank = sgemm_cluster::rank();
   int t0, t1;
   L::k_range(KT, static_cast<int>(rank), t0, t1);
-  mainloop(c, t0, t1, wm, wn, acc);
+  TF32WG_MAINLOOP(c, t0, t1, wm, wn, acc);
   // Every rank's partial tile into its shared memory (over the stages: every thread is past the
   // main loop's last barrier and every wgmma is complete), then rank r sums rows [r BM / SPLITK,
   // (r + 1) BM / SPLITK) over ranks 0, 1, ..., SPLITK - 1 in that order and stores them.
@@ -827,11 +865,11 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
     *reinterpret_cast<float2*>(red + (64 * wm + L::d_row(warp, lane, v)) * L::kLdc + WN * wn + L::d_col(lane, v)) =
         make_float2(acc[v], acc[v + 1]);
   sgemm_cluster::sync();  // every rank's partial tile is written and visible cluster-wide
-  splitk_store<L::kBM / SPLITK, L::kBN / 4, L::kLdc, L::kThreads>(C, M, N, c.row0, c.col0, c.nvec, c.tid, rank,
-                                                                c.sbase);
+  splitk_store<L::kBM / SPLITK, L::kBN / 4, L::kLdc, L::kBlockThreads>(C, M, N, c.row0, c.col0, c.nvec, c.tid, rank,
+                                                                     c.sbase);
   sgemm_cluster::sync();  // no block leaves (freeing its shared memory) while others still read it
 #else
-  mainloop(c, 0, KT, wm, wn, acc);
+  TF32WG_MAINLOOP(c, 0, KT, wm, wn, acc);
   const bool even = (N & 1) == 0;
 #pragma unroll
   for (int v = 0; v < kAcc; v += 2) {  // registers v, v + 1: one row, adjacent columns
@@ -850,4 +888,5 @@ sgemm_tf32_wgmma(const float* __restrict__ A, const float* __restrict__ B, float
 }
 
 #undef TF32WG_CLUSTER_DIMS
+#undef TF32WG_MAINLOOP
 #endif  // __CUDACC__ || __CUDACC_RTC__, TF32WG_NO_WGMMA
