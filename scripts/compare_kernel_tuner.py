@@ -26,7 +26,8 @@ Kernel Tuner runs in a virtual environment of its own (never in the source tree)
     scripts/compare_kernel_tuner.py convolution_MI50.json --kt-strategies pso,genetic_algorithm
 
 A SPACE may also be synthetic:FAMILY-SEED, development or holdout (the synthetic development
-spaces, written by build/tests/kopt_synthetic_spaces). Exit codes: 0; 1 a tool failed; 2 bad usage.
+spaces, written by build/tests/kopt_synthetic_spaces), or sparse:FAMILY-SEED, sparse-development
+or sparse-holdout (samples of 1200 configurations of them, as a recorded sweep is). Exit codes: 0; 1 a tool failed; 2 bad usage.
 """
 
 import argparse
@@ -90,7 +91,8 @@ def is_cache(path: Path) -> bool:
 
 def records_for(space: str, build: Path, work: Path) -> list:
     """The record files of a SPACE argument (synthetic ones written by kopt_synthetic_spaces)."""
-    if space == "development" or space == "holdout" or space.startswith("synthetic:") or space == "sgemm-synthetic":
+    if space in ("development", "holdout", "sparse-development", "sparse-holdout", "sgemm-synthetic") or \
+            space.startswith("synthetic:") or space.startswith("sparse:"):
         tool = build / "tests" / "kopt_synthetic_spaces"
         if not tool.exists():
             sys.exit(f"compare_kernel_tuner: {tool} not found: build it (ninja -C {build} kopt_synthetic_spaces)")

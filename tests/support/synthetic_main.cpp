@@ -6,8 +6,9 @@
 //   kopt_synthetic_spaces DIR SPACE...
 //
 // SPACE: synthetic:FAMILY-SEED (conv, pnpoly, dedisp, random, gemm); "development"
-// or "holdout" (the synthetic sets); "sgemm-synthetic" (the unit tests'
-// synthetic SGEMM space). Writes DIR/<label>.json. Exit codes: 0; 2 bad usage.
+// or "holdout" (the synthetic sets); sparse:FAMILY-SEED, "sparse-development" or
+// "sparse-holdout" (their sparse samples, synthetic_spaces.h); "sgemm-synthetic"
+// (the unit tests' synthetic SGEMM space). Writes DIR/<label>.json. Exit codes: 0; 2 bad usage.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -32,27 +33,35 @@ std::vector<store::RecordedSpace> load(const std::string& arg) {
   if (arg == "development" || arg == "holdout") {
     for (const auto& [family, seed] : arg == "development" ? test::development_spaces() : test::holdout_spaces())
       out.push_back(test::synthetic_space(family, seed));
-  } else if (arg.rfind("synthetic:", 0) == 0) {
-    const std::string name = arg.substr(10);
+  } else if (arg == "sparse-development" || arg == "sparse-holdout") {
+    for (const auto& [family, seed] :
+         arg == "sparse-development" ? test::sparse_development_spaces() : test::sparse_holdout_spaces())
+      out.push_back(test::sparse_space(family, seed));
+  } else if (arg.rfind("synthetic:", 0) == 0 || arg.rfind("sparse:", 0) == 0) {
+    const bool sparse = arg[1] == 'p';
+    const std::string name = arg.substr(sparse ? 7 : 10);
     const size_t dash = name.rfind('-');
     if (dash == std::string::npos || dash + 1 == name.size() ||
         name.find_first_not_of("0123456789", dash + 1) != std::string::npos)
-      throw UsageError("kopt.replay.121", "expected synthetic:FAMILY-SEED, got " + arg);
-    out.push_back(test::synthetic_space(name.substr(0, dash), std::stoull(name.substr(dash + 1))));
+      throw UsageError("kopt.replay.121", "expected synthetic:FAMILY-SEED or sparse:FAMILY-SEED, got " + arg);
+    const std::string family = name.substr(0, dash);
+    const uint64_t seed = std::stoull(name.substr(dash + 1));
+    out.push_back(sparse ? test::sparse_space(family, seed) : test::synthetic_space(family, seed));
   } else if (arg == "sgemm-synthetic") {
     const spec::Spec s = spec::load_spec(stdfs::path(KOPT_SOURCE_DIR) / "templates" / "sgemm" / "sgemm.json");
     out.push_back(test::synthetic_sgemm_space(test::sgemm_part_space(s), test::performance_cases(s), 2026));
   } else {
     throw UsageError("kopt.replay.121", "unknown space " + arg +
-                                            " (synthetic:FAMILY-SEED, development, holdout, sgemm-synthetic)");
+                                            " (synthetic:FAMILY-SEED, sparse:FAMILY-SEED, development, holdout, sparse-development, "
+                                            "sparse-holdout, sgemm-synthetic)");
   }
   return out;
 }
 
 int write_spaces(int argc, char** argv) {
   if (argc < 3 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
-    std::printf("usage: kopt_synthetic_spaces DIR SPACE...  (synthetic:FAMILY-SEED, development, holdout, "
-                "sgemm-synthetic)\n");
+    std::printf("usage: kopt_synthetic_spaces DIR SPACE...  (synthetic:FAMILY-SEED, sparse:FAMILY-SEED, development, "
+                "holdout, sparse-development, sparse-holdout, sgemm-synthetic)\n");
     return argc < 3 ? 2 : 0;
   }
   const stdfs::path dir = argv[1];

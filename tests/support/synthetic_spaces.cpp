@@ -459,4 +459,41 @@ std::vector<std::pair<std::string, uint64_t>> holdout_spaces() {
           {"gemm", 11},   {"gemm", 12},   {"gemm", 13}};
 }
 
+RecordedSpace sparse_space(const std::string& family, uint64_t seed) {
+  RecordedSpace full = synthetic_space(family, seed);
+  const size_t n = full.entries.size();
+  if (n < 4 * kSparseKeep)
+    throw UsageError("kopt.replay.122", full.label + " has " + std::to_string(n) + " configurations, fewer than " +
+                                            std::to_string(4 * kSparseKeep) + ": no sparse sample of it");
+  // A partial Fisher-Yates shuffle of the positions picks kSparseKeep of them.
+  std::vector<size_t> pos(n);
+  std::iota(pos.begin(), pos.end(), size_t{0});
+  Draw d(noise::mix(seed * 1000003 + 17) ^ hash_of(family, 11));
+  for (size_t i = 0; i < kSparseKeep; ++i) std::swap(pos[i], pos[i + static_cast<size_t>(d.raw() % (n - i))]);
+  pos.resize(kSparseKeep);
+  std::sort(pos.begin(), pos.end());
+  RecordedSpace s = full;
+  s.entries.clear();
+  for (size_t i : pos) s.entries.push_back(full.entries[i]);
+  s.label = "sparse-" + full.label;
+  s.source = "synthetic: " + std::to_string(kSparseKeep) + " of the " + std::to_string(n) + " configurations of " +
+             full.label + " drawn uniformly (tests/support/synthetic_spaces.cpp); not a measurement";
+  return s;
+}
+
+namespace {
+
+std::vector<std::pair<std::string, uint64_t>> large_ones(const std::vector<std::pair<std::string, uint64_t>>& set) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [family, seed] : set)
+    if (synthetic_space(family, seed).entries.size() >= 4 * kSparseKeep) out.push_back({family, seed});
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, uint64_t>> sparse_development_spaces() { return large_ones(development_spaces()); }
+
+std::vector<std::pair<std::string, uint64_t>> sparse_holdout_spaces() { return large_ones(holdout_spaces()); }
+
 }  // namespace kopt::test

@@ -34,6 +34,12 @@
 //             (a quarter to a half of the space), with wave quantisation and
 //             a switch that helps large tiles and hurts small ones.
 //
+// A recorded space is rarely the whole grid: a sweep cut short keeps a
+// uniform sample of the configurations (scripts/record_spaces.sh records 1200),
+// and a space with many constraints is sparse in its grid too. The *sparse*
+// spaces (sparse_space()) are such samples of the families' spaces: most of a
+// configuration's one-step neighbours in the grid are not in them.
+//
 // Every entry has an evaluation cost (compile time plus 32 timed runs, as
 // Kernel Tuner records), so the spaces are timed. `kopt_synthetic_spaces`
 // (tests/support/synthetic_main.cpp) writes them as Kernel Tuner cache files
@@ -61,5 +67,24 @@ std::vector<std::pair<std::string, uint64_t>> development_spaces();
 /// Spaces of the same families with other seeds, never used for tuning, to
 /// check that what was learnt on the development set carries over.
 std::vector<std::pair<std::string, uint64_t>> holdout_spaces();
+
+/// The configurations a sparse space keeps: what scripts/record_spaces.sh
+/// records of a large space by default.
+inline constexpr size_t kSparseKeep = 1200;
+
+/// A sparse space (label "sparse-<family>-<seed>"): a uniform random sample
+/// of kSparseKeep entries of synthetic_space(family, seed), drawn with a seed
+/// of its own, in the full space's order, as a sweep cut short records it.
+/// Throws UsageError(kopt.replay.120) for an unknown family and
+/// kopt.replay.122 for a space of fewer than 4 * kSparseKeep entries (a
+/// sample of more than a quarter of it is hardly sparse; the convolution
+/// record keeps 25% of its valid configurations, 10% of its grid).
+store::RecordedSpace sparse_space(const std::string& family, uint64_t seed);
+/// The sparse development set: sparse_space() of every development space of
+/// at least 4 * kSparseKeep entries (4% to 25% of each kept).
+std::vector<std::pair<std::string, uint64_t>> sparse_development_spaces();
+/// The sparse held-out set: the same of the held-out spaces, never used for
+/// tuning.
+std::vector<std::pair<std::string, uint64_t>> sparse_holdout_spaces();
 
 }  // namespace kopt::test
