@@ -230,15 +230,14 @@ Finalists Driver::choose_finalists() {
   if ((n > 1 || must_retime) && rounds > 0 && !util::interrupted()) retime_finalists(t, rounds, f);
   if (!t.classed && f.winner && model::has_screened_case(*f.winner)) {
     // Not re-timed (an interrupted re-timing): a winner measured in full, if any.
-    std::set<std::string> retimed;
-    for (const store::RetimeEntry& e : f.retime)
-      if (!e.failed_recheck && e.median_ms) retimed.insert(e.label);
-    if (!retimed.count(f.winner->label))
-      for (const Attempt* a : t.ranked)
-        if (!model::has_screened_case(*a)) {
-          f.winner = a;
-          break;
-        }
+    const bool retimed = std::any_of(f.retime.begin(), f.retime.end(), [&](const store::RetimeEntry& e) {
+      return e.label == f.winner->label && !e.failed_recheck && e.median_ms;
+    });
+    if (!retimed) {
+      auto full = std::find_if(t.ranked.begin(), t.ranked.end(),
+                               [](const Attempt* a) { return !model::has_screened_case(*a); });
+      if (full != t.ranked.end()) f.winner = *full;
+    }
   }
   if (t.classed) {
     // A finalist timed on its class's cases alone, and not re-timed (no
