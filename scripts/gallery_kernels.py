@@ -337,8 +337,61 @@ class Pnpoly(Kernel):
         return "fp32", 2 * self.vertices * sizes["n"]
 
 
-KERNELS = {k.name: k for k in (Stencil(), Spmv(), Reduction(), Expdist(), Nbody(), Convolution(), Pnpoly())}
+class Hotspot(Kernel):
+    """BAT's hotspot: ten time steps a launch (the spec's temporal_tiling_factor and max_tfactor
+    defines, which Kernel Tuner gets as -D options and, in the restrictions, as their values)."""
+    name = "hotspot"
+    kt_kernel_name = "calculate_temp"  # a C++ name: Kernel Tuner's cupy backend looks it up by name expression
+    bound_note = ("FP64: 11 operations per cell and time step, the update as written (its 2.0 literal makes it "
+                  "double); the 4 FP32 ones and the halo's repeated steps not counted")
+    steps = max_tfactor = 10  # the spec's defines
+    # BAT's hotspot-CAFF.json conditions as written there, with temporal_tiling_factor's value and, for BAT's
+    # MAX_THREADS, MAX_SHARED_MEMORY_BLOCK and MAX_SHARED_MEMORY, the H100's and H200's limits (the
+    # values of kopt's MAX_THREADS_PER_BLOCK, MAX_STATIC_SHARED_PER_BLOCK and MAX_SHARED_PER_SM on
+    # sm_90), as the kernel's own tune script puts in its device's.
+    kt_restrictions = [
+        "block_size_x*block_size_y>= 32",
+        "10 % loop_unroll_factor_t == 0",
+        "block_size_x*block_size_y <= 1024",
+        "(block_size_x*tile_size_x+ 10 * 2) * (block_size_y*tile_size_y+ 10 * 2) * (2+sh_power) * 4 <= 49152",
+        "blocks_per_sm == 0 or (((block_size_x * tile_size_x + 10 * 2) * (block_size_y*tile_size_y +  10 * 2)"
+        " * (2+sh_power) * 4) * blocks_per_sm <= 233472)"]
+    scalars = (0.1, 0.1, 3.0517578579, 21.845333099365234)  # Rx_1, Ry_1, Rz_1, step_div_cap (BAT's)
+
+    def _defines(self, sizes):
+        return ["-Dgrid_width=%d" % sizes["grid_width"], "-Dgrid_height=%d" % sizes["grid_height"],
+                "-Dmax_tfactor=%d" % self.max_tfactor, "-Dtemporal_tiling_factor=%d" % self.steps]
+
+    def kt_setup(self, np, cp, sizes, seed):
+        w, h = sizes["grid_width"], sizes["grid_height"]
+        cells = (w + 2 * self.max_tfactor) * (h + 2 * self.max_tfactor)
+        rng = np.random.default_rng(seed)
+        power = rng.standard_normal(cells, dtype=np.float32)
+        temp = rng.standard_normal(cells, dtype=np.float32)
+        scalars = [np.float32(v) for v in self.scalars]
+        # The answer: the spec's reference kernel, compiled by CuPy.
+        src = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates", "hotspot",
+                                "reference.cu")).read()
+        ref = cp.RawKernel(src, "hotspot_reference", options=tuple(self._defines(sizes)))
+        expected = cp.zeros(w * h, dtype=cp.float32)
+        ref(((w + 15) // 16, (h + 15) // 16), (16, 16), (cp.asarray(power), cp.asarray(temp), expected, *scalars))
+        expected = expected.get()
+
+        def verify(answer, result, atol=None):  # the spec's tolerance
+            return bool(np.allclose(result[2], answer[2], rtol=1e-5, atol=0.0))
+
+        return dict(problem_size=(w, h), arguments=[power, temp, np.zeros(w * h, dtype=np.float32)] + scalars,
+                    grid_div_x=["block_size_x", "tile_size_x"], grid_div_y=["block_size_y", "tile_size_y"],
+                    answer=[None, None, expected] + [None] * 4, verify=verify, compiler_options=self._defines(sizes))
+
+    def bound(self, sizes):
+        return "fp64", 11 * self.steps * sizes["grid_width"] * sizes["grid_height"]
+
+
+KERNELS = {k.name: k for k in (Stencil(), Spmv(), Reduction(), Expdist(), Nbody(), Convolution(), Pnpoly(),
+                               Hotspot())}
 # What `gallery.py` runs by default: the five of the comparison's first table. The convolution
 # (its fully unrolled 17 x 17 filter loop makes each compile take seconds, and kopt compiles each
-# configuration once per case) and pnpoly are run on their own: --kernels convolution,pnpoly.
+# configuration once per case), pnpoly and hotspot are run on their own: --kernels
+# convolution,pnpoly,hotspot.
 DEFAULT = ["stencil", "spmv", "reduction", "expdist", "nbody"]

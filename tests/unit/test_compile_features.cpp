@@ -124,6 +124,33 @@ TEST(CompileFeatures, LogsHaveNoNulAndTheFirstErrorLineSaysWhy) {
   EXPECT_EQ(cuda::first_error_line(std::string(500, 'x'), 20).size(), 20u);
 }
 
+// BAT's hotspot (templates/hotspot) unrolls its time loop by a tuning parameter
+// named in the pragma itself, `#pragma unroll loop_unroll_factor_t`, as Kernel
+// Tuner's users write it. The parameter reaches NVRTC as a -D define, and NVRTC
+// expands a macro there (nvcc does not: "identifier ... is undefined"; Kernel
+// Tuner declares such parameters constexpr): each factor is its own code.
+TEST(CompileFeatures, ATuningParameterNamedInPragmaUnrollTakesEffect) {
+  auto compile = [](int64_t factor) {
+    cuda::CompileRequest r;
+    r.source =
+        "extern \"C\" __global__ void steps(float* x, float c, int n) {\n"
+        "  float v = x[threadIdx.x];\n"
+        "  #pragma unroll loop_unroll_factor_t\n"
+        "  for (int s = 0; s < n; ++s) v = v * c + x[s];\n"
+        "  x[threadIdx.x] = v;\n"
+        "}\n";
+    r.entry = "steps";
+    r.arch = "sm_90";
+    r.defines = {{"loop_unroll_factor_t", factor}};
+    return cuda::Compiler().compile(r);
+  };
+  const cuda::CompileResult once = compile(1), by4 = compile(4), by8 = compile(8);
+  ASSERT_TRUE(once.ok && by4.ok && by8.ok) << once.log << by4.log << by8.log;
+  EXPECT_EQ(once.log, "");  // no "unrecognized #pragma" or the like
+  EXPECT_LT(once.cubin.size(), by4.cubin.size());
+  EXPECT_LT(by4.cubin.size(), by8.cubin.size());
+}
+
 TEST(CompileFeatures, ACompileInItsOwnProcessLandsInTheCache) {
   test::TempDir dir("kopt-cf");
   cuda::Compiler c(dir.path(), in_a_worker(120));
