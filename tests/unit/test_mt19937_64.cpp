@@ -114,6 +114,9 @@ TEST(Mt19937_64, CharacteristicPolynomialHasDegree19937) {
   for (uint64_t w : phi) ones += static_cast<size_t>(__builtin_popcountll(w));
   EXPECT_GT(ones, 100u) << "MT's polynomial is dense, not a trinomial";
   EXPECT_EQ(&phi, &mt19937_64_characteristic_polynomial()) << "computed once";
+  // Any seed's low-bit sequence has the same minimal polynomial: phi is the
+  // transition's, not one sequence's.
+  EXPECT_EQ(mt19937_64_minimal_polynomial(0x5eed), phi);
   // x^steps for steps < 19937 needs no reduction: the polynomial is x^steps itself.
   const MtJumpPolynomial small(19936);
   EXPECT_EQ(small.coefficients()[311], uint64_t{1} << 32);

@@ -135,15 +135,15 @@ struct PhiTables {
 
 bool coefficient(const std::vector<uint64_t>& p, size_t i) { return (p[i / 64] >> (i % 64)) & 1u; }
 
-/// Berlekamp-Massey over GF(2) on the low bits of 2 x 19937 draws. Returns
-/// the characteristic polynomial (reciprocal of the connection polynomial).
-std::vector<uint64_t> berlekamp_massey_phi() {
+}  // namespace
+
+std::vector<uint64_t> mt19937_64_minimal_polynomial(uint64_t seed) {
   constexpr size_t kBits = 2 * kDegree;
   constexpr size_t kWordsBM = kBits / 64 + 3;
   // rev holds the sequence backwards (bit j = s_{kBits-1-j}), so that the
   // discrepancy sum_i c_i s_{n-i} reads rev forwards from bit kBits-1-n.
   std::vector<uint64_t> rev(kWordsBM + 1, 0);
-  Mt19937_64 e;
+  Mt19937_64 e(seed);
   for (size_t n = 0; n < kBits; ++n) {
     const size_t j = kBits - 1 - n;
     rev[j / 64] |= (e() & 1u) << (j % 64);
@@ -192,10 +192,12 @@ std::vector<uint64_t> berlekamp_massey_phi() {
   return phi;
 }
 
+namespace {
+
 const PhiTables& phi_tables() {
   static const PhiTables tables = [] {
     PhiTables t;
-    t.phi = berlekamp_massey_phi();
+    t.phi = mt19937_64_minimal_polynomial(Mt19937_64::kDefaultSeed);
     t.shifted.assign(64 * kShiftedWords, 0);
     for (size_t s = 0; s < 64; ++s) {
       uint64_t* row = &t.shifted[s * kShiftedWords];

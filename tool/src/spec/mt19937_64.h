@@ -67,18 +67,20 @@ class Mt19937_64 {
   /// The next `count` draws into out[0..count), as `count` calls of
   /// operator() would give them; whole blocks of 312 are twisted at once.
   void generate(uint64_t* out, size_t count);
-  /// Advances by `steps` draws: by stepping when that is cheaper (up to
-  /// kStepJumpLimit), else by a jump polynomial (about 20-40 ms: see
-  /// docs/spec-format.md#reproducibility).
+  /// Advances by `steps` draws: by stepping up to kStepJumpLimit (0.8 ns a
+  /// step), else by a jump polynomial (5-18 ms for 2^23 to 2^40 steps;
+  /// measurements in docs/spec-format.md#reproducibility).
   void discard(uint64_t steps);
-  /// Advances by p.steps() draws: one Horner evaluation (about 1 ms).
+  /// Advances by p.steps() draws: one Horner evaluation (about 0.7 ms).
   void jump(const MtJumpPolynomial& p);
 
   /// Equal when every bit that takes part in a future draw is equal.
   bool operator==(const Mt19937_64& o) const;
   bool operator!=(const Mt19937_64& o) const { return !(*this == o); }
 
-  static constexpr uint64_t kStepJumpLimit = uint64_t{1} << 20;
+  /// Where stepping and a jump polynomial cost about the same (7 ms and 6 ms
+  /// at 2^23 on the machine of docs/spec-format.md#reproducibility).
+  static constexpr uint64_t kStepJumpLimit = uint64_t{1} << 23;
   static constexpr uint64_t min() { return 0; }
   static constexpr uint64_t max() { return ~uint64_t{0}; }
 
@@ -118,9 +120,9 @@ class Mt19937_64 {
 
 /// g(x) = x^steps mod phi(x): what advances an engine by `steps` draws
 /// (Mt19937_64::jump). Made once, applied to any number of engines. Costs
-/// about one squaring modulo phi per bit of `steps` (well under 1 ms each),
+/// about one squaring modulo phi per bit of `steps` (about 0.6 ms each past 2^14),
 /// plus phi the first time in the process (mt19937_64_characteristic_polynomial).
-/// Throws std::bad_alloc only.
+/// Throws std::bad_alloc, and what computing phi throws.
 class MtJumpPolynomial {
  public:
   explicit MtJumpPolynomial(uint64_t steps);
@@ -135,9 +137,15 @@ class MtJumpPolynomial {
 
 /// phi(x), the characteristic polynomial of MT19937-64's state transition
 /// (degree 19937; coefficient i is bit i % 64 of word i / 64; 312 words).
-/// Computed on the first call (Berlekamp-Massey, see the file comment; a few
-/// tens of milliseconds), then cached; thread-safe. Throws std::logic_error if
+/// Computed on the first call (Berlekamp-Massey, see the file comment; about
+/// 9 ms), then cached; thread-safe. Throws std::logic_error if
 /// the result is not of degree 19937 (a bug, not an input error).
 const std::vector<uint64_t>& mt19937_64_characteristic_polynomial();
+
+/// The minimal polynomial of the sequence of low bits of the draws of
+/// Mt19937_64(seed), by Berlekamp-Massey over 2 x 19937 draws, not cached
+/// (same layout as above). phi for every seed: the cached one is this for
+/// kDefaultSeed. Throws std::logic_error if it is not of degree 19937.
+std::vector<uint64_t> mt19937_64_minimal_polynomial(uint64_t seed);
 
 }  // namespace kopt::spec
