@@ -3,14 +3,18 @@
 // here as the oracle, and against generate() on one thread.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spec/inputs.h"
+#include "spec/mt19937_64.h"
 #include "support/expect_error.h"
 #include "temp_dir.h"
 #include "util/error.h"
@@ -40,26 +44,33 @@ void store_float(std::vector<uint8_t>& out, DType t, size_t i, double x) {
 double unit_open(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 double unit_closed(uint64_t bits) { return static_cast<double>((bits >> 11) + 1) * 0x1.0p-53; }
 
-/// The sequential uniform loop on std::mt19937_64 (the bytes' definition).
-std::vector<uint8_t> oracle_uniform(const Generator& g, DType t, size_t count, uint64_t seed) {
-  std::vector<uint8_t> out(count * dtype_size(t));
+/// Elements [first, last) of the sequential uniform loop on std::mt19937_64
+/// (the bytes' definition); the whole buffer by default.
+std::vector<uint8_t> oracle_uniform(const Generator& g, DType t, size_t count, uint64_t seed, size_t first = 0,
+                                    size_t last = SIZE_MAX) {
+  last = std::min(last, count);
+  std::vector<uint8_t> out((last - first) * dtype_size(t));
   std::mt19937_64 rng(seed);
+  rng.discard(first);
   const double width = g.high - g.low;
-  for (size_t i = 0; i < count; ++i) store_float(out, t, i, g.low + width * unit_open(rng()));
+  for (size_t i = first; i < last; ++i) store_float(out, t, i - first, g.low + width * unit_open(rng()));
   return out;
 }
 
-/// The sequential Box-Muller loop on std::mt19937_64.
-std::vector<uint8_t> oracle_normal(const Generator& g, DType t, size_t count, uint64_t seed) {
-  std::vector<uint8_t> out(count * dtype_size(t));
+/// Elements [first, last) (first even) of the sequential Box-Muller loop.
+std::vector<uint8_t> oracle_normal(const Generator& g, DType t, size_t count, uint64_t seed, size_t first = 0,
+                                   size_t last = SIZE_MAX) {
+  last = std::min(last, count);
+  std::vector<uint8_t> out((last - first) * dtype_size(t));
   std::mt19937_64 rng(seed);
+  rng.discard(first);
   constexpr double kTwoPi = 6.283185307179586476925286766559;
-  for (size_t i = 0; i < count; i += 2) {
+  for (size_t i = first; i < last; i += 2) {
     const double u1 = unit_closed(rng());
     const double u2 = unit_open(rng());
     const double r = std::sqrt(-2.0 * std::log(u1));
-    store_float(out, t, i, g.mean + g.stddev * (r * std::cos(kTwoPi * u2)));
-    if (i + 1 < count) store_float(out, t, i + 1, g.mean + g.stddev * (r * std::sin(kTwoPi * u2)));
+    store_float(out, t, i - first, g.mean + g.stddev * (r * std::cos(kTwoPi * u2)));
+    if (i + 1 < last) store_float(out, t, i + 1 - first, g.mean + g.stddev * (r * std::sin(kTwoPi * u2)));
   }
   return out;
 }
@@ -106,16 +117,23 @@ TEST(InputsParallel, UniformAndNormalMatchTheSequentialLoopsForEveryFloatType) {
 }
 
 TEST(InputsParallel, PartsThatStartPastTheSteppingLimitJump) {
-  // 3 parts of about 1.05M elements: parts 1 and 2 start beyond
-  // Mt19937_64::kStepJumpLimit draws, so their engines take the polynomial jump.
-  const size_t count = 3 * (size_t{1} << 20) + 5;
-  for (const DType t : {DType::f32, DType::f16}) {
-    const auto u = generate(uniform(0, 1), t, static_cast<int64_t>(count), 5, "", 3);
-    const auto u_ref = oracle_uniform(uniform(0, 1), t, count, 5);
-    EXPECT_TRUE(u == u_ref) << dtype_name(t) << " uniform differs at " << first_difference(u, u_ref, t);
-    const auto n = generate(normal(0, 1), t, static_cast<int64_t>(count), 6, "", 7);
-    const auto n_ref = oracle_normal(normal(0, 1), t, count, 6);
-    EXPECT_TRUE(n == n_ref) << dtype_name(t) << " normal differs at " << first_difference(n, n_ref, t);
+  // 2 parts: the second starts at element kStepJumpLimit + 4, beyond what
+  // discard() steps, so its engine takes the polynomial jump. Checked where
+  // it matters: the first elements, both sides of the cut, and the last.
+  const size_t cut = Mt19937_64::kStepJumpLimit + 4, count = 2 * cut - 3;
+  const std::pair<size_t, size_t> windows[] = {{0, 1000}, {cut - 1000, cut + 1000}, {count - 1001, count}};
+  const auto u = generate(uniform(0, 1), DType::bf16, static_cast<int64_t>(count), 5, "", 2);
+  const auto n = generate(normal(0, 1), DType::bf16, static_cast<int64_t>(count), 6, "", 2);
+  ASSERT_EQ(u.size(), 2 * count);
+  for (const auto& [first, last] : windows) {
+    const std::vector<uint8_t> u_part(u.begin() + 2 * first, u.begin() + 2 * last);
+    const auto u_ref = oracle_uniform(uniform(0, 1), DType::bf16, count, 5, first, last);
+    EXPECT_TRUE(u_part == u_ref) << "uniform, elements " << first << " to " << last << ": differs at "
+                                 << first_difference(u_part, u_ref, DType::bf16);
+    const std::vector<uint8_t> n_part(n.begin() + 2 * first, n.begin() + 2 * last);
+    const auto n_ref = oracle_normal(normal(0, 1), DType::bf16, count, 6, first, last);
+    EXPECT_TRUE(n_part == n_ref) << "normal, elements " << first << " to " << last << ": differs at "
+                                 << first_difference(n_part, n_ref, DType::bf16);
   }
 }
 
