@@ -44,9 +44,9 @@ float bits_float(uint32_t u) {
 uint32_t shift_round_even(uint32_t m, int shift) {
   const uint32_t rem = m & ((1u << shift) - 1);
   const uint32_t half = 1u << (shift - 1);
-  uint32_t r = m >> shift;
-  if (rem > half || (rem == half && (r & 1u))) ++r;
-  return r;
+  const uint32_t r = m >> shift;
+  // Without a branch: the comparison is a coin toss for generated values.
+  return r + static_cast<uint32_t>((rem > half) | ((rem == half) & (r & 1u)));
 }
 }  // namespace
 
