@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "input_generators.h"
 #include "spec/inputs.h"
 #include "spec/mt19937_64.h"
 #include "support/expect_error.h"
@@ -22,9 +23,11 @@
 namespace kopt::spec {
 namespace {
 
+using test::kAllTypes;
+using test::normal;
+using test::uniform;
+
 const DType kFloatTypes[] = {DType::f16, DType::bf16, DType::f32, DType::f64};
-const DType kAllTypes[] = {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i8,
-                           DType::u8,  DType::i32,  DType::u32, DType::i64, DType::u64};
 const unsigned kThreads[] = {1, 2, 3, 7};
 
 /// Stores double x as element i of a floating dtype, as inputs.h specifies.
@@ -44,50 +47,41 @@ void store_float(std::vector<uint8_t>& out, DType t, size_t i, double x) {
 double unit_open(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 double unit_closed(uint64_t bits) { return static_cast<double>((bits >> 11) + 1) * 0x1.0p-53; }
 
-/// Elements [first, last) of the sequential uniform loop on std::mt19937_64
-/// (the bytes' definition); the whole buffer by default.
+/// Elements [first, min(last, count)) of a sequential loop on
+/// std::mt19937_64(seed) (the bytes' definition), the engine at draw `first`:
+/// loop(rng, first, last, put) calls put(i, x) for each element i.
+template <typename Loop>
+std::vector<uint8_t> oracle(DType t, size_t count, uint64_t seed, size_t first, size_t last, const Loop& loop) {
+  last = std::min(last, count);
+  std::vector<uint8_t> out((last - first) * dtype_size(t));
+  std::mt19937_64 rng(seed);
+  rng.discard(first);
+  loop(rng, first, last, [&](size_t i, double x) { store_float(out, t, i - first, x); });
+  return out;
+}
+
+/// The uniform loop, elements [first, last); the whole buffer by default.
 std::vector<uint8_t> oracle_uniform(const Generator& g, DType t, size_t count, uint64_t seed, size_t first = 0,
                                     size_t last = SIZE_MAX) {
-  last = std::min(last, count);
-  std::vector<uint8_t> out((last - first) * dtype_size(t));
-  std::mt19937_64 rng(seed);
-  rng.discard(first);
-  const double width = g.high - g.low;
-  for (size_t i = first; i < last; ++i) store_float(out, t, i - first, g.low + width * unit_open(rng()));
-  return out;
+  return oracle(t, count, seed, first, last, [&](std::mt19937_64& rng, size_t begin, size_t end, auto put) {
+    const double width = g.high - g.low;
+    for (size_t i = begin; i < end; ++i) put(i, g.low + width * unit_open(rng()));
+  });
 }
 
-/// Elements [first, last) (first even) of the sequential Box-Muller loop.
+/// The Box-Muller loop, elements [first, last) (first even).
 std::vector<uint8_t> oracle_normal(const Generator& g, DType t, size_t count, uint64_t seed, size_t first = 0,
                                    size_t last = SIZE_MAX) {
-  last = std::min(last, count);
-  std::vector<uint8_t> out((last - first) * dtype_size(t));
-  std::mt19937_64 rng(seed);
-  rng.discard(first);
-  constexpr double kTwoPi = 6.283185307179586476925286766559;
-  for (size_t i = first; i < last; i += 2) {
-    const double u1 = unit_closed(rng());
-    const double u2 = unit_open(rng());
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    store_float(out, t, i - first, g.mean + g.stddev * (r * std::cos(kTwoPi * u2)));
-    if (i + 1 < last) store_float(out, t, i + 1 - first, g.mean + g.stddev * (r * std::sin(kTwoPi * u2)));
-  }
-  return out;
-}
-
-Generator uniform(double lo, double hi) {
-  Generator g;
-  g.kind = Generator::Kind::uniform;
-  g.low = lo;
-  g.high = hi;
-  return g;
-}
-Generator normal(double mean, double stddev) {
-  Generator g;
-  g.kind = Generator::Kind::normal;
-  g.mean = mean;
-  g.stddev = stddev;
-  return g;
+  return oracle(t, count, seed, first, last, [&](std::mt19937_64& rng, size_t begin, size_t end, auto put) {
+    constexpr double kTwoPi = 6.283185307179586476925286766559;
+    for (size_t i = begin; i < end; i += 2) {
+      const double u1 = unit_closed(rng());
+      const double u2 = unit_open(rng());
+      const double r = std::sqrt(-2.0 * std::log(u1));
+      put(i, g.mean + g.stddev * (r * std::cos(kTwoPi * u2)));
+      if (i + 1 < end) put(i + 1, g.mean + g.stddev * (r * std::sin(kTwoPi * u2)));
+    }
+  });
 }
 
 /// The first differing element, for a readable failure.
