@@ -103,6 +103,7 @@ void BM_JumpPolynomial(benchmark::State& state) {
 BENCHMARK(BM_JumpPolynomial)
     ->Name("SetUp/x^steps_mod_phi")
     ->Arg(int64_t{1} << 20)
+    ->Arg(int64_t{1} << 22)
     ->Arg(int64_t{1} << 23)
     ->Arg(int64_t{1} << 26)
     ->Arg(int64_t{1} << 30)
@@ -127,7 +128,11 @@ void BM_Stepping(benchmark::State& state) {
     benchmark::DoNotOptimize(e);
   }
 }
-BENCHMARK(BM_Stepping)->Name("Discard/stepping")->Arg(Mt19937_64::kStepJumpLimit)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stepping)
+    ->Name("Discard/stepping")
+    ->Arg(Mt19937_64::kStepJumpLimit)
+    ->Arg(2 * Mt19937_64::kStepJumpLimit)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

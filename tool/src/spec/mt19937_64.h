@@ -68,7 +68,7 @@ class Mt19937_64 {
   /// operator() would give them; whole blocks of 312 are twisted at once.
   void generate(uint64_t* out, size_t count);
   /// Advances by `steps` draws: by stepping up to kStepJumpLimit (0.8 ns a
-  /// step), else by a jump polynomial (5-18 ms for 2^23 to 2^40 steps;
+  /// step), else by a jump polynomial (6-19 ms for 2^23 to 2^40 steps;
   /// measurements in docs/spec-format.md#reproducibility).
   void discard(uint64_t steps);
   /// Advances by p.steps() draws: one Horner evaluation (about 0.7 ms).
@@ -78,8 +78,9 @@ class Mt19937_64 {
   bool operator==(const Mt19937_64& o) const;
   bool operator!=(const Mt19937_64& o) const { return !(*this == o); }
 
-  /// Where stepping and a jump polynomial cost about the same (7 ms and 6 ms
-  /// at 2^23 on the machine of docs/spec-format.md#reproducibility).
+  /// Where stepping and a jump polynomial cost about the same (6.0 and
+  /// 5.4 + 0.7 ms at 2^23 on the machine of docs/spec-format.md#reproducibility;
+  /// at 2^22 stepping takes 3.4 ms, the polynomial 4.7 + 0.7).
   static constexpr uint64_t kStepJumpLimit = uint64_t{1} << 23;
   static constexpr uint64_t min() { return 0; }
   static constexpr uint64_t max() { return ~uint64_t{0}; }
