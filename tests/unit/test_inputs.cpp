@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "input_generators.h"
 #include "spec/inputs.h"
 #include "support/expect_error.h"
 #include "temp_dir.h"
@@ -26,6 +27,8 @@ namespace {
 namespace stdfs = std::filesystem;
 using kopt::test::TempDir;
 using kopt::test::expect_error;
+using kopt::test::kAllTypes;
+using kopt::test::uniform;
 
 template <typename T>
 std::vector<T> as(const std::vector<uint8_t>& bytes) {
@@ -44,16 +47,6 @@ float from_bits(uint32_t u) {
   return f;
 }
 
-Generator uniform(double lo, double hi) {
-  Generator g;
-  g.kind = Generator::Kind::uniform;
-  g.low = lo;
-  g.high = hi;
-  return g;
-}
-
-const DType kAllTypes[] = {DType::f16, DType::bf16, DType::f32, DType::f64, DType::i8,
-                           DType::u8,  DType::i32,  DType::u32, DType::i64, DType::u64};
 
 void write_bytes(const stdfs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary);

@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
-#include <random>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 
+#include "spec/mt19937_64.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -41,9 +44,9 @@ float bits_float(uint32_t u) {
 uint32_t shift_round_even(uint32_t m, int shift) {
   const uint32_t rem = m & ((1u << shift) - 1);
   const uint32_t half = 1u << (shift - 1);
-  uint32_t r = m >> shift;
-  if (rem > half || (rem == half && (r & 1u))) ++r;
-  return r;
+  const uint32_t r = m >> shift;
+  // Without a branch: the comparison is a coin toss for generated values.
+  return r + static_cast<uint32_t>((rem > half) | ((rem == half) & (r & 1u)));
 }
 }  // namespace
 
@@ -129,20 +132,32 @@ T saturate_int(int64_t v) {
   return static_cast<T>(v);
 }
 
+/// Calls fn(store) once, where store(out, i, x) stores double `x` as element
+/// i of `dtype` (conversion rules in inputs.h): a loop inside fn switches on
+/// the type once, not once per element.
+template <typename Fn>
+void with_double_store(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f64: fn([](uint8_t* out, int64_t i, double x) { put(out, i, x); }); break;
+    case DType::f32: fn([](uint8_t* out, int64_t i, double x) { put(out, i, static_cast<float>(x)); }); break;
+    case DType::f16:
+      fn([](uint8_t* out, int64_t i, double x) { put(out, i, float_to_half(static_cast<float>(x))); });
+      break;
+    case DType::bf16:
+      fn([](uint8_t* out, int64_t i, double x) { put(out, i, float_to_bfloat16(static_cast<float>(x))); });
+      break;
+    case DType::i8: fn([](uint8_t* out, int64_t i, double x) { put(out, i, saturate_double<int8_t>(x)); }); break;
+    case DType::u8: fn([](uint8_t* out, int64_t i, double x) { put(out, i, saturate_double<uint8_t>(x)); }); break;
+    case DType::i32: fn([](uint8_t* out, int64_t i, double x) { put(out, i, saturate_double<int32_t>(x)); }); break;
+    case DType::u32: fn([](uint8_t* out, int64_t i, double x) { put(out, i, saturate_double<uint32_t>(x)); }); break;
+    case DType::i64: fn([](uint8_t* out, int64_t i, double x) { put(out, i, saturate_double<int64_t>(x)); }); break;
+    case DType::u64: fn([](uint8_t* out, int64_t i, double x) { put(out, i, saturate_double<uint64_t>(x)); }); break;
+  }
+}
+
 /// Stores double `x` as element i of `dtype` (conversion rules in inputs.h).
 void store_double(uint8_t* out, DType dtype, int64_t i, double x) {
-  switch (dtype) {
-    case DType::f64: put(out, i, x); break;
-    case DType::f32: put(out, i, static_cast<float>(x)); break;
-    case DType::f16: put(out, i, float_to_half(static_cast<float>(x))); break;
-    case DType::bf16: put(out, i, float_to_bfloat16(static_cast<float>(x))); break;
-    case DType::i8: put(out, i, saturate_double<int8_t>(x)); break;
-    case DType::u8: put(out, i, saturate_double<uint8_t>(x)); break;
-    case DType::i32: put(out, i, saturate_double<int32_t>(x)); break;
-    case DType::u32: put(out, i, saturate_double<uint32_t>(x)); break;
-    case DType::i64: put(out, i, saturate_double<int64_t>(x)); break;
-    case DType::u64: put(out, i, saturate_double<uint64_t>(x)); break;
-  }
+  with_double_store(dtype, [&](auto store) { store(out, i, x); });
 }
 
 /// Stores integer `v` as element i: exact for integer types (saturated),
@@ -168,26 +183,52 @@ double unit_open(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0
 /// (0, 1] from the top 53 bits (safe for log).
 double unit_closed(uint64_t bits) { return static_cast<double>((bits >> 11) + 1) * 0x1.0p-53; }
 
-void gen_uniform(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out) {
-  std::mt19937_64 rng(seed);
-  const double width = g.high - g.low;
-  for (int64_t i = 0; i < count; ++i) store_double(out, dtype, i, g.low + width * unit_open(rng()));
+/// generate() splits a buffer of this many elements or more over threads,
+/// each part at least kParallelMinPart elements (see inputs.h for why).
+constexpr int64_t kParallelMinCount = int64_t{1} << 22;
+constexpr int64_t kParallelMinPart = int64_t{1} << 21;
+
+/// Draws taken from the engine at a time (even: normal takes pairs).
+constexpr int64_t kDrawBatch = 4 * Mt19937_64::kWords;
+
+/// Elements [begin, end) of a uniform buffer; `rng` is at draw `begin`.
+void uniform_part(const Generator& g, DType dtype, Mt19937_64& rng, int64_t begin, int64_t end, uint8_t* out) {
+  const double low = g.low, width = g.high - g.low;
+  with_double_store(dtype, [&](auto store) {
+    uint64_t bits[kDrawBatch];
+    for (int64_t i = begin; i < end;) {
+      const int64_t n = std::min(kDrawBatch, end - i);
+      rng.generate(bits, static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) store(out, i + k, low + width * unit_open(bits[k]));
+      i += n;
+    }
+  });
 }
 
-void gen_normal(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out) {
-  std::mt19937_64 rng(seed);
+/// Elements [begin, end) of a normal buffer: begin even (a pair's first
+/// element), `rng` at draw `begin` (element i of a pair starts at draw i).
+void normal_part(const Generator& g, DType dtype, Mt19937_64& rng, int64_t begin, int64_t end, uint8_t* out) {
   constexpr double kTwoPi = 6.283185307179586476925286766559;
-  for (int64_t i = 0; i < count; i += 2) {
-    const double u1 = unit_closed(rng());
-    const double u2 = unit_open(rng());
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    store_double(out, dtype, i, g.mean + g.stddev * (r * std::cos(kTwoPi * u2)));
-    if (i + 1 < count) store_double(out, dtype, i + 1, g.mean + g.stddev * (r * std::sin(kTwoPi * u2)));
-  }
+  const double mean = g.mean, stddev = g.stddev;
+  with_double_store(dtype, [&](auto store) {
+    uint64_t bits[kDrawBatch];
+    for (int64_t i = begin; i < end;) {
+      const int64_t n = std::min(kDrawBatch, (end - i + 1) & ~int64_t{1});  // whole pairs
+      rng.generate(bits, static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; k += 2) {
+        const double u1 = unit_closed(bits[k]);
+        const double u2 = unit_open(bits[k + 1]);
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        store(out, i + k, mean + stddev * (r * std::cos(kTwoPi * u2)));
+        if (i + k + 1 < end) store(out, i + k + 1, mean + stddev * (r * std::sin(kTwoPi * u2)));
+      }
+      i += n;
+    }
+  });
 }
 
 void gen_int_range(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out) {
-  std::mt19937_64 rng(seed);
+  Mt19937_64 rng(seed);
   // span = high - low + 1 in uint64 arithmetic; 0 means the full 2^64 range.
   const uint64_t span = static_cast<uint64_t>(g.int_high) - static_cast<uint64_t>(g.int_low) + 1u;
   // Largest multiple of span representable: draws at or above it are redrawn.
@@ -221,43 +262,158 @@ void gen_npy(const Generator& g, DType dtype, int64_t count, const std::string& 
   }
 }
 
+// ---------------------------------------------------------------------------
+// Parallel generation
+// ---------------------------------------------------------------------------
+
+/// Runs part(begin, end) over [0, count) cut into `parts` ranges of one even
+/// size (the last shorter): the first on this thread, each other on a thread
+/// of its own (on this one too when no thread can be started). Rethrows the
+/// first exception of a part once every thread has ended.
+template <typename Part>
+void run_parts(int64_t count, unsigned parts, const Part& part) {
+  const int64_t size = ((count + parts - 1) / parts + 1) & ~int64_t{1};
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(parts);
+  auto guarded = [&part, &errors](size_t k, int64_t begin, int64_t end) {
+    try {
+      part(begin, end);
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  };
+  size_t k = 1;
+  for (int64_t begin = size; begin < count; begin += size, ++k) {
+    const int64_t end = std::min(count, begin + size);
+    try {
+      threads.emplace_back(guarded, k, begin, end);
+    } catch (const std::system_error&) {  // the process or user thread limit
+      guarded(k, begin, end);
+    }
+  }
+  guarded(0, 0, std::min(count, size));
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+/// KOPT_INPUT_THREADS, when set: the most threads for one buffer.
+unsigned input_threads_cap() {
+  const char* env = std::getenv("KOPT_INPUT_THREADS");
+  if (!env) return std::numeric_limits<unsigned>::max();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(env, &end, 10);
+  if (*env < '0' || *env > '9' || *end != '\0' || errno != 0 || v < 1 || v > 65536) {
+    throw EnvironmentError("kopt.inputs.206", std::string("KOPT_INPUT_THREADS='") + env +
+                                                  "': expected a whole number from 1 to 65536 (the most threads "
+                                                  "that generate one input buffer)");
+  }
+  return static_cast<unsigned>(v);
+}
+
+/// How many parts generate() cuts `count` elements into (see inputs.h).
+unsigned generate_parts(int64_t count, unsigned threads) {
+  if (threads == 0) {
+    if (count < kParallelMinCount) return 1;
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    threads = std::min(hw, input_threads_cap());
+    threads = static_cast<unsigned>(std::min<int64_t>(threads, count / kParallelMinPart));
+  }
+  return std::max(1u, std::min(threads, 1024u));
+}
+
+/// A generator of random elements over parts: each part seeds its own engine
+/// and jumps it to the part's first draw (element i takes draw i).
+template <typename Fill>
+void generate_random(int64_t count, uint64_t seed, unsigned parts, const Fill& fill) {
+  if (parts > 1) mt19937_64_characteristic_polynomial();  // once per process, here rather than in a part
+  run_parts(count, parts, [&](int64_t begin, int64_t end) {
+    Mt19937_64 rng(seed);
+    rng.discard(static_cast<uint64_t>(begin));
+    fill(rng, begin, end);
+  });
+}
+
 }  // namespace
 
-std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,
-                              const std::string& case_name) {
-  const size_t elem = dtype_size(dtype);
+namespace {
+
+/// The byte size of `count` elements; throws kopt.inputs.203 / 205 as
+/// generate() documents.
+int64_t checked_bytes(const Generator& g, DType dtype, int64_t count) {
   int64_t bytes = 0;
-  if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(elem), &bytes)) {
+  if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(dtype_size(dtype)), &bytes)) {
     throw SpecError("kopt.inputs.203", "cannot generate " + std::to_string(count) + " elements of " +
                                            dtype_name(dtype));
   }
-  std::vector<uint8_t> out;
   if (g.kind == Generator::Kind::view) {
     throw SpecError("kopt.inputs.205", "a view of '" + g.view_of + "' is made from that buffer's contents "
                                        "(view_elements), not generated");
   }
+  return bytes;
+}
+
+/// Every kind but npy and view into `p`.
+void fill(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* p, unsigned threads) {
+  const unsigned parts = generate_parts(count, threads);
+  switch (g.kind) {
+    case Generator::Kind::uniform:
+      generate_random(count, seed, parts, [&](Mt19937_64& rng, int64_t begin, int64_t end) {
+        uniform_part(g, dtype, rng, begin, end, p);
+      });
+      break;
+    case Generator::Kind::normal:
+      generate_random(count, seed, parts, [&](Mt19937_64& rng, int64_t begin, int64_t end) {
+        normal_part(g, dtype, rng, begin, end, p);
+      });
+      break;
+    case Generator::Kind::int_range: gen_int_range(g, dtype, count, seed, p); break;  // sequential (inputs.h)
+    case Generator::Kind::constant:
+      run_parts(count, parts, [&](int64_t begin, int64_t end) {
+        with_double_store(dtype, [&](auto store) {
+          for (int64_t i = begin; i < end; ++i) store(p, i, g.value);
+        });
+      });
+      break;
+    case Generator::Kind::iota:
+      run_parts(count, parts, [&](int64_t begin, int64_t end) {
+        with_double_store(dtype, [&](auto store) {
+          for (int64_t i = begin; i < end; ++i) store(p, i, g.start + static_cast<double>(i) * g.step);
+        });
+      });
+      break;
+    case Generator::Kind::npy:
+    case Generator::Kind::view: break;  // the callers' own
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,
+                              const std::string& case_name, unsigned threads) {
+  const int64_t bytes = checked_bytes(g, dtype, count);
+  std::vector<uint8_t> out;
   if (g.kind == Generator::Kind::npy) {
     gen_npy(g, dtype, count, case_name, out);
     return out;
   }
   out.resize(static_cast<size_t>(bytes));
-  uint8_t* p = out.data();
-  switch (g.kind) {
-    case Generator::Kind::uniform: gen_uniform(g, dtype, count, seed, p); break;
-    case Generator::Kind::normal: gen_normal(g, dtype, count, seed, p); break;
-    case Generator::Kind::int_range: gen_int_range(g, dtype, count, seed, p); break;
-    case Generator::Kind::constant:
-      for (int64_t i = 0; i < count; ++i) store_double(p, dtype, i, g.value);
-      break;
-    case Generator::Kind::iota:
-      for (int64_t i = 0; i < count; ++i) {
-        store_double(p, dtype, i, g.start + static_cast<double>(i) * g.step);
-      }
-      break;
-    case Generator::Kind::npy:
-    case Generator::Kind::view: break;  // handled above
-  }
+  fill(g, dtype, count, seed, out.data(), threads);
   return out;
+}
+
+void generate_into(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out,
+                   const std::string& case_name, unsigned threads) {
+  const int64_t bytes = checked_bytes(g, dtype, count);
+  if (g.kind == Generator::Kind::npy) {
+    std::vector<uint8_t> file;
+    gen_npy(g, dtype, count, case_name, file);
+    if (bytes > 0) std::memcpy(out, file.data(), static_cast<size_t>(bytes));
+    return;
+  }
+  fill(g, dtype, count, seed, out, threads);
 }
 
 std::vector<uint8_t> view_elements(const Generator& g, DType dtype, int64_t count, const uint8_t* source,

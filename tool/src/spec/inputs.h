@@ -2,8 +2,18 @@
 //
 // The same (generator, dtype, count, seed) always yields the same bytes on every
 // machine: the bit stream is std::mt19937_64 (fully specified by the C++
-// standard) and the mapping from bits to values is our own (no
-// std::*_distribution, whose output is implementation-defined).
+// standard; spec/mt19937_64.h is that engine, draw for draw) and the mapping
+// from bits to values is our own (no std::*_distribution, whose output is
+// implementation-defined).
+//
+// Large buffers are generated in parallel without changing a byte: element i
+// of a uniform or normal buffer takes draw i of the one stream (a normal pair
+// takes draws i and i+1, i even), so a thread that starts at element `begin`
+// (even) jumps a fresh engine ahead by `begin` draws (jump-ahead: Haramoto,
+// Matsumoto, Nishimura, Panneton, L'Ecuyer, INFORMS J. Computing 20(3), 2008;
+// spec/mt19937_64.h) and writes its own range. int_range draws a variable
+// number of times per element (rejection) and stays sequential; constant and
+// iota need no draws and are split alike.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +47,26 @@ namespace kopt::spec {
 /// round-to-nearest-even; half and bfloat16 from that float, round to nearest
 /// even; integer types by rounding to nearest (ties away from zero) and
 /// saturating to the type's range.
+///
+/// Threads (the bytes are the same for every choice): `threads` = 0 picks:
+/// one below 4Mi (2^22) elements, else std::thread::hardware_concurrency(),
+/// at most KOPT_INPUT_THREADS when that is set (a whole number from 1 to
+/// 65536, else EnvironmentError kopt.inputs.206) and at most one per 2Mi
+/// elements. Below that size the jump's set-up (a few milliseconds a thread,
+/// docs/spec-format.md#reproducibility) costs about what a second thread
+/// saves. `threads` > 0 cuts the buffer into that many parts of one even
+/// size (at most 1024, at least 2 elements each) whatever its size: for
+/// tests and benchmarks. A thread that cannot be started leaves its part to
+/// the calling thread.
 std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,
-                              const std::string& case_name = "");
+                              const std::string& case_name = "", unsigned threads = 0);
+
+/// generate() into `out`, count * dtype_size(dtype) bytes that the caller
+/// owns: the same bytes, the same errors. For memory that no one has touched
+/// yet (std::vector zero-fills on one thread first: about 0.5 ns a byte,
+/// more than generating a float on several threads), or pinned memory.
+void generate_into(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out,
+                   const std::string& case_name = "", unsigned threads = 0);
 
 /// A view (Generator::Kind::view): element i of the result is element
 /// g.view_start + i * g.view_stride of `source` (`source_count` packed elements
