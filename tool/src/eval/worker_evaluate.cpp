@@ -3,6 +3,7 @@
 // timed loops of the performance cases (the candidate's and the reference's)
 // and the results they add up to.
 #include <algorithm>
+#include <memory>
 
 #include "eval/worker_impl.h"
 
@@ -27,7 +28,11 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
   auto k = inputs_key(c, trial);
   auto it = inputs_.find(k);
   if (it != inputs_.end()) return it->second;
-  HostInputs in;
+  struct HostBuffer {
+    std::unique_ptr<uint8_t[]> bytes;  // uninitialised until generated
+    size_t size = 0;
+  };
+  std::map<std::string, HostBuffer> host;
   std::vector<ArgSpec> made = c.args;  // inputs, inouts and constants are generated alike
   made.insert(made.end(), c.constants.begin(), c.constants.end());
   for (const auto& a : made) {
@@ -39,7 +44,10 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
       // generator over the file's range instead.
       g = spec::Generator{};
     }
-    in.data[a.name] = spec::generate(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, t), c.name);
+    HostBuffer& b = host[a.name];
+    b.size = static_cast<size_t>(a.count) * spec::dtype_size(a.dtype);
+    b.bytes.reset(new uint8_t[std::max<size_t>(b.size, 1)]);
+    spec::generate_into(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, t), b.bytes.get(), c.name);
   }
   // Views last: the elements of a buffer made above, in this trial's contents.
   for (const auto& a : made) {
@@ -50,17 +58,22 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
     if (!of)
       throw EnvironmentError("kopt.worker.018", "case " + c.name + ": '" + a.name + "' is a view of '" +
                                                     a.generator.view_of + "', which no generator made");
-    in.data[a.name] = spec::view_elements(a.generator, a.dtype, a.count, in.data.at(of->name).data(), of->dtype,
-                                          of->count, a.name, c.name);
+    const Bytes v = spec::view_elements(a.generator, a.dtype, a.count, host.at(of->name).bytes.get(), of->dtype,
+                                        of->count, a.name, c.name);
+    HostBuffer& b = host[a.name];
+    b.size = v.size();
+    b.bytes.reset(new uint8_t[std::max<size_t>(b.size, 1)]);
+    std::copy(v.begin(), v.end(), b.bytes.get());
   }
-  HostInputs& stored = inputs_.emplace(k, std::move(in)).first->second;
-  for (const auto& [name, bytes] : stored.data) {
-    DeviceMemory d(bytes.size());
-    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(d.get(), bytes.data(), bytes.size(), stream_), "uploading " + name);
-    stored.device.emplace(name, std::move(d));
+  HostInputs in;
+  for (const auto& [name, b] : host) {
+    DeviceMemory d(b.size);
+    KOPT_CU_CHECK(driver_->cuMemcpyHtoDAsync(d.get(), b.bytes.get(), b.size, stream_), "uploading " + name);
+    in.device.emplace(name, std::move(d));
   }
+  // The host copies are freed when `host` goes: wait for the copies from them.
   sync_harness("uploading the inputs of case " + c.name);
-  return stored;
+  return inputs_.emplace(k, std::move(in)).first->second;
 }
 
 /// Computes (or recalls) the reference's outputs for a case and trial.

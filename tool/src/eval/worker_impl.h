@@ -140,11 +140,14 @@ class Cublas {
 // The worker.
 // ---------------------------------------------------------------------------
 
+/// The inputs of one case and trial. They are generated on the host into
+/// memory nobody has touched (no zero fill first: for the reduction's 3.2 GB
+/// array that fill took longer than generating it on every core), copied to
+/// the device once, and then freed: every later use reads the device copy.
 struct HostInputs {
-  std::map<std::string, Bytes> data;  // inputs and inouts, by name
-  /// Device copies of `data`, made once per worker: every trial's upload is a
-  /// device-to-device copy from here, and "the kernel modified its input" is
-  /// a device-side comparison against it.
+  /// Device copies of the inputs and inouts, by name, made once per worker:
+  /// every trial's upload is a device-to-device copy from here, and "the
+  /// kernel modified its input" is a device-side comparison against it.
   std::map<std::string, DeviceMemory> device;
 };
 
