@@ -66,7 +66,7 @@ TEST(UnrollPragma, AValueBelowOneLeavesThePragmaOutOnItsLine) {
     const std::string src = "  #pragma unroll F /* open\n  still a comment */\n" + kLoop;
     const UnrollRewrite r = rewrite(src, {{"F", v}});
     EXPECT_EQ(r.source, "  /* #pragma unroll F (= " + std::to_string(v) +
-                            ") left out: NVRTC ignored it when this was tuned (warning #20168-D, value not positive) */"
+                            ") left out: NVRTC and nvcc ignore a value below 1 (warning #20168-D) */"
                             " /* open\n  still a comment */\n" + kLoop);
     EXPECT_EQ(r.left_out, std::vector<std::string>{"F=" + std::to_string(v)});
     EXPECT_EQ(lines(r.source), lines(src));
@@ -234,7 +234,7 @@ TEST(GenerateUnroll, TheGeneratedKernelIsTheCubinNvrtcTuned) {
       const std::string want = factor == 0 ? "/* #pragma unroll " + t.unroll + " (= 0) left out"
                                            : "#pragma unroll " + std::to_string(factor) + " /* " + t.unroll + " */";
       EXPECT_NE(cu.find(want), std::string::npos) << at << "\n" << cu;
-      EXPECT_NE(err.find(factor == 0 ? "left out for a value below 1, which NVRTC ignored when tuning: " + t.unroll + "=0"
+      EXPECT_NE(err.find(factor == 0 ? "left out for a value below 1, which NVRTC ignores (warning #20168-D): " + t.unroll + "=0"
                                      : "written with the value of its macro (nvcc does not expand macros there): " + t.unroll +
                                            "=" + std::to_string(factor)),
                 std::string::npos)

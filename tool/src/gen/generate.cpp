@@ -56,10 +56,13 @@ std::string defines_prelude(const spec::Spec& s) {
   return out + "\n";
 }
 
-/// "a, b, c" of `items`, each after "v<i>: " when the file holds several variants.
+/// Adds "a, b, c" of `items` to `*out`, each once, after "v<i>: " when the
+/// file holds several variants.
 void list_into(std::string* out, const std::vector<std::string>& items, size_t variant, size_t n) {
+  std::set<std::string> seen;
   for (const std::string& item : items)
-    *out += (out->empty() ? "" : ", ") + (n > 1 ? "v" + std::to_string(variant) + ": " : std::string()) + item;
+    if (seen.insert(item).second)
+      *out += (out->empty() ? "" : ", ") + (n > 1 ? "v" + std::to_string(variant) + ": " : std::string()) + item;
 }
 
 /// The variants with their `#pragma unroll NAME` written for nvcc, which
@@ -89,7 +92,7 @@ std::vector<KernelVariant> unroll_for_nvcc(std::vector<KernelVariant> variants, 
   const std::string at = "kopt generate: " + file + ": `#pragma unroll` ";
   if (!valued.empty()) *notes += at + "written with the value of its macro (nvcc does not expand macros there): " + valued + "\n";
   if (!left_out.empty())
-    *notes += at + "left out for a value below 1, which NVRTC ignored when tuning: " + left_out + "\n";
+    *notes += at + "left out for a value below 1, which NVRTC ignores (warning #20168-D): " + left_out + "\n";
   if (!through_macro.empty())
     *notes += at + "written KOPT_PRAGMA_UNROLL(...), which expands its macros there as NVRTC did: " + through_macro + "\n";
   if (!continued.empty())

@@ -282,7 +282,7 @@ std::string replacement(const Site& site, const UnrollNames& names, const std::s
       out->left_out.push_back(named);
       if (!comment_safe) return " ";
       return "/* " + written + " (= " + std::to_string(*v) +
-             ") left out: NVRTC ignored it when this was tuned (warning #20168-D, value not positive) */";
+             ") left out: NVRTC and nvcc ignore a value below 1 (warning #20168-D) */";
     }
     out->valued.push_back(named);
     const std::string value = std::to_string(*v);
