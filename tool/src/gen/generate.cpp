@@ -78,9 +78,19 @@ std::vector<KernelVariant> unroll_for_nvcc(std::vector<KernelVariant> variants, 
   for (const auto& [name, e] : s.defines)
     if (!constant.count(name)) names.macros.insert(name);
   std::string valued, left_out, through_macro, continued;
+  // One variant: its tuning parameters are #ifndef defaults that a -D
+  // overrides (kopt evaluate --params, an application's own value), so its
+  // pragmas go through KOPT_PRAGMA_UNROLL, which reads the macro as NVRTC
+  // did; several variants fix theirs (no override is allowed).
+  const bool overridable = variants.size() == 1;
   for (size_t i = 0; i < variants.size(); ++i) {
     names.fixed = constant;
-    for (const auto& [k, v] : spec::parse_annotations(variants[i].source, variants[i].origin).params) names.fixed[k] = v;
+    for (const auto& [k, v] : spec::parse_annotations(variants[i].source, variants[i].origin).params) {
+      if (overridable)
+        names.macros.insert(k);
+      else
+        names.fixed[k] = v;
+    }
     UnrollRewrite r = rewrite_unroll_pragmas(variants[i].source, names);
     variants[i].source = std::move(r.source);
     list_into(&valued, r.valued, i, variants.size());

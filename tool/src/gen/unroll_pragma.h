@@ -8,8 +8,10 @@
 // in the application's build. Before the variants are joined, each one's
 // pragmas are written so that nvcc reads what NVRTC read when it was tuned:
 //
-//   - ARG over names the generated file fixes for that variant (its tuning
-//     parameters, the workload's defines that name no size) and that the
+//   - ARG over names the generated file fixes for that variant (the caller
+//     decides which: generate passes a file of one variant's tuning
+//     parameters as macros, since their #ifndef defaults yield to a -D; the
+//     workload's defines that name no size are fixed) and that the
 //     kernel's source does not #define again (other than a default right
 //     under `#ifndef NAME`, or under `#ifndef X` for such a name X, as Kernel
 //     Tuner's defaults under `#ifndef kernel_tuner`) nor #undef: the value,
