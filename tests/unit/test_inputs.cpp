@@ -596,5 +596,57 @@ TEST(Npy, GeneratorReadsMatchingFilesAndRejectsMismatches) {
   expect_error([&] { generate(g, DType::f32, 8, 0, "big"); }, "kopt.npy.301", {"x_big.npy"});
 }
 
+// Fresh trials of an npy input draw over the file's range: integers as
+// integers (indices stay valid indices), floats over the finite elements.
+TEST(Npy, FreshTrialsDrawOverTheFilesRange) {
+  TempDir dir;
+  auto file_of = [&](DType t, const std::vector<double>& values) {
+    NpyArray a;
+    a.dtype = t;
+    a.shape = {static_cast<int64_t>(values.size())};
+    a.data.resize(values.size() * dtype_size(t));
+    for (size_t i = 0; i < values.size(); ++i) {
+      Generator c;
+      c.kind = Generator::Kind::constant;
+      c.value = values[i];
+      const std::vector<uint8_t> one = generate(c, t, 1, 0);
+      std::copy(one.begin(), one.end(), a.data.begin() + i * one.size());
+    }
+    const stdfs::path file = dir / (std::string(dtype_name(t)) + "_" + std::to_string(values.size()) + ".npy");
+    write_npy(file, a);
+    Generator g;
+    g.kind = Generator::Kind::npy;
+    g.npy = file;
+    return g;
+  };
+  // Indices 3..41 of an int32 buffer: every fresh element is one of them.
+  const Generator ints = npy_fresh_generator(file_of(DType::i32, {7, 3, 41, 12}), DType::i32, 4, "");
+  EXPECT_EQ(ints.kind, Generator::Kind::int_range);
+  EXPECT_EQ(ints.int_low, 3);
+  EXPECT_EQ(ints.int_high, 41);
+  const std::vector<uint8_t> drawn = generate(ints, DType::i32, 1000, 5);
+  for (int64_t i = 0; i < 1000; ++i) {
+    const double v = element_as_double(drawn.data(), DType::i32, i);
+    ASSERT_TRUE(v >= 3 && v <= 41) << v;
+  }
+  // Floats: the finite range, an infinity and a NaN left out.
+  const double inf = std::numeric_limits<double>::infinity();
+  const Generator floats = npy_fresh_generator(file_of(DType::f32, {-2.5, 0.25, inf, std::nan(""), 4.0}),
+                                                           DType::f32, 5, "");
+  EXPECT_EQ(floats.kind, Generator::Kind::uniform);
+  EXPECT_EQ(floats.low, -2.5);
+  EXPECT_EQ(floats.high, 4.0);
+  // All equal, or nothing finite: a constant.
+  const Generator same = npy_fresh_generator(file_of(DType::f64, {1.5, 1.5}), DType::f64, 2, "");
+  EXPECT_EQ(same.kind, Generator::Kind::constant);
+  EXPECT_EQ(same.value, 1.5);
+  const Generator none = npy_fresh_generator(file_of(DType::f16, {inf}), DType::f16, 1, "");
+  EXPECT_EQ(none.kind, Generator::Kind::constant);
+  EXPECT_EQ(none.value, 0.0);
+  // A file of another count is refused as generate() refuses it.
+  expect_error([&] { npy_fresh_generator(file_of(DType::i32, {1, 2, 3}), DType::i32, 4, ""); }, "kopt.inputs.202",
+               {"expected 4 elements"});
+}
+
 }  // namespace
 }  // namespace kopt::spec

@@ -40,9 +40,9 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
     spec::Generator g = a.generator;
     const int t = g.fixed ? 1 : trial;  // fixed: the first trial's contents in every trial
     if (g.kind == spec::Generator::Kind::npy && t > 1) {
-      // A file gives one set of inputs; fresh trials use the uniform
-      // generator over the file's range instead.
-      g = spec::Generator{};
+      // A file gives one set of inputs; fresh trials draw over the file's
+      // range instead (integers as integers: indices stay indices).
+      g = spec::npy_fresh_generator(g, a.dtype, a.count, c.name);
     }
     HostBuffer& b = host[a.name];
     b.size = static_cast<size_t>(a.count) * spec::dtype_size(a.dtype);

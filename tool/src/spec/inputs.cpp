@@ -274,6 +274,7 @@ template <typename Part>
 void run_parts(int64_t count, unsigned parts, const Part& part) {
   const int64_t size = ((count + parts - 1) / parts + 1) & ~int64_t{1};
   std::vector<std::thread> threads;
+  threads.reserve(parts);  // no allocation between starting threads: a throw there would leave them joinable
   std::vector<std::exception_ptr> errors(parts);
   auto guarded = [&part, &errors](size_t k, int64_t begin, int64_t end) {
     try {
@@ -287,7 +288,7 @@ void run_parts(int64_t count, unsigned parts, const Part& part) {
     const int64_t end = std::min(count, begin + size);
     try {
       threads.emplace_back(guarded, k, begin, end);
-    } catch (const std::system_error&) {  // the process or user thread limit
+    } catch (...) {  // the process or user thread limit (std::system_error): this thread does it
       guarded(k, begin, end);
     }
   }
@@ -390,6 +391,38 @@ void fill(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t
 }
 
 }  // namespace
+
+Generator npy_fresh_generator(const Generator& g, DType dtype, int64_t count, const std::string& case_name) {
+  std::vector<uint8_t> bytes;
+  gen_npy(g, dtype, count, case_name, bytes);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = element_as_double(bytes.data(), dtype, i);
+    if (!std::isfinite(v)) continue;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  Generator out;
+  out.fixed = g.fixed;
+  if (!(lo <= hi)) {  // no finite element (or none at all)
+    out.kind = Generator::Kind::constant;
+    out.value = 0;
+  } else if (!dtype_is_float(dtype)) {
+    // int64 holds every value of the integer types but u64's top half: clamped.
+    constexpr double kTop = 9223372036854775807.0;
+    out.kind = Generator::Kind::int_range;
+    out.int_low = static_cast<int64_t>(std::min(lo, kTop));
+    out.int_high = hi >= kTop ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
+  } else if (lo == hi) {
+    out.kind = Generator::Kind::constant;
+    out.value = lo;
+  } else {
+    out.kind = Generator::Kind::uniform;
+    out.low = lo;
+    out.high = hi;
+  }
+  return out;
+}
 
 std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,
                               const std::string& case_name, unsigned threads) {

@@ -68,6 +68,16 @@ std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, ui
 void generate_into(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t* out,
                    const std::string& case_name = "", unsigned threads = 0);
 
+/// The generator of an `npy` input's fresh trials (2 and 3, unless `fixed`):
+/// values over the file's range, so that they stay what the kernel expects
+/// (indices stay indices). Integer types: int_range [min, max] of the file's
+/// elements; floating-point types: uniform [min, max) of its finite elements,
+/// constant when they are all equal (or none is finite: 0). `g` is the npy
+/// generator ("{case}" in its path replaced by `case_name`); throws as
+/// generate() does for an unreadable file or one of another dtype or count
+/// (kopt.inputs.201/202, kopt.npy.3xx).
+Generator npy_fresh_generator(const Generator& g, DType dtype, int64_t count, const std::string& case_name);
+
 /// A view (Generator::Kind::view): element i of the result is element
 /// g.view_start + i * g.view_stride of `source` (`source_count` packed elements
 /// of `source_dtype`): the bytes themselves when the types match, else
