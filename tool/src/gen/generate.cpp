@@ -394,6 +394,18 @@ const store::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec&
 
 namespace {
 
+/// The initial kernel's source, its compile_options joined to its
+/// kopt:options line (one line, which the source's own no longer shadows),
+/// in the order NVRTC gets them: for kopt evaluate of the generated file and
+/// for <name>.nvcc_options.
+std::string initial_source_with_options(const spec::KernelSource& initial) {
+  const std::string src = spec::read_kernel_text(initial.source);
+  if (initial.compile_options.empty()) return src;
+  std::vector<std::string> options = spec::parse_annotations(src, initial.source.string()).options;
+  options.insert(options.end(), initial.compile_options.begin(), initial.compile_options.end());
+  return spec::options_annotation(options) + "\n" + spec::supersede_annotations(src, {"options"}, {});
+}
+
 /// --cases-from: the capture as the run's input cases when it exists; a
 /// capture that does not exist yet (the application has not run with
 /// KOPT_CAPTURE) leaves the spec's cases, until it appears.
@@ -545,15 +557,7 @@ int generate(const GenerateOptions& options) {
   // 3. The initial kernel.
   if (!s.initial)
     throw SpecError("kopt.gen.104", s.path.string() + ": no GPU, no usable tuning cache entry and no initial kernel to fall back on");
-  std::string src = spec::read_kernel_text(s.initial->source);
-  // Its compile_options join its kopt:options line (one line, which the
-  // source's own no longer shadows), as NVRTC got them while tuning: for
-  // kopt evaluate of the file and for <name>.nvcc_options.
-  if (!s.initial->compile_options.empty()) {
-    std::vector<std::string> options = spec::parse_annotations(src, s.initial->source.string()).options;
-    options.insert(options.end(), s.initial->compile_options.begin(), s.initial->compile_options.end());
-    src = spec::options_annotation(options) + "\n" + spec::supersede_annotations(src, {"options"}, {});
-  }
+  std::string src = initial_source_with_options(*s.initial);
   // The spec's defines of the initial kernel (its configuration, when it is
   // the template's source) go into the file as kopt:param lines, which the
   // launch header reads, and guarded #defines, which the application's
