@@ -70,7 +70,8 @@ targets, and gate merges on CTest correctness and benchmark tests.
 
   ``OUTPUT_VARIABLE``
     Instead of ``TARGET``: set this variable in the caller's scope to the
-    generated ``.cu`` path.
+    generated ``.cu`` path. Add it to a target of the calling directory: the
+    compile options below are source properties of that directory.
 
   ``CACHE_FILE``
     A tuning cache (JSON) meant to be committed beside your sources. Without
@@ -122,6 +123,15 @@ targets, and gate merges on CTest correctness and benchmark tests.
   with kopt's message. Where kopt is built by the same build
   (``add_subdirectory``, FetchContent) it does not exist yet: ``kopt
   generate`` gives the same messages when ``optimize_<name>`` builds.
+
+  The generated ``.cu`` compiles with the NVRTC options the kernel was tuned
+  with (the spec's ``compile_options``, the kernel file's ``// kopt:options``
+  line, e.g. ``-use_fast_math``): ``kopt generate`` writes them in nvcc's
+  spelling to ``<name>.nvcc_options`` beside it, and the module appends
+  ``--options-file=<that file>`` to the source's ``COMPILE_OPTIONS`` (under
+  nvcc; in the calling directory and, with ``TARGET``, the target's), after
+  the target's own flags. ``-arch`` is left out (``CUDA_ARCHITECTURES``
+  decides), and an option kopt cannot translate is a warning of the build.
 
   Without a GPU the build never fails for lack of one, unless
   ``KOPT_REQUIRE_GPU`` is ON. The tests exit with code 77 and show as
@@ -514,11 +524,37 @@ function(_kopt_check_with_tool)
   _kopt_fail("${what} of kernel ${arg_NAME} is rejected by kopt (exit ${rc}):\n  ${err}")
 endfunction()
 
+# The options NVRTC compiled the tuned kernel with, for the compile of the
+# generated source: kopt generate writes them in nvcc's spelling to
+# <name>.nvcc_options (they are known when it has run, not when configuring:
+# a cached or an agent's kernel brings its own), which nvcc reads with
+# --options-file. They come after the target's own flags, so they win where
+# both set one option. Source properties are per directory: set in the
+# caller's and, with TARGET, in the target's. Appended, so that the caller's
+# own COMPILE_OPTIONS on the file stay (and the caller appends to them).
+function(_kopt_apply_nvcc_options)
+  set(where DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(DEFINED arg_TARGET)
+    list(APPEND where TARGET_DIRECTORY "${arg_TARGET}")
+  endif()
+  set_property(SOURCE "${out_cu}" ${where} APPEND PROPERTY COMPILE_OPTIONS
+               "$<$<COMPILE_LANG_AND_ID:CUDA,NVIDIA>:--options-file=${out_options}>")
+  set_property(SOURCE "${out_cu}" ${where} APPEND PROPERTY OBJECT_DEPENDS "${out_options}")
+  if(DEFINED CMAKE_CUDA_COMPILER_ID AND NOT CMAKE_CUDA_COMPILER_ID STREQUAL "" AND
+     NOT CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA")
+    message(WARNING "optimize_kernel(${arg_NAME}): the CUDA compiler is ${CMAKE_CUDA_COMPILER_ID}, not nvcc: the "
+                    "NVRTC options the kernel was tuned with (${arg_NAME}.nvcc_options, e.g. --use_fast_math) are "
+                    "not applied to ${arg_NAME}.cu. Pass their equivalents to your compiler with "
+                    "set_property(SOURCE ... APPEND PROPERTY COMPILE_OPTIONS ...).")
+  endif()
+endfunction()
+
 # The generate step: the custom command, the target optimize_<name>, and
 # CASES_FROM's always-run stamp.
 function(_kopt_add_generate)
   set(out_cu "${out_dir}/${arg_NAME}.cu")
   set(out_h "${out_dir}/${arg_NAME}_launch.h")
+  set(out_options "${out_dir}/${arg_NAME}.nvcc_options")
   set(notes "")
   if(DEFINED arg_CASES_FROM)
     cmake_path(GET arg_CASES_FROM FILENAME cases_name)
@@ -536,7 +572,7 @@ function(_kopt_add_generate)
   # time. The depfile adds every file the spec names (kernel sources and
   # their #includes, .npy inputs, golden outputs) to DEPENDS.
   add_custom_command(
-    OUTPUT "${out_cu}" "${out_h}"
+    OUTPUT "${out_cu}" "${out_h}" "${out_options}"
     BYPRODUCTS ${byproducts}
     COMMAND ${generate_cmd}
     DEPENDS ${depends} kopt::kopt $<TARGET_FILE:kopt::kopt>
@@ -544,8 +580,9 @@ function(_kopt_add_generate)
     COMMENT "KernelOptimizer: generating ${arg_NAME} (tuned with ${strategy}, budget ${budget_note}${notes}; else from the tuning cache or the initial kernel)"
     USES_TERMINAL
     VERBATIM)
-  set_source_files_properties("${out_cu}" "${out_h}" PROPERTIES GENERATED TRUE)
-  add_custom_target(optimize_${arg_NAME} DEPENDS "${out_cu}" "${out_h}")
+  set_source_files_properties("${out_cu}" "${out_h}" "${out_options}" PROPERTIES GENERATED TRUE)
+  _kopt_apply_nvcc_options()
+  add_custom_target(optimize_${arg_NAME} DEPENDS "${out_cu}" "${out_h}" "${out_options}")
   if(DEFINED arg_CASES_FROM)
     # The tuning depends on a stamp that this always-run step keeps at the
     # file's SHA-256 or "missing" (rewritten only when that changes); kopt

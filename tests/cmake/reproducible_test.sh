@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Reproducible outputs: example_project built in two folders (its source, the
 # spec and the build tree each elsewhere, at paths of different lengths),
-# from the committed tuning cache, writes byte-identical sgemm.cu and
-# sgemm_launch.h, and no generated file, cache copy or cases file carries a
-# path of the machine (the depfile aside: it is the build system's, and
-# names the inputs by absolute path as Make needs). GPUs are hidden
+# from the committed tuning cache, writes byte-identical sgemm.cu,
+# sgemm_launch.h and sgemm.nvcc_options, and no generated file, cache copy
+# or cases file carries a path of the machine (the depfile aside: it is the
+# build system's, and names the inputs by absolute path as Make needs). GPUs are hidden
 # (CUDA_VISIBLE_DEVICES=-1), so the cache serves on every machine.
 # Usage: reproducible_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
@@ -44,10 +44,12 @@ for f in sgemm.cu sgemm_launch.h; do
   cmp "$GA/$f" "$GB/$f" || { diff "$GA/$f" "$GB/$f" | head -20; fail "$f differs between the two builds"; }
   echo "  $f: identical ($(wc -c <"$GA/$f") bytes)"
 done
+cmp "$GA/sgemm.nvcc_options" "$GB/sgemm.nvcc_options" || fail "sgemm.nvcc_options differs between the two builds"
 
 step "no path of the machine in what was written"
 for g in "$GA" "$GB"; do
-  for f in "$g"/sgemm.cu "$g"/sgemm_launch.h "$g"/sgemm.json "$g"/sgemm.tuning.json "$g"/sgemm.cases.json; do
+  for f in "$g"/sgemm.cu "$g"/sgemm_launch.h "$g"/sgemm.nvcc_options "$g"/sgemm.json "$g"/sgemm.tuning.json \
+           "$g"/sgemm.cases.json; do
     [ -f "$f" ] || fail "$f was not written"
     if grep -n -F "$T" "$f" | head -3; then fail "$f names a folder of this build ($T)"; fi
   done

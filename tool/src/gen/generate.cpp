@@ -9,6 +9,7 @@
 
 #include "gen/depfile.h"
 #include "gen/dispatch_code.h"
+#include "gen/nvcc_options.h"
 #include "gen/unroll_pragma.h"
 #include "model/dispatch.h"
 #include "store/fingerprint.h"
@@ -111,7 +112,77 @@ std::vector<KernelVariant> unroll_for_nvcc(std::vector<KernelVariant> variants, 
   return variants;
 }
 
-/// Writes both outputs, each atomically; only called once both are ready.
+/// The options of variant 0's kopt:options line, which every variant must
+/// share: one generated file compiles all of them with one set. Throws
+/// SpecError(kopt.gen.110) naming the variant that differs and both sets.
+std::vector<std::string> shared_variant_options(const std::vector<KernelVariant>& variants, const std::string& name) {
+  const std::vector<std::string> own = spec::parse_annotations(variants[0].source, variants[0].origin).options;
+  auto shown = [](const std::vector<std::string>& options) {
+    std::string t;
+    for (const std::string& o : options) t += (t.empty() ? "" : " ") + o;
+    return t.empty() ? std::string("none") : "'" + spec::one_line(t) + "'";
+  };
+  for (size_t i = 1; i < variants.size(); ++i) {
+    const std::vector<std::string> other = spec::parse_annotations(variants[i].source, variants[i].origin).options;
+    if (other != own)
+      throw SpecError("kopt.gen.110",
+                      variants[i].origin + ": variant " + std::to_string(i) + " was compiled with the options " +
+                          shown(other) + ", variant 0 with " + shown(own) + ": one generated file (" + name +
+                          ".cu) compiles all its variants with one set of options (" + name +
+                          ".nvcc_options). Generate variant 0 alone (kopt generate --no-specialize), or re-tune so "
+                          "that the variants share their options");
+  }
+  return own;
+}
+
+/// The generated file's options for nvcc (gen/nvcc_options.h): what NVRTC
+/// compiled the kernel with beyond kopt's own (--std=c++17, -arch, the CUDA
+/// include folders, the defines and parameters, which the file #defines):
+/// the spec's tuning.compile_options, then the kernel's kopt:options line
+/// (its template's or initial kernel's compile_options, an agent's), in the
+/// order NVRTC got them; every variant's (shared_variant_options, which
+/// throws). Sets `*comment` to the generated file's lines that say so,
+/// `*notes` to what generate says on stderr: a note for each option left
+/// out, a warning for each one nvcc does not get.
+std::vector<std::string> nvcc_options_of(const spec::Spec& s, const std::vector<KernelVariant>& variants,
+                                         const std::string& name, std::string* comment, std::string* notes) {
+  const std::vector<std::string> own = shared_variant_options(variants, name);
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  const std::vector<std::pair<std::string, NvccOptions>> parts = {
+      {"the spec's tuning.compile_options", nvcc_options(s.tuning.compile_options, cwd)},
+      {"the kernel's kopt:options line", nvcc_options(own, cwd)}};
+  std::vector<std::string> options;
+  std::string left_out, not_given;
+  for (const auto& [where, part] : parts) {
+    for (const std::string& o : part.options)
+      if (std::find(options.begin(), options.end(), o) == options.end()) options.push_back(o);
+    for (const DroppedOption& d : part.left_out) {
+      left_out += (left_out.empty() ? "" : ", ") + d.option + " (" + d.why + ")";
+      *notes += "kopt generate: " + name + ".cu: NVRTC option '" + d.option + "' (" + where + ") is left out of " +
+                name + ".nvcc_options: " + d.why + "\n";
+    }
+    for (const DroppedOption& d : part.not_translated) {
+      not_given += (not_given.empty() ? "" : ", ") + d.option + " (" + d.why + ")";
+      *notes += "kopt generate: warning: " + name + ".cu: NVRTC option '" + d.option + "' (" + where +
+                ") has no nvcc translation (" + d.why + "): the build compiles the kernel without it, unlike kopt, "
+                "which checked and timed it with it\n";
+    }
+  }
+  std::string joined;
+  for (const std::string& o : options) joined += (joined.empty() ? "" : " ") + o;
+  if (!options.empty()) {
+    *comment += "// nvcc options, as kopt compiled the kernel (" + name + ".nvcc_options, which optimize_kernel() "
+                "passes to nvcc with --options-file): " + spec::one_line(joined) + "\n";
+    *notes += "kopt generate: " + name + ".nvcc_options: " + joined + "\n";
+  }
+  if (!left_out.empty()) *comment += "// NVRTC options left out for nvcc: " + spec::one_line(left_out) + "\n";
+  if (!not_given.empty())
+    *comment += "// NVRTC options kopt compiled the kernel with that nvcc does not get: " + spec::one_line(not_given) +
+                "\n";
+  return options;
+}
+
+/// Writes the outputs, each atomically; only called once they are ready.
 /// With --no-specialize, of a shape-specialised result (from a run or a
 /// cache entry) only variant 0 is written, the best single configuration,
 /// and a header without dispatch.
@@ -128,20 +199,23 @@ void emit(const GenerateOptions& o, const spec::Spec& s, std::vector<KernelVaria
   const std::vector<KernelVariant> for_nvcc = unroll_for_nvcc(variants, s, o.name + ".cu", &unroll_macro, &unroll_notes);
   const std::string prelude = defines_prelude(s);
   if (!unroll_macro.empty()) unroll_macro = (prelude.empty() ? "\n" : "") + unroll_macro + "\n";
-  std::string cu = "// Generated by kopt generate for workload '" + s.name + "': " + why + "\n" + prelude +
-                   unroll_macro + combine_variants(for_nvcc);
+  std::string options_comment, options_notes;
+  const std::vector<std::string> nvcc = nvcc_options_of(s, variants, o.name, &options_comment, &options_notes);
+  std::string cu = "// Generated by kopt generate for workload '" + s.name + "': " + why + "\n" + options_comment +
+                   prelude + unroll_macro + combine_variants(for_nvcc);
+  fs::write_file_atomic(o.out_dir / (o.name + ".nvcc_options"), options_file_text(nvcc));
   fs::write_file_atomic(o.out_dir / (o.name + ".cu"), cu);
   fs::write_file_atomic(o.out_dir / (o.name + "_launch.h"), header);
   nlohmann::json labels = nlohmann::json::array();
   for (const auto& v : variants) labels.push_back(v.label);
   nlohmann::json meta = {{"name", o.name}, {"workload", s.name}, {"source_of_kernel", why},
-                         {"variants", labels}, {"generated", now_iso8601_utc()}};
+                         {"variants", labels}, {"nvcc_options", nvcc}, {"generated", now_iso8601_utc()}};
   fs::write_file_atomic(o.out_dir / (o.name + ".json"), dump_json(meta, 2) + "\n");
   if (!o.cases_out.empty())
     fs::write_file_atomic(o.cases_out, dump_json(nlohmann::json{{"cases", spec::to_json(s)["cases"]}}, 2) + "\n");
   std::cerr << "kopt generate: " << o.name << ".cu: " << why;
   if (variants.size() > 1) std::cerr << "; " << variants.size() << " shape-specialised variants";
-  std::cerr << "\n" << unroll_notes;
+  std::cerr << "\n" << options_notes << unroll_notes;
 }
 
 /// A run's variants: summary.json "specialization" with variants/v<N>.cu,
@@ -330,6 +404,18 @@ const store::CacheEntry* cache_entry(const GenerateOptions& o, const spec::Spec&
 
 namespace {
 
+/// The initial kernel's source, its compile_options joined to its
+/// kopt:options line (one line, which the source's own no longer shadows),
+/// in the order NVRTC gets them: for kopt evaluate of the generated file and
+/// for <name>.nvcc_options.
+std::string initial_source_with_options(const spec::KernelSource& initial) {
+  const std::string src = spec::read_kernel_text(initial.source);
+  if (initial.compile_options.empty()) return src;
+  std::vector<std::string> options = spec::parse_annotations(src, initial.source.string()).options;
+  options.insert(options.end(), initial.compile_options.begin(), initial.compile_options.end());
+  return spec::options_annotation(options) + "\n" + spec::supersede_annotations(src, {"options"}, {});
+}
+
 /// --cases-from: the capture as the run's input cases when it exists; a
 /// capture that does not exist yet (the application has not run with
 /// KOPT_CAPTURE) leaves the spec's cases, until it appears.
@@ -446,6 +532,7 @@ int generate(const GenerateOptions& options) {
       std::optional<model::DispatchTree> dispatch;
       const std::vector<KernelVariant> variants = run_variants(run_dir, summary, s, &dispatch);
       launch_header(o.name, variants, s, dispatch ? &*dispatch : nullptr);  // throws (writing nothing) when it would not compile
+      shared_variant_options(variants, o.name);  // throws (writing nothing) when one file cannot compile them all
       // The cache is written before the outputs: it is also an input of the
       // build step, so the outputs must end up newer than it (or the next
       // build would tune again).
@@ -480,7 +567,7 @@ int generate(const GenerateOptions& options) {
   // 3. The initial kernel.
   if (!s.initial)
     throw SpecError("kopt.gen.104", s.path.string() + ": no GPU, no usable tuning cache entry and no initial kernel to fall back on");
-  std::string src = spec::read_kernel_text(s.initial->source);
+  std::string src = initial_source_with_options(*s.initial);
   // The spec's defines of the initial kernel (its configuration, when it is
   // the template's source) go into the file as kopt:param lines, which the
   // launch header reads, and guarded #defines, which the application's

@@ -1,6 +1,7 @@
 // `kopt generate`: what the CMake module's custom command runs. Produces the
-// best validated kernel as <out-dir>/<name>.cu and its launch configuration
-// as <out-dir>/<name>_launch.h, from (in this order of preference):
+// best validated kernel as <out-dir>/<name>.cu, its launch configuration
+// as <out-dir>/<name>_launch.h and its compile options for nvcc as
+// <out-dir>/<name>.nvcc_options, from (in this order of preference):
 //   1. a tuning run on this machine's GPU (which also updates the tuning cache),
 //   2. the tuning cache entry for this spec and the target GPU,
 //   3. the spec's initial kernel,
@@ -53,7 +54,14 @@ struct GenerateOptions {
 };
 
 /// Returns the exit code (0 ok; 2 bad input; 3 tuning failed; 77 no GPU with
-/// require_gpu). Throws SpecError/UsageError for bad input.
+/// require_gpu). Throws SpecError/UsageError for bad input, and
+/// SpecError(kopt.gen.110) for shape-specialised variants compiled with
+/// different options (one file compiles them all with one set).
+/// Besides <name>.cu and <name>_launch.h it writes <name>.nvcc_options: the
+/// NVRTC options the kernel was compiled with (the spec's
+/// tuning.compile_options, then the kernel's kopt:options line) in nvcc's
+/// spelling, as an nvcc --options-file (gen/nvcc_options.h); what it leaves
+/// out is a note on stderr, what it cannot translate a warning.
 int generate(const GenerateOptions& options);
 
 /// The C++ header for a kernel source with kopt: annotations: namespace
