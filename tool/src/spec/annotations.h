@@ -7,7 +7,7 @@
 //   // kopt:block 16, 16, 1
 //   // kopt:shared 0
 //   // kopt:static_shared (BM + BN) * BK * 4
-//   // kopt:options -O3 -maxrregcount=128
+//   // kopt:options -use_fast_math -maxrregcount=128
 //   // kopt:param BM=128
 // Missing grid/block entries default to 1. Unknown kopt: keys are errors.
 // `kopt:static_shared` states the static __shared__ bytes the kernel declares
