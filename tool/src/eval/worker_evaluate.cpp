@@ -33,6 +33,12 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
     size_t size = 0;
   };
   std::map<std::string, HostBuffer> host;
+  auto allocate = [&host](const std::string& name, size_t size) -> uint8_t* {
+    HostBuffer& b = host[name];
+    b.size = size;
+    b.bytes.reset(new uint8_t[std::max<size_t>(size, 1)]);
+    return b.bytes.get();
+  };
   std::vector<ArgSpec> made = c.args;  // inputs, inouts and constants are generated alike
   made.insert(made.end(), c.constants.begin(), c.constants.end());
   for (const auto& a : made) {
@@ -44,10 +50,8 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
       // range instead (integers as integers: indices stay indices).
       g = spec::npy_fresh_generator(g, a.dtype, a.count, c.name);
     }
-    HostBuffer& b = host[a.name];
-    b.size = static_cast<size_t>(a.count) * spec::dtype_size(a.dtype);
-    b.bytes.reset(new uint8_t[std::max<size_t>(b.size, 1)]);
-    spec::generate_into(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, t), b.bytes.get(), c.name);
+    uint8_t* out = allocate(a.name, static_cast<size_t>(a.count) * spec::dtype_size(a.dtype));
+    spec::generate_into(g, a.dtype, a.count, spec::derive_seed(rq.seed, c.name, a.name, t), out, c.name);
   }
   // Views last: the elements of a buffer made above, in this trial's contents.
   for (const auto& a : made) {
@@ -60,10 +64,7 @@ const HostInputs& Worker::inputs_for(const EvalRequest& rq, const CaseSpec& c, i
                                                     a.generator.view_of + "', which no generator made");
     const Bytes v = spec::view_elements(a.generator, a.dtype, a.count, host.at(of->name).bytes.get(), of->dtype,
                                         of->count, a.name, c.name);
-    HostBuffer& b = host[a.name];
-    b.size = v.size();
-    b.bytes.reset(new uint8_t[std::max<size_t>(b.size, 1)]);
-    std::copy(v.begin(), v.end(), b.bytes.get());
+    std::copy(v.begin(), v.end(), allocate(a.name, v.size()));
   }
   HostInputs in;
   for (const auto& [name, b] : host) {

@@ -141,8 +141,9 @@ class Cublas {
 // ---------------------------------------------------------------------------
 
 /// The inputs of one case and trial. They are generated on the host into
-/// memory nobody has touched (no zero fill first: for the reduction's 3.2 GB
-/// array that fill took longer than generating it on every core), copied to
+/// memory nobody has touched (no zero fill first: a one-thread pass over the
+/// buffer, about half of generating a float buffer on two threads as
+/// measured in docs/spec-format.md#reproducibility), copied to
 /// the device once, and then freed: every later use reads the device copy.
 struct HostInputs {
   /// Device copies of the inputs and inouts, by name, made once per worker:

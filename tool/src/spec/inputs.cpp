@@ -337,10 +337,6 @@ void generate_random(int64_t count, uint64_t seed, unsigned parts, const Fill& f
   });
 }
 
-}  // namespace
-
-namespace {
-
 /// The byte size of `count` elements; throws kopt.inputs.203 / 205 as
 /// generate() documents.
 int64_t checked_bytes(const Generator& g, DType dtype, int64_t count) {
@@ -354,6 +350,16 @@ int64_t checked_bytes(const Generator& g, DType dtype, int64_t count) {
                                        "(view_elements), not generated");
   }
   return bytes;
+}
+
+/// Element i = value(i) for i in [0, count), over `parts` parts.
+template <typename Value>
+void fill_each(int64_t count, unsigned parts, DType dtype, uint8_t* p, const Value& value) {
+  run_parts(count, parts, [&](int64_t begin, int64_t end) {
+    with_double_store(dtype, [&](auto store) {
+      for (int64_t i = begin; i < end; ++i) store(p, i, value(i));
+    });
+  });
 }
 
 /// Every kind but npy and view into `p`.
@@ -371,19 +377,9 @@ void fill(const Generator& g, DType dtype, int64_t count, uint64_t seed, uint8_t
       });
       break;
     case Generator::Kind::int_range: gen_int_range(g, dtype, count, seed, p); break;  // sequential (inputs.h)
-    case Generator::Kind::constant:
-      run_parts(count, parts, [&](int64_t begin, int64_t end) {
-        with_double_store(dtype, [&](auto store) {
-          for (int64_t i = begin; i < end; ++i) store(p, i, g.value);
-        });
-      });
-      break;
+    case Generator::Kind::constant: fill_each(count, parts, dtype, p, [&](int64_t) { return g.value; }); break;
     case Generator::Kind::iota:
-      run_parts(count, parts, [&](int64_t begin, int64_t end) {
-        with_double_store(dtype, [&](auto store) {
-          for (int64_t i = begin; i < end; ++i) store(p, i, g.start + static_cast<double>(i) * g.step);
-        });
-      });
+      fill_each(count, parts, dtype, p, [&](int64_t i) { return g.start + static_cast<double>(i) * g.step; });
       break;
     case Generator::Kind::npy:
     case Generator::Kind::view: break;  // the callers' own
