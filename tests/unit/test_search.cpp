@@ -306,7 +306,8 @@ void expect_distinct_and_valid(const Trace& t, const Space& space, const std::st
   }
 }
 
-const std::vector<std::string> kSamplers = {"random", "anneal", "genetic", "surrogate", "portfolio", "forest", "local"};
+const std::vector<std::string> kSamplers = {"random", "anneal",  "genetic", "surrogate",
+                                            "portfolio", "forest", "local",   "walk"};
 
 // ---------------------------------------------------------------------------
 // Strategies
@@ -314,10 +315,10 @@ const std::vector<std::string> kSamplers = {"random", "anneal", "genetic", "surr
 TEST(StrategyTest, NamesAndUnknownName) {
   EXPECT_EQ(strategy_names(),
             (std::vector<std::string>{"exhaustive", "random", "anneal", "genetic", "surrogate", "portfolio", "forest",
-                                      "local"}));
+                                      "local", "walk"}));
   for (const std::string& n : strategy_names()) EXPECT_EQ(make_strategy(n)->name(), n);
   expect_error<UsageError>([] { make_strategy("hillclimb"); }, "kopt.search.801",
-                           {"'hillclimb'", "exhaustive, random, anneal, genetic, surrogate, portfolio, forest, local"});
+                           {"'hillclimb'", "exhaustive, random, anneal, genetic, surrogate, portfolio, forest, local, walk"});
 }
 
 TEST(StrategyTest, DefaultStrategy) {
@@ -548,7 +549,7 @@ size_t evaluations_to(const std::string& name, const Objective& obj, uint64_t se
 /// seeds, the evaluations until the first score within 5% of the optimum must
 /// stay below `mean_fraction`, and no seed may need more than `max_fraction`.
 /// Measured (8 seeds; printed by the test): random ~3% mean, anneal and
-/// genetic ~1%, surrogate ~0.4%, forest ~0.5%, local ~0.6%; the bounds leave
+/// genetic ~1%, surrogate ~0.4%, forest ~0.5%, local ~0.6%, walk ~0.5%; the bounds leave
 /// a margin of 2-5x.
 struct QualityBound {
   std::string name;
@@ -560,7 +561,7 @@ constexpr int kQualitySeeds = 8;
 TEST(StrategyTest, QualityWithinBudgetOnSyntheticObjectives) {
   const std::vector<QualityBound> bounds = {
       {"random", 0.10, 0.30}, {"anneal", 0.03, 0.06}, {"genetic", 0.03, 0.06}, {"surrogate", 0.02, 0.04},
-      {"portfolio", 0.03, 0.06}, {"forest", 0.03, 0.06},  {"local", 0.03, 0.06}};
+      {"portfolio", 0.03, 0.06}, {"forest", 0.03, 0.06},  {"local", 0.03, 0.06},    {"walk", 0.03, 0.06}};
   for (const Objective& obj : {bowl_objective(), constrained_objective()}) {
     const size_t valid = obj.space.enumerate_valid().size();
     const double best = obj.optimum();

@@ -83,7 +83,8 @@ void OptimizeCommand::add_inputs(CLI::App& sub) {
 /// How the search runs: strategy, budget, run folder, device, final re-timing.
 void OptimizeCommand::add_search(CLI::App& sub) {
   strategy_opt_ = sub.add_option("--strategy", o_.strategy,
-                 "exhaustive, random, anneal, genetic, surrogate, portfolio (default: by space size); agent, hybrid (the LLM "
+                 "exhaustive, random, anneal, genetic, surrogate, forest, local, walk, portfolio (default: by space size); "
+                 "agent, hybrid (the LLM "
                  "agent proposer; see docs/agent.md)")
       ->check(check::one_of(driver::proposer_names()));
   sub.add_option("--warm-start", o_.warm_start,

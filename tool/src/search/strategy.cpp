@@ -17,6 +17,7 @@ constexpr Entry kStrategies[] = {
     {"anneal", detail::make_anneal},         {"genetic", detail::make_genetic},
     {"surrogate", detail::make_surrogate},   {"portfolio", detail::make_portfolio},
     {"forest", detail::make_forest},         {"local", detail::make_local},
+    {"walk", detail::make_walk},
 };
 
 /// Spaces up to this many valid configurations are searched exhaustively.

@@ -56,7 +56,8 @@ class Strategy {
 /// learning from every result; strategy_portfolio.cpp), "forest" (a random
 /// forest of the latencies and one of the failures pick the most promising
 /// candidate; strategy_forest.cpp), "local" (descent from the best result by
-/// pattern moves and a local linear model; strategy_local.cpp).
+/// pattern moves and a local linear model; strategy_local.cpp), "walk"
+/// (simulated annealing with Kernel Tuner's compound moves; strategy_walk.cpp).
 /// Throws UsageError(kopt.search.801) for an unknown name, listing the known ones.
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 std::vector<std::string> strategy_names();

@@ -160,6 +160,7 @@ class StrategyBase : public Strategy {
 std::unique_ptr<Strategy> make_exhaustive();
 std::unique_ptr<Strategy> make_random();
 std::unique_ptr<Strategy> make_anneal();
+std::unique_ptr<Strategy> make_walk();
 std::unique_ptr<Strategy> make_genetic();
 std::unique_ptr<Strategy> make_surrogate();
 std::unique_ptr<Strategy> make_portfolio();
