@@ -1431,6 +1431,12 @@ add(
          note="the minutes budget bounds the re-timing too (or the count is refused)"),
     Case("resource.top_100000", optimize("--top", "100000", top=None), exit={0, 2}, first="--top",
          unchanged=False),
+    # A bad KOPT_INPUT_THREADS is an environment error before any work (it used
+    # to surface only at the first buffer of 4Mi elements, deep in a run).
+    Case("resource.input_threads_env_optimize", optimize(), exit=3, first="KOPT_INPUT_THREADS='two'",
+         env={"KOPT_INPUT_THREADS": "two"}),
+    Case("resource.input_threads_env_evaluate", evaluate(), exit=3, first="KOPT_INPUT_THREADS='0'",
+         env={"KOPT_INPUT_THREADS": "0"}),
 )
 
 

@@ -360,7 +360,7 @@ TEST(KernelFile, VariantErrors) {
   EXPECT_EQ(id_of([&] { spec::join_variants(no_block); }), "kopt.gen.101");
   auto other_options = vs;
   other_options[2].source += "\n// kopt:options -G\n";
-  EXPECT_EQ(id_of([&] { spec::join_variants(other_options); }), "kopt.gen.107");
+  EXPECT_EQ(id_of([&] { spec::join_variants(other_options); }), "kopt.gen.110");
   // A block that lost its kopt-variant: lines.
   std::string joined = spec::join_variants(vs);
   const auto p = joined.find("// kopt-variant:block 128");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "spec/inputs.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/suggest.h"
@@ -135,6 +136,8 @@ int code_after(int code) {
 /// Runs the command; an exception becomes its message on stderr and an exit code.
 int run_reporting_errors(Command& command) {
   try {
+    const std::string name = command.name();
+    if (name == "optimize" || name == "evaluate" || name == "bench") spec::input_threads_cap();
     return command.run();
   } catch (const util::Interrupted& e) {
     print_error(e.what());

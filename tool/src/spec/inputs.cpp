@@ -299,20 +299,6 @@ void run_parts(int64_t count, unsigned parts, const Part& part) {
   }
 }
 
-/// KOPT_INPUT_THREADS, when set: the most threads for one buffer.
-unsigned input_threads_cap() {
-  const char* env = std::getenv("KOPT_INPUT_THREADS");
-  if (!env) return std::numeric_limits<unsigned>::max();
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long v = std::strtoul(env, &end, 10);
-  if (*env < '0' || *env > '9' || *end != '\0' || errno != 0 || v < 1 || v > 65536) {
-    throw EnvironmentError("kopt.inputs.206", std::string("KOPT_INPUT_THREADS='") + env +
-                                                  "': expected a whole number from 1 to 65536 (the most threads "
-                                                  "that generate one input buffer)");
-  }
-  return static_cast<unsigned>(v);
-}
 
 /// How many parts generate() cuts `count` elements into (see inputs.h).
 unsigned generate_parts(int64_t count, unsigned threads) {
@@ -418,6 +404,20 @@ Generator npy_fresh_generator(const Generator& g, DType dtype, int64_t count, co
     out.high = hi;
   }
   return out;
+}
+
+unsigned input_threads_cap() {
+  const char* env = std::getenv("KOPT_INPUT_THREADS");
+  if (!env) return std::numeric_limits<unsigned>::max();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(env, &end, 10);
+  if (*env < '0' || *env > '9' || *end != '\0' || errno != 0 || v < 1 || v > 65536) {
+    throw EnvironmentError("kopt.inputs.206", std::string("KOPT_INPUT_THREADS='") + env +
+                                                  "': expected a whole number from 1 to 65536 (the most threads "
+                                                  "that generate one input buffer)");
+  }
+  return static_cast<unsigned>(v);
 }
 
 std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,

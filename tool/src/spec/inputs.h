@@ -61,6 +61,13 @@ namespace kopt::spec {
 std::vector<uint8_t> generate(const Generator& g, DType dtype, int64_t count, uint64_t seed,
                               const std::string& case_name = "", unsigned threads = 0);
 
+/// KOPT_INPUT_THREADS: the most threads generate() uses for one buffer
+/// (unset: no cap). Throws EnvironmentError(kopt.inputs.206) when it is not a
+/// whole number from 1 to 65536; the commands that generate inputs (optimize,
+/// evaluate, bench) call it before any work, so that a bad value is reported
+/// at once rather than at the first large buffer.
+unsigned input_threads_cap();
+
 /// generate() into `out`, count * dtype_size(dtype) bytes that the caller
 /// owns: the same bytes, the same errors. For memory that no one has touched
 /// yet (std::vector zero-fills on one thread first: about 0.5 ns a byte,

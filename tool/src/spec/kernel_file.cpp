@@ -318,7 +318,7 @@ std::string join_variants(const std::vector<VariantSource>& variants) {
   const size_t n = variants.size();
   for (size_t i = 1; i < n; ++i)
     if (ann[i].options != ann[0].options)
-      throw SpecError("kopt.gen.107", variants[i].origin + ": variant " + std::to_string(i) +
+      throw SpecError("kopt.gen.110", variants[i].origin + ": variant " + std::to_string(i) +
                                           " has other compile options than variant 0; one file compiles all variants "
                                           "with one set of options");
   std::ostringstream o;

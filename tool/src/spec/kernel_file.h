@@ -211,7 +211,7 @@ Annotations parse_variant_annotations(const std::string& source, const std::stri
 /// #include lines are hoisted to the top (sorted, once each), and the file's
 /// kopt: lines describe variant 0. Throws UsageError(kopt.gen.105) for no
 /// variant, SpecError(kopt.gen.101) as parse_variant_annotations does, and
-/// SpecError(kopt.gen.107) when a variant's options differ from variant 0's.
+/// SpecError(kopt.gen.110) when a variant's options differ from variant 0's.
 std::string join_variants(const std::vector<VariantSource>& variants);
 
 /// One variant block of a joined file.
