@@ -81,6 +81,33 @@ TEST(UnrollPragma, ThePragmaOperatorToo) {
   EXPECT_EQ(zero.source.substr(0, 5), "  /* ");
 }
 
+// `#define PRAGMA(x) _Pragma(#x)` then `PRAGMA(unroll F)`: the # stringizes F
+// unexpanded, NVRTC expands it in the pragma and nvcc does not, so the use is
+// rewritten as a pragma is.
+TEST(UnrollPragma, AMacroThatStringizesItsArgumentIntoThePragma) {
+  const std::string def = "#define PRAGMA(x) _Pragma(#x)\n";
+  const UnrollRewrite r = rewrite(def + "  PRAGMA( unroll F )\n" + kLoop, {{"F", 8}});
+  EXPECT_EQ(r.source, def + "  PRAGMA(unroll 8) /* F */\n" + kLoop);
+  EXPECT_EQ(r.valued, std::vector<std::string>{"F=8"});
+  // #__VA_ARGS__, and a name the file does not fix: KOPT_PRAGMA_UNROLL stands
+  // for the macro, whose body is the pragma alone.
+  const std::string va = "#define DO_PRAGMA(...) _Pragma( # __VA_ARGS__ )\n";
+  const UnrollRewrite m = rewrite(va + "DO_PRAGMA(unroll W)\n", {}, {"W"});
+  EXPECT_EQ(m.source, va + "KOPT_PRAGMA_UNROLL(W)\n");
+  EXPECT_EQ(m.through_macro.size(), 1u);
+  // A body that does more than the pragma: left as it is, and reported.
+  const std::string more = "#define LOOP(x) _Pragma(#x) for (int i = 0; i < 4; ++i)\n";
+  const UnrollRewrite kept = rewrite(more + "LOOP(unroll W) s += i;\n", {}, {"W"});
+  EXPECT_EQ(kept.source, more + "LOOP(unroll W) s += i;\n");
+  ASSERT_EQ(kept.not_rewritten.size(), 1u);
+  EXPECT_NE(kept.not_rewritten[0].find("line 2: LOOP(unroll W)"), std::string::npos) << kept.not_rewritten[0];
+  // Its value can still be written: a fixed name.
+  EXPECT_EQ(rewrite(more + "LOOP(unroll F) s += i;\n", {{"F", 2}}).source, more + "LOOP(unroll 2) /* F */ s += i;\n");
+  // Other uses of the macro, and macros that do not stringize, are not touched.
+  const std::string other = def + "PRAGMA(nounroll)\n#define Q(x) x\nQ(unroll F)\n";
+  EXPECT_EQ(rewrite(other, {{"F", 8}}).source, other);
+}
+
 TEST(UnrollPragma, AnExpressionOfCsOperatorsIsEvaluatedAndOthersGoThroughTheMacro) {
   EXPECT_EQ(rewrite("#pragma unroll (F * 2 + G)\n", {{"F", 4}, {"G", 1}}).source, "#pragma unroll 9 /* (F * 2 + G) */\n");
   // '&' binds as in Python in kopt's expressions: not evaluated here.
@@ -350,6 +377,38 @@ TEST(GenerateUnroll, KoptPragmaUnrollTakesTheMacrosValueUnderNvccAndNvrtc) {
   }
   // The macro's 4 and the literal 4: the same code.
   EXPECT_EQ(kopt::fs::read_file(d / "m.cu.cubin"), kopt::fs::read_file(d / "lit.cu.cubin"));
+}
+
+// The stringizing-macro idiom through the rewrite: nvcc compiles it, and the
+// code is that of the literal pragma (without the rewrite nvcc stops at the
+// undefined name).
+TEST(GenerateUnroll, AStringizingPragmaMacroCompilesUnderNvccAfterTheRewrite) {
+  if (!fsys::exists(kNvcc)) GTEST_SKIP() << "nvcc not found at " << kNvcc;
+  const std::string body =
+      "#define PRAGMA(x) _Pragma(#x)\n"
+      "extern \"C\" __global__ void steps(float* x, float c, int n) {\n"
+      "  float v = x[threadIdx.x];\n"
+      "  PRAGMA(unroll W)\n"
+      "  for (int s = 0; s < n; ++s) v = v * c + x[s];\n"
+      "  x[threadIdx.x] = v;\n"
+      "}\n";
+  std::string literal = body;
+  literal.replace(literal.find("PRAGMA(unroll W)"), 16, "PRAGMA(unroll 4)");
+  kopt::test::TempDir d("kopt-unroll");
+  std::ofstream(d / "raw.cu") << body;
+  std::ofstream(d / "fixed.cu") << rewrite_unroll_pragmas(body, {{{"W", 4}}, {}}).source;
+  std::ofstream(d / "lit.cu") << literal;
+  auto nvcc_cubin = [&](const char* f) {
+    return kopt::test::run_shell(std::string(kNvcc) + " -arch=sm_90 -cubin -o " + (d / (std::string(f) + ".cubin")).string() +
+                                     " " + (d / f).string(),
+                                 kopt::test::Stderr::into_out);
+  };
+  EXPECT_NE(nvcc_cubin("raw.cu").code, 0) << "nvcc does not expand W in the pragma";
+  for (const char* f : {"fixed.cu", "lit.cu"}) {
+    const kopt::test::ShellRun c = nvcc_cubin(f);
+    ASSERT_EQ(c.code, 0) << f << ":\n" << c.out;
+  }
+  EXPECT_EQ(kopt::fs::read_file(d / "fixed.cu.cubin"), kopt::fs::read_file(d / "lit.cu.cubin"));
 }
 
 }  // namespace

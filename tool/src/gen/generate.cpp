@@ -78,7 +78,7 @@ std::vector<KernelVariant> unroll_for_nvcc(std::vector<KernelVariant> variants, 
   UnrollNames names;
   for (const auto& [name, e] : s.defines)
     if (!constant.count(name)) names.macros.insert(name);
-  std::string valued, left_out, through_macro, continued;
+  std::string valued, left_out, through_macro, continued, not_rewritten;
   // One variant: its tuning parameters are #ifndef defaults that a -D
   // overrides (kopt evaluate --params, an application's own value), so its
   // pragmas go through KOPT_PRAGMA_UNROLL, which reads the macro as NVRTC
@@ -98,6 +98,7 @@ std::vector<KernelVariant> unroll_for_nvcc(std::vector<KernelVariant> variants, 
     list_into(&left_out, r.left_out, i, variants.size());
     list_into(&through_macro, r.through_macro, i, variants.size());
     list_into(&continued, r.continued, i, variants.size());
+    list_into(&not_rewritten, r.not_rewritten, i, variants.size());
   }
   if (!through_macro.empty()) *macro_definition = unroll_macro_definition();
   const std::string at = "kopt generate: " + file + ": `#pragma unroll` ";
@@ -109,6 +110,9 @@ std::vector<KernelVariant> unroll_for_nvcc(std::vector<KernelVariant> variants, 
   if (!continued.empty())
     *notes += "kopt generate: warning: " + file + ": `#pragma unroll` continued on the next line, left as it is "
               "(an nvcc build does not expand the macros in it): " + continued + "\n";
+  if (!not_rewritten.empty())
+    *notes += "kopt generate: warning: " + file + ": a macro that makes `#pragma unroll` of its argument and does "
+              "more, left as it is (an nvcc build does not expand the macros in the argument): " + not_rewritten + "\n";
   return variants;
 }
 

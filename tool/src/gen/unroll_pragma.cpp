@@ -1,6 +1,7 @@
 #include "gen/unroll_pragma.h"
 
 #include <cctype>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -31,6 +32,7 @@ struct Site {
   size_t begin = 0, end = 0;
   std::string arg;             // trimmed; empty for `#pragma unroll` alone
   bool operator_form = false;  // _Pragma("unroll ARG")
+  std::string macro;           // NAME(unroll ARG), NAME a macro that stringizes into _Pragma
   size_t line = 0;             // 1-based
   bool continued = false;      // the directive's line ends with '\'
 };
@@ -99,8 +101,58 @@ size_t raw_literal_end(const std::string& s, size_t i) {
   return e == std::string::npos ? s.size() : e + close.size();
 }
 
-/// Every unroll pragma of `s` outside comments and literals, in order.
-std::vector<Site> unroll_sites(const std::string& s) {
+/// The function-like macros of `s` that make a pragma of their argument
+/// (`#define P(x) _Pragma(#x)`, or #__VA_ARGS__): name -> whether the body is
+/// that and nothing else, so that KOPT_PRAGMA_UNROLL may stand for it.
+std::map<std::string, bool> stringizing_macros(const std::string& s) {
+  std::map<std::string, bool> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) {
+    size_t i = skip_blanks(line, 0);
+    if (i >= line.size() || line[i] != '#') continue;
+    i = skip_blanks(line, i + 1);
+    if (line.compare(i, 6, "define") != 0) continue;
+    i = skip_blanks(line, i + 6);
+    size_t e = i;
+    while (e < line.size() && ident_char(line[e])) ++e;
+    if (e == i || e >= line.size() || line[e] != '(') continue;  // object-like
+    const std::string name = line.substr(i, e - i);
+    const size_t close = line.find(')', e);
+    if (close == std::string::npos) continue;
+    std::string param = line.substr(e + 1, close - e - 1);
+    param.erase(0, skip_blanks(param, 0));
+    while (!param.empty() && blank(param.back())) param.pop_back();
+    std::string body;  // without blanks
+    for (size_t k = close + 1; k < line.size(); ++k)
+      if (!blank(line[k])) body += line[k];
+    const std::string arg = param == "..." ? "__VA_ARGS__" : param;
+    if (arg.empty() || arg.find(',') != std::string::npos) continue;
+    if (body.find("_Pragma(#" + arg + ")") == std::string::npos) continue;
+    out[name] = body == "_Pragma(#" + arg + ")";
+  }
+  return out;
+}
+
+/// `NAME ( unroll [ARG] )` at `i` (the NAME token) on one line.
+std::optional<Site> pragma_macro(const std::string& s, size_t i, const std::string& name) {
+  size_t j = skip_blanks(s, i + name.size());
+  if (j >= s.size() || s[j] != '(') return std::nullopt;
+  const size_t close = s.find_first_of(")(\n\"", j + 1);
+  if (close == std::string::npos || s[close] != ')') return std::nullopt;
+  const auto [cb, ce] = trimmed(s, j + 1, close);
+  if (s.compare(cb, 6, "unroll") != 0 || (cb + 6 < ce && ident_char(s[cb + 6]))) return std::nullopt;
+  const auto [ab, ae] = trimmed(s, cb + 6, ce);
+  Site site;
+  site.begin = i;
+  site.end = close + 1;
+  site.arg = s.substr(ab, ae - ab);
+  site.macro = name;
+  return site;
+}
+
+/// Every unroll pragma of `s` outside comments and literals, in order; also
+/// the uses of `macros` (stringizing_macros) with an unroll argument.
+std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string, bool>& macros) {
   std::vector<Site> sites;
   bool line_start = true;  // only blanks (or comments) so far on this line
   size_t line = 1, i = 0;
@@ -141,6 +193,12 @@ std::vector<Site> unroll_sites(const std::string& s) {
       const bool raw_prefix = word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R";
       if (word == "_Pragma") {
         if (auto site = pragma_operator(s, i)) {
+          site->line = line;
+          sites.push_back(*site);
+          e = site->end;
+        }
+      } else if (macros.count(word)) {
+        if (auto site = pragma_macro(s, i, word)) {
           site->line = line;
           sites.push_back(*site);
           e = site->end;
@@ -263,13 +321,18 @@ std::optional<int64_t> fixed_value(const std::string& arg, const std::set<std::s
 
 /// The text that replaces `site`; empty with `*note` untouched to leave it.
 std::string replacement(const Site& site, const UnrollNames& names, const std::set<std::string>& defined,
-                        const std::set<std::string>& redefined, UnrollRewrite* out) {
+                        const std::set<std::string>& redefined, const std::map<std::string, bool>& macros,
+                        UnrollRewrite* out) {
   const std::set<std::string> ids = identifiers(site.arg);
   bool macro = false;
   for (const std::string& id : ids)
     macro = macro || names.fixed.count(id) || names.macros.count(id) || defined.count(id);
   if (!macro) return "";  // a literal or a C++ constant: nvcc reads it as NVRTC did
-  const std::string written = site.operator_form ? "_Pragma(\"unroll " + site.arg + "\")" : "#pragma unroll " + site.arg;
+  auto form = [&](const std::string& arg) {
+    if (!site.macro.empty()) return site.macro + "(unroll " + arg + ")";
+    return site.operator_form ? "_Pragma(\"unroll " + arg + "\")" : "#pragma unroll " + arg;
+  };
+  const std::string written = form(site.arg);
   if (site.continued) {
     out->continued.push_back("line " + std::to_string(site.line) + ": " + site.arg);
     return "";
@@ -287,7 +350,11 @@ std::string replacement(const Site& site, const UnrollNames& names, const std::s
     out->valued.push_back(named);
     const std::string value = std::to_string(*v);
     const std::string note = comment_safe ? " /* " + site.arg + " */" : "";
-    return (site.operator_form ? "_Pragma(\"unroll " + value + "\")" : "#pragma unroll " + value) + note;
+    return form(value) + note;
+  }
+  if (!site.macro.empty() && !macros.at(site.macro)) {  // the macro does more than the pragma
+    out->not_rewritten.push_back("line " + std::to_string(site.line) + ": " + written + " (" + why + ")");
+    return "";
   }
   out->through_macro.push_back(site.arg + " (" + why + ")");
   return "KOPT_PRAGMA_UNROLL(" + site.arg + ")";
@@ -298,10 +365,11 @@ std::string replacement(const Site& site, const UnrollNames& names, const std::s
 UnrollRewrite rewrite_unroll_pragmas(const std::string& source, const UnrollNames& names) {
   std::set<std::string> defined, redefined;
   source_macros(source, names, &defined, &redefined);
+  const std::map<std::string, bool> macros = stringizing_macros(source);
   UnrollRewrite out;
   size_t copied = 0;
-  for (const Site& site : unroll_sites(source)) {
-    const std::string text = replacement(site, names, defined, redefined, &out);
+  for (const Site& site : unroll_sites(source, macros)) {
+    const std::string text = replacement(site, names, defined, redefined, macros, &out);
     if (text.empty()) continue;
     out.source.append(source, copied, site.begin - copied);
     out.source += text;

@@ -30,6 +30,12 @@
 //     defines (unroll_macro_definition): it expands ARG at that line, as
 //     NVRTC did, then makes the pragma with _Pragma.
 //   - ARG without a macro (a literal, a constexpr variable): as it is.
+// The same for the uses of a function-like macro that makes a pragma of its
+// argument, the idiom `#define PRAGMA(x) _Pragma(#x)` then `PRAGMA(unroll
+// ARG)` (the # stringizes ARG unexpanded, and NVRTC expands it in the
+// pragma): ARG is replaced by its value as above; an ARG that uses another
+// macro becomes KOPT_PRAGMA_UNROLL(ARG) when the macro's body is the
+// _Pragma alone, and is left as it is and reported when the body does more.
 // Pragmas in comments and string literals are not touched; a `#pragma
 // unroll` line continued with '\' is left as it is and reported.
 #pragma once
@@ -62,6 +68,9 @@ struct UnrollRewrite {
   /// needs unroll_macro_definition() before this source.
   std::vector<std::string> through_macro;
   std::vector<std::string> continued;   // "line N: ARG" of pragma lines continued with '\', left as they are
+  /// "line N: NAME(unroll ARG) (reason)" of each use of a stringizing macro
+  /// whose body does more than the pragma, left as it is.
+  std::vector<std::string> not_rewritten;
 };
 
 /// `source` (one variant, best.cu form) with its `#pragma unroll ARG` and
