@@ -1,10 +1,12 @@
 // "walk": simulated annealing with compound moves, after Kernel Tuner 1.5's
 // simulated_annealing (kernel_tuner/strategies/simulated_annealing.py).
 //
-// A move from the current configuration changes each parameter, with
-// probability kJumpProbability, to any value a valid configuration allows
-// (a "Hamming" neighbour: one parameter, any value), then takes one step in
-// the box around the result (every parameter by at most one value). Several
+// A move from the current configuration makes, once per parameter with
+// probability kJumpProbability, a jump to a random "Hamming" neighbour (a
+// valid configuration that differs in one parameter, any one, by any
+// value), as Kernel Tuner's neighbor() does, then takes one step in the box
+// around the result (every parameter by at most one value, within its
+// values). Several
 // parameters can change at once, so a lone optimum a few parameters away
 // from the region of good configurations is reachable. A move to a
 // configuration already measured (by this walk or, in a portfolio, by
@@ -104,13 +106,14 @@ class Walk final : public StrategyBase {
       Point q = p;
       bool moved = false;
       for (size_t d = 0; d < dims(); ++d) {
-        const int32_t step = static_cast<int32_t>(uniform_index(rng(), 3)) - 1;
+        // One of the steps -1, 0, +1 that stay within the parameter's values
+        // (a parameter of one value keeps it).
+        const int32_t lo = q[d] > 0 ? -1 : 0, hi = q[d] + 1 < extent(d) ? 1 : 0;
+        const int32_t step = lo + static_cast<int32_t>(uniform_index(rng(), static_cast<uint64_t>(hi - lo + 1)));
         q[d] += step;
         moved |= step != 0;
       }
-      bool inside = moved;
-      for (size_t d = 0; d < dims() && inside; ++d) inside = q[d] >= 0 && q[d] < extent(d);
-      if (inside && valid(q)) return q;
+      if (moved && valid(q)) return q;
     }
     return std::nullopt;
   }
