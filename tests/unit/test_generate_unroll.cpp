@@ -108,6 +108,34 @@ TEST(UnrollPragma, AMacroThatStringizesItsArgumentIntoThePragma) {
   EXPECT_EQ(rewrite(other, {{"F", 8}}).source, other);
 }
 
+// What the stringizing-macro rewrite must not do (each found by a review):
+// drop a macro's other code, read the wrong definition, reach into another
+// macro's parameters, or miss a use nvcc would then refuse.
+TEST(UnrollPragma, AStringizingMacroIsRewrittenOnlyWhereItsMeaningIsKnown) {
+  // A value below 1 through a macro that also opens the loop: the use stays.
+  const std::string loop = "#define LOOP(x) _Pragma(#x) for (int i = 0; i < n; ++i)\n";
+  EXPECT_EQ(rewrite(loop + "LOOP(unroll F) s += x[i];\n", {{"F", 0}}).source,
+            loop + "LOOP(unroll 0) /* F */ s += x[i];\n");
+  // #undef'd or #defined twice: which definition a use sees is not read here.
+  const std::string twice = "#define P(x) _Pragma(#x)\nP(unroll W)\n#undef P\n#define P(x)\nP(unroll W)\n";
+  const UnrollRewrite t = rewrite(twice, {}, {"W"});
+  EXPECT_EQ(t.source, twice);
+  EXPECT_EQ(t.not_rewritten.size(), 2u);
+  // A definition in a comment is none.
+  const std::string commented = "/* #define P(x) _Pragma(#x) */\nP(unroll F)\n";
+  EXPECT_EQ(rewrite(commented, {{"F", 8}}).source, commented);
+  // In another macro's body, an argument naming that macro's parameter is its own.
+  const std::string outer = "#define PRAGMA(x) _Pragma(#x)\n#define UNROLL(F) PRAGMA(unroll F)\nUNROLL(2)\n";
+  EXPECT_EQ(rewrite(outer, {{"F", 8}}).source, outer);
+  // A parenthesised argument, and a definition continued over two lines.
+  const std::string cont = "#define PRAGMA(x) \\\n  _Pragma(#x)\nPRAGMA(unroll (F * 2))\n";
+  EXPECT_EQ(rewrite(cont, {{"F", 4}}).source,
+            "#define PRAGMA(x) \\\n  _Pragma(#x)\nPRAGMA(unroll 8) /* (F * 2) */\n");
+  // A macro named R does not hide a raw string literal.
+  const std::string raw = "#define R(x) _Pragma(#x)\nconst char* t = R\"(R(unroll F))\";\n";
+  EXPECT_EQ(rewrite(raw, {{"F", 8}}).source, raw);
+}
+
 TEST(UnrollPragma, AnExpressionOfCsOperatorsIsEvaluatedAndOthersGoThroughTheMacro) {
   EXPECT_EQ(rewrite("#pragma unroll (F * 2 + G)\n", {{"F", 4}, {"G", 1}}).source, "#pragma unroll 9 /* (F * 2 + G) */\n");
   // '&' binds as in Python in kopt's expressions: not evaluated here.

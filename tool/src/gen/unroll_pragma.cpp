@@ -101,44 +101,119 @@ size_t raw_literal_end(const std::string& s, size_t i) {
   return e == std::string::npos ? s.size() : e + close.size();
 }
 
-/// The function-like macros of `s` that make a pragma of their argument
-/// (`#define P(x) _Pragma(#x)`, or #__VA_ARGS__): name -> whether the body is
-/// that and nothing else, so that KOPT_PRAGMA_UNROLL may stand for it.
-std::map<std::string, bool> stringizing_macros(const std::string& s) {
-  std::map<std::string, bool> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);) {
-    size_t i = skip_blanks(line, 0);
-    if (i >= line.size() || line[i] != '#') continue;
-    i = skip_blanks(line, i + 1);
-    if (line.compare(i, 6, "define") != 0) continue;
-    i = skip_blanks(line, i + 6);
-    size_t e = i;
-    while (e < line.size() && ident_char(line[e])) ++e;
-    if (e == i || e >= line.size() || line[e] != '(') continue;  // object-like
-    const std::string name = line.substr(i, e - i);
-    const size_t close = line.find(')', e);
-    if (close == std::string::npos) continue;
-    std::string param = line.substr(e + 1, close - e - 1);
-    param.erase(0, skip_blanks(param, 0));
-    while (!param.empty() && blank(param.back())) param.pop_back();
-    std::string body;  // without blanks
-    for (size_t k = close + 1; k < line.size(); ++k)
-      if (!blank(line[k])) body += line[k];
-    const std::string arg = param == "..." ? "__VA_ARGS__" : param;
-    if (arg.empty() || arg.find(',') != std::string::npos) continue;
-    if (body.find("_Pragma(#" + arg + ")") == std::string::npos) continue;
-    out[name] = body == "_Pragma(#" + arg + ")";
+/// `s` with each comment's characters blanked (line breaks kept), so that a
+/// #define in a comment is not read as one.
+std::string without_comments(const std::string& s) {
+  std::string out = s;
+  for (size_t i = 0; i < out.size();) {
+    const char c = out[i];
+    const char next = i + 1 < out.size() ? out[i + 1] : '\0';
+    if (c == '"' || c == '\'') {
+      i = literal_end(out, i);
+    } else if (c == '/' && next == '/') {
+      for (; i < out.size() && out[i] != '\n'; ++i) out[i] = ' ';
+    } else if (c == '/' && next == '*') {
+      const size_t e = std::min(out.find("*/", i + 2), out.size() - 2) + 2;
+      for (; i < e && i < out.size(); ++i)
+        if (out[i] != '\n') out[i] = ' ';
+    } else {
+      ++i;
+    }
   }
   return out;
 }
 
+/// The #define and #undef lines of `s` (comments blanked, lines continued
+/// with '\\' joined): each directive, the name after it and the rest.
+struct DirectiveLine {
+  std::string directive, name, rest;
+};
+std::vector<DirectiveLine> directive_lines(const std::string& s) {
+  std::vector<DirectiveLine> out;
+  std::istringstream in(without_comments(s));
+  std::string logical;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\\') {
+      logical += line.substr(0, line.size() - 1) + " ";
+      continue;
+    }
+    logical += line;
+    size_t i = skip_blanks(logical, 0);
+    if (i < logical.size() && logical[i] == '#') {
+      DirectiveLine d;
+      i = skip_blanks(logical, i + 1);
+      size_t e = i;
+      while (e < logical.size() && ident_char(logical[e])) ++e;
+      d.directive = logical.substr(i, e - i);
+      i = skip_blanks(logical, e);
+      e = i;
+      while (e < logical.size() && ident_char(logical[e])) ++e;
+      d.name = logical.substr(i, e - i);
+      d.rest = logical.substr(e);
+      if (d.directive == "define" || d.directive == "undef") out.push_back(std::move(d));
+    }
+    logical.clear();
+  }
+  return out;
+}
+
+/// A function-like macro of the source that makes a pragma of its argument
+/// (`#define P(x) _Pragma(#x)`, or #__VA_ARGS__).
+struct PragmaMacro {
+  bool pragma_alone = false;  // the body is that _Pragma and nothing else: KOPT_PRAGMA_UNROLL may stand for it
+  bool ambiguous = false;     // #defined more than once or #undef'd: which definition a use sees is not read
+};
+
+/// The stringizing pragma macros of `s`, by name.
+std::map<std::string, PragmaMacro> stringizing_macros(const std::string& s) {
+  std::map<std::string, PragmaMacro> out;
+  std::map<std::string, int> definitions;
+  std::set<std::string> undefined;
+  const std::vector<DirectiveLine> lines = directive_lines(s);
+  for (const DirectiveLine& d : lines) {
+    if (d.directive == "undef") undefined.insert(d.name);
+    else ++definitions[d.name];
+  }
+  for (const DirectiveLine& d : lines) {
+    if (d.directive != "define" || d.rest.empty() || d.rest[0] != '(') continue;  // object-like
+    const size_t close = d.rest.find(')');
+    if (close == std::string::npos) continue;
+    std::string param = d.rest.substr(1, close - 1);
+    param.erase(0, skip_blanks(param, 0));
+    while (!param.empty() && blank(param.back())) param.pop_back();
+    std::string body;  // without blanks
+    for (size_t k = close + 1; k < d.rest.size(); ++k)
+      if (!blank(d.rest[k])) body += d.rest[k];
+    const std::string arg = param == "..." ? "__VA_ARGS__" : param;
+    if (arg.empty() || arg.find(',') != std::string::npos) continue;
+    if (body.find("_Pragma(#" + arg + ")") == std::string::npos) continue;
+    PragmaMacro& m = out[d.name];
+    m.pragma_alone = body == "_Pragma(#" + arg + ")";
+    m.ambiguous = definitions[d.name] > 1 || undefined.count(d.name);
+  }
+  return out;
+}
+
+/// The end of the parenthesised text whose '(' is at `open`, on its line
+/// (nested parentheses counted; a literal or a line break ends the search):
+/// the index of its ')', or npos.
+size_t closing_paren(const std::string& s, size_t open) {
+  int depth = 0;
+  for (size_t k = open; k < s.size(); ++k) {
+    const char c = s[k];
+    if (c == '\n' || c == '"' || c == '\'') return std::string::npos;
+    if (c == '(') ++depth;
+    if (c == ')' && --depth == 0) return k;
+  }
+  return std::string::npos;
+}
+
 /// `NAME ( unroll [ARG] )` at `i` (the NAME token) on one line.
 std::optional<Site> pragma_macro(const std::string& s, size_t i, const std::string& name) {
-  size_t j = skip_blanks(s, i + name.size());
+  const size_t j = skip_blanks(s, i + name.size());
   if (j >= s.size() || s[j] != '(') return std::nullopt;
-  const size_t close = s.find_first_of(")(\n\"", j + 1);
-  if (close == std::string::npos || s[close] != ')') return std::nullopt;
+  const size_t close = closing_paren(s, j);
+  if (close == std::string::npos) return std::nullopt;
   const auto [cb, ce] = trimmed(s, j + 1, close);
   if (s.compare(cb, 6, "unroll") != 0 || (cb + 6 < ce && ident_char(s[cb + 6]))) return std::nullopt;
   const auto [ab, ae] = trimmed(s, cb + 6, ce);
@@ -150,12 +225,51 @@ std::optional<Site> pragma_macro(const std::string& s, size_t i, const std::stri
   return site;
 }
 
+/// The identifiers of an argument (not the letters of a number: 8u, 0x10).
+std::set<std::string> identifiers(const std::string& arg) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < arg.size();) {
+    size_t e = i + 1;
+    if (ident_char(arg[i])) {
+      while (e < arg.size() && ident_char(arg[e])) ++e;
+      if (ident_start(arg[i])) out.insert(arg.substr(i, e - i));
+    }
+    i = e;
+  }
+  return out;
+}
+
+/// The parameters of `#define NAME(a, b)` at `i` ('#'); empty for any other
+/// line.
+std::set<std::string> function_macro_params(const std::string& s, size_t i) {
+  size_t j = skip_blanks(s, i + 1);
+  if (s.compare(j, 6, "define") != 0) return {};
+  j = skip_blanks(s, j + 6);
+  while (j < s.size() && ident_char(s[j])) ++j;
+  if (j >= s.size() || s[j] != '(') return {};
+  const size_t close = s.find_first_of(")\n", j);
+  if (close == std::string::npos || s[close] != ')') return {};
+  std::set<std::string> out;
+  for (size_t k = j + 1; k < close;) {
+    size_t e = k;
+    while (e < close && ident_char(s[e])) ++e;
+    if (e > k) out.insert(s.substr(k, e - k));
+    k = e + 1;
+  }
+  out.insert("__VA_ARGS__");
+  return out;
+}
+
 /// Every unroll pragma of `s` outside comments and literals, in order; also
 /// the uses of `macros` (stringizing_macros) with an unroll argument.
-std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string, bool>& macros) {
+std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string, PragmaMacro>& macros) {
   std::vector<Site> sites;
   bool line_start = true;  // only blanks (or comments) so far on this line
   size_t line = 1, i = 0;
+  // The parameters of the function-like macro whose #define is being read: a
+  // use of a pragma macro in its body whose argument names one of them is
+  // the outer macro's business (its argument is substituted there).
+  std::set<std::string> define_params;
   auto advance_to = [&](size_t e) {
     for (size_t k = i; k < e && k < s.size(); ++k) line += s[k] == '\n';
     i = std::min(e, s.size());
@@ -165,6 +279,7 @@ std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string,
     const char next = i + 1 < s.size() ? s[i + 1] : '\0';
     if (c == '\n') {
       line_start = true;
+      if (!(i > 0 && s[i - 1] == '\\')) define_params.clear();
       advance_to(i + 1);
     } else if (blank(c)) {
       ++i;
@@ -183,6 +298,7 @@ std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string,
         sites.push_back(*site);
         advance_to(site->end);
       } else {
+        define_params = function_macro_params(s, i);
         ++i;
       }
     } else if (ident_start(c) || std::isdigit(static_cast<unsigned char>(c))) {
@@ -191,7 +307,9 @@ std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string,
       while (e < s.size() && (ident_char(s[e]) || (std::isdigit(static_cast<unsigned char>(c)) && s[e] == '.'))) ++e;
       const std::string word = s.substr(i, e - i);
       const bool raw_prefix = word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R";
-      if (word == "_Pragma") {
+      if (raw_prefix && e < s.size() && s[e] == '"') {
+        e = raw_literal_end(s, e);
+      } else if (word == "_Pragma") {
         if (auto site = pragma_operator(s, i)) {
           site->line = line;
           sites.push_back(*site);
@@ -199,12 +317,14 @@ std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string,
         }
       } else if (macros.count(word)) {
         if (auto site = pragma_macro(s, i, word)) {
-          site->line = line;
-          sites.push_back(*site);
-          e = site->end;
+          bool outer = false;
+          for (const std::string& id : identifiers(site->arg)) outer = outer || define_params.count(id);
+          if (!outer) {
+            site->line = line;
+            sites.push_back(*site);
+            e = site->end;
+          }
         }
-      } else if (raw_prefix && e < s.size() && s[e] == '"') {
-        e = raw_literal_end(s, e);
       }
       advance_to(e);
     } else {
@@ -213,20 +333,6 @@ std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string,
     }
   }
   return sites;
-}
-
-/// The identifiers of an argument (not the letters of a number: 8u, 0x10).
-std::set<std::string> identifiers(const std::string& arg) {
-  std::set<std::string> out;
-  for (size_t i = 0; i < arg.size();) {
-    size_t e = i + 1;
-    if (ident_char(arg[i])) {
-      while (e < arg.size() && ident_char(arg[e])) ++e;
-      if (ident_start(arg[i])) out.insert(arg.substr(i, e - i));
-    }
-    i = e;
-  }
-  return out;
 }
 
 /// The directive of a line ("define", "ifndef", ...) and the name after it;
@@ -321,7 +427,7 @@ std::optional<int64_t> fixed_value(const std::string& arg, const std::set<std::s
 
 /// The text that replaces `site`; empty with `*note` untouched to leave it.
 std::string replacement(const Site& site, const UnrollNames& names, const std::set<std::string>& defined,
-                        const std::set<std::string>& redefined, const std::map<std::string, bool>& macros,
+                        const std::set<std::string>& redefined, const std::map<std::string, PragmaMacro>& macros,
                         UnrollRewrite* out) {
   const std::set<std::string> ids = identifiers(site.arg);
   bool macro = false;
@@ -337,10 +443,21 @@ std::string replacement(const Site& site, const UnrollNames& names, const std::s
     out->continued.push_back("line " + std::to_string(site.line) + ": " + site.arg);
     return "";
   }
+  if (!site.macro.empty() && macros.at(site.macro).ambiguous) {
+    out->not_rewritten.push_back("line " + std::to_string(site.line) + ": " + written + " (" + site.macro +
+                                 " is #defined more than once or #undef'd)");
+    return "";
+  }
   std::string why;
   if (const auto v = fixed_value(site.arg, ids, names, defined, redefined, &why)) {
     const std::string named = site.arg + "=" + std::to_string(*v);
     const bool comment_safe = site.arg.find("*/") == std::string::npos;
+    if (*v <= 0 && !site.macro.empty()) {
+      // The macro's use stays (its body may do more than the pragma), with
+      // the value: ignored by nvcc as NVRTC ignored it (warning #20168-D).
+      out->valued.push_back(named);
+      return form(std::to_string(*v)) + (comment_safe ? " /* " + site.arg + " */" : "");
+    }
     if (*v <= 0) {
       out->left_out.push_back(named);
       if (!comment_safe) return " ";
@@ -352,7 +469,7 @@ std::string replacement(const Site& site, const UnrollNames& names, const std::s
     const std::string note = comment_safe ? " /* " + site.arg + " */" : "";
     return form(value) + note;
   }
-  if (!site.macro.empty() && !macros.at(site.macro)) {  // the macro does more than the pragma
+  if (!site.macro.empty() && !macros.at(site.macro).pragma_alone) {  // the macro does more than the pragma
     out->not_rewritten.push_back("line " + std::to_string(site.line) + ": " + written + " (" + why + ")");
     return "";
   }
@@ -365,7 +482,7 @@ std::string replacement(const Site& site, const UnrollNames& names, const std::s
 UnrollRewrite rewrite_unroll_pragmas(const std::string& source, const UnrollNames& names) {
   std::set<std::string> defined, redefined;
   source_macros(source, names, &defined, &redefined);
-  const std::map<std::string, bool> macros = stringizing_macros(source);
+  const std::map<std::string, PragmaMacro> macros = stringizing_macros(source);
   UnrollRewrite out;
   size_t copied = 0;
   for (const Site& site : unroll_sites(source, macros)) {

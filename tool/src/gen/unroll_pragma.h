@@ -33,9 +33,13 @@
 // The same for the uses of a function-like macro that makes a pragma of its
 // argument, the idiom `#define PRAGMA(x) _Pragma(#x)` then `PRAGMA(unroll
 // ARG)` (the # stringizes ARG unexpanded, and NVRTC expands it in the
-// pragma): ARG is replaced by its value as above; an ARG that uses another
-// macro becomes KOPT_PRAGMA_UNROLL(ARG) when the macro's body is the
-// _Pragma alone, and is left as it is and reported when the body does more.
+// pragma): ARG is replaced by its value as above (a value below 1 too: the
+// use stays, since the macro's body may do more than the pragma); an ARG
+// that uses another macro becomes KOPT_PRAGMA_UNROLL(ARG) when the macro's
+// body is the _Pragma alone, and is left as it is and reported when the body
+// does more or the macro is #defined more than once or #undef'd. A use in
+// another macro's #define whose ARG names that macro's parameters is left
+// to it (its argument is substituted there).
 // Pragmas in comments and string literals are not touched; a `#pragma
 // unroll` line continued with '\' is left as it is and reported.
 #pragma once
@@ -69,7 +73,8 @@ struct UnrollRewrite {
   std::vector<std::string> through_macro;
   std::vector<std::string> continued;   // "line N: ARG" of pragma lines continued with '\', left as they are
   /// "line N: NAME(unroll ARG) (reason)" of each use of a stringizing macro
-  /// whose body does more than the pragma, left as it is.
+  /// left as it is: its body does more than the pragma, or it is #defined
+  /// more than once or #undef'd.
   std::vector<std::string> not_rewritten;
 };
 
