@@ -549,7 +549,7 @@ size_t evaluations_to(const std::string& name, const Objective& obj, uint64_t se
 /// seeds, the evaluations until the first score within 5% of the optimum must
 /// stay below `mean_fraction`, and no seed may need more than `max_fraction`.
 /// Measured (8 seeds; printed by the test): random ~3% mean, anneal and
-/// genetic ~1%, surrogate ~0.4%, forest ~0.5%, local ~0.6%, walk ~0.5%; the bounds leave
+/// genetic ~1%, surrogate ~0.4%, forest ~0.5%, local ~0.6%, walk ~0.6-1.1%; the bounds leave
 /// a margin of 2-5x.
 struct QualityBound {
   std::string name;
