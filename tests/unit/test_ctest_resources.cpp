@@ -261,7 +261,7 @@ TEST(Depfile, MakeSyntaxWithEscapes) {
   EXPECT_EQ(kopt::gen::depfile_text("/b/k.cu", {"/s/a b.npy", "/s/c$d#e.cu", "/s/plain.json"}),
             "/b/k.cu: \\\n  /s/a\\ b.npy \\\n  /s/c$$d\\#e.cu \\\n  /s/plain.json\n");
   EXPECT_EQ(kopt::gen::depfile_text("/b/k.cu", {"/s/x\\ y"}), "/b/k.cu: \\\n  /s/x\\\\\\ y\n");
-  EXPECT_EQ(error_id([] { kopt::gen::depfile_text("/b/k.cu", {"/s/a\nb"}); }).rfind("kopt.gen.109", 0), 0u);
+  EXPECT_EQ(error_id([] { kopt::gen::depfile_text("/b/k.cu", {"/s/a\nb"}); }).rfind("kopt.gen.111", 0), 0u);
 }
 
 TEST(GenerateCli, WritesTheDepfileAndLeavesTheCommittedCacheAlone) {

@@ -14,7 +14,7 @@ std::string escape(const std::string& path) {
   for (size_t i = 0; i < path.size(); ++i) {
     const char c = path[i];
     if (c == '\n' || c == '\r')
-      throw UsageError("kopt.gen.109", "--depfile: the path " + quote(path) +
+      throw UsageError("kopt.gen.111", "--depfile: the path " + quote(path) +
                                            " contains a line break, which a depfile cannot hold; rename it");
     if (c == '$') {
       out += "$$";

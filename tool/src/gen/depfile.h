@@ -25,7 +25,7 @@ std::vector<std::filesystem::path> spec_dependencies(const spec::Spec& spec, con
 
 /// "<target>: <dep> <dep> ...\n" in Make's syntax, which Ninja and CMake's
 /// Makefile generators read: spaces, '#' and '\' before them escaped with
-/// '\', '$' as "$$". Throws UsageError(kopt.gen.109) for a path with a
+/// '\', '$' as "$$". Throws UsageError(kopt.gen.111) for a path with a
 /// newline, which no depfile can hold.
 std::string depfile_text(const std::filesystem::path& target, const std::vector<std::filesystem::path>& deps);
 
