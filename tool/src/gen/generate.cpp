@@ -111,8 +111,8 @@ std::vector<KernelVariant> unroll_for_nvcc(std::vector<KernelVariant> variants, 
     *notes += "kopt generate: warning: " + file + ": `#pragma unroll` continued on the next line, left as it is "
               "(an nvcc build does not expand the macros in it): " + continued + "\n";
   if (!not_rewritten.empty())
-    *notes += "kopt generate: warning: " + file + ": a macro that makes `#pragma unroll` of its argument and does "
-              "more, left as it is (an nvcc build does not expand the macros in the argument): " + not_rewritten + "\n";
+    *notes += "kopt generate: warning: " + file + ": a use of a macro that makes `#pragma unroll` of its argument, "
+              "left as it is (an nvcc build does not expand the macros in the argument): " + not_rewritten + "\n";
   return variants;
 }
 

@@ -6,9 +6,9 @@
 // valid configuration that differs in one parameter, any one, by any
 // value), as Kernel Tuner's neighbor() does, then takes one step in the box
 // around the result (every parameter by at most one value, within its
-// values). Several
-// parameters can change at once, so a lone optimum a few parameters away
-// from the region of good configurations is reachable. A move to a
+// values). Several parameters can change at once, so a lone optimum a few
+// parameters away from the region of good configurations is reachable
+// (docs/search.md has the measurements on recorded spaces). A move to a
 // configuration already measured (by this walk or, in a portfolio, by
 // another member) costs nothing: it is accepted or rejected on the known
 // result and the walk goes on, until a move reaches an unmeasured

@@ -299,7 +299,6 @@ void run_parts(int64_t count, unsigned parts, const Part& part) {
   }
 }
 
-
 /// How many parts generate() cuts `count` elements into (see inputs.h).
 unsigned generate_parts(int64_t count, unsigned threads) {
   if (threads == 0) {
