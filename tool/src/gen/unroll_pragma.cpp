@@ -59,6 +59,19 @@ std::optional<Site> pragma_directive(const std::string& s, size_t i) {
   return site;
 }
 
+/// `unroll [ARG]` in [b, e) of `s` (blanks around it allowed): the Site of
+/// the text [begin, end) that holds it; nullopt for any other text.
+std::optional<Site> unroll_text(const std::string& s, size_t b, size_t e, size_t begin, size_t end) {
+  const auto [cb, ce] = trimmed(s, b, e);
+  if (s.compare(cb, 6, "unroll") != 0 || (cb + 6 < ce && ident_char(s[cb + 6]))) return std::nullopt;
+  const auto [ab, ae] = trimmed(s, cb + 6, ce);
+  Site site;
+  site.begin = begin;
+  site.end = end;
+  site.arg = s.substr(ab, ae - ab);
+  return site;
+}
+
 /// `_Pragma ( "unroll [ARG]" )` at `i` (the `_Pragma` token); a string with
 /// an escape or a prefix is not read.
 std::optional<Site> pragma_operator(const std::string& s, size_t i) {
@@ -70,14 +83,8 @@ std::optional<Site> pragma_operator(const std::string& s, size_t i) {
   if (close == std::string::npos || s[close] != '"') return std::nullopt;
   const size_t paren = skip_blanks(s, close + 1);
   if (paren >= s.size() || s[paren] != ')') return std::nullopt;
-  const auto [cb, ce] = trimmed(s, j + 1, close);
-  if (s.compare(cb, 6, "unroll") != 0 || (cb + 6 < ce && ident_char(s[cb + 6]))) return std::nullopt;
-  const auto [ab, ae] = trimmed(s, cb + 6, ce);
-  Site site;
-  site.begin = i;
-  site.end = paren + 1;
-  site.arg = s.substr(ab, ae - ab);
-  site.operator_form = true;
+  std::optional<Site> site = unroll_text(s, j + 1, close, i, paren + 1);
+  if (site) site->operator_form = true;
   return site;
 }
 
@@ -123,6 +130,26 @@ std::string without_comments(const std::string& s) {
   return out;
 }
 
+/// The directive of a line ("define", "ifndef", ...), the name after it and
+/// (when asked) the rest of the line after the name; false when the line is
+/// no directive.
+bool directive_of(const std::string& line, std::string* directive, std::string* name, std::string* rest = nullptr) {
+  size_t i = skip_blanks(line, 0);
+  if (i >= line.size() || line[i] != '#') return false;
+  auto word = [&](std::string* out) {
+    i = skip_blanks(line, i);
+    size_t e = i;
+    while (e < line.size() && ident_char(line[e])) ++e;
+    *out = line.substr(i, e - i);
+    i = e;
+  };
+  ++i;
+  word(directive);
+  word(name);
+  if (rest) *rest = line.substr(i);
+  return true;
+}
+
 /// The #define and #undef lines of `s` (comments blanked, lines continued
 /// with '\\' joined): each directive, the name after it and the rest.
 struct DirectiveLine {
@@ -138,20 +165,9 @@ std::vector<DirectiveLine> directive_lines(const std::string& s) {
       continue;
     }
     logical += line;
-    size_t i = skip_blanks(logical, 0);
-    if (i < logical.size() && logical[i] == '#') {
-      DirectiveLine d;
-      i = skip_blanks(logical, i + 1);
-      size_t e = i;
-      while (e < logical.size() && ident_char(logical[e])) ++e;
-      d.directive = logical.substr(i, e - i);
-      i = skip_blanks(logical, e);
-      e = i;
-      while (e < logical.size() && ident_char(logical[e])) ++e;
-      d.name = logical.substr(i, e - i);
-      d.rest = logical.substr(e);
-      if (d.directive == "define" || d.directive == "undef") out.push_back(std::move(d));
-    }
+    DirectiveLine d;
+    if (directive_of(logical, &d.directive, &d.name, &d.rest) && (d.directive == "define" || d.directive == "undef"))
+      out.push_back(std::move(d));
     logical.clear();
   }
   return out;
@@ -214,14 +230,8 @@ std::optional<Site> pragma_macro(const std::string& s, size_t i, const std::stri
   if (j >= s.size() || s[j] != '(') return std::nullopt;
   const size_t close = closing_paren(s, j);
   if (close == std::string::npos) return std::nullopt;
-  const auto [cb, ce] = trimmed(s, j + 1, close);
-  if (s.compare(cb, 6, "unroll") != 0 || (cb + 6 < ce && ident_char(s[cb + 6]))) return std::nullopt;
-  const auto [ab, ae] = trimmed(s, cb + 6, ce);
-  Site site;
-  site.begin = i;
-  site.end = close + 1;
-  site.arg = s.substr(ab, ae - ab);
-  site.macro = name;
+  std::optional<Site> site = unroll_text(s, j + 1, close, i, close + 1);
+  if (site) site->macro = name;
   return site;
 }
 
@@ -335,23 +345,6 @@ std::vector<Site> unroll_sites(const std::string& s, const std::map<std::string,
   return sites;
 }
 
-/// The directive of a line ("define", "ifndef", ...) and the name after it;
-/// false when the line is no directive.
-bool directive_of(const std::string& line, std::string* directive, std::string* name) {
-  size_t i = skip_blanks(line, 0);
-  if (i >= line.size() || line[i] != '#') return false;
-  auto word = [&](std::string* out) {
-    i = skip_blanks(line, i);
-    size_t e = i;
-    while (e < line.size() && ident_char(line[e])) ++e;
-    *out = line.substr(i, e - i);
-    i = e;
-  };
-  ++i;
-  word(directive);
-  word(name);
-  return true;
-}
 
 /// The names `source` #defines anywhere (`defined`), and those whose value at
 /// a line may differ from the one the generated file puts before the source
